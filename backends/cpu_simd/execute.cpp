@@ -1,0 +1,333 @@
+// Turns a validated op call into kernel arguments: data pointers, strides, the [outer, n, inner]
+// views, and the one clearly named step that makes strided inputs contiguous where a kernel wants it.
+#include <cmath>
+#include <cstring>
+#include <vector>
+
+#include "backends/cpu_simd/cpu_backend.hpp"
+#include "backends/cpu_simd/thread_pool.hpp"
+#include "trine/error.hpp"
+
+namespace trine::cpu {
+namespace {
+
+std::uint8_t* base_ptr(const Tensor& t) {
+  return static_cast<std::uint8_t*>(t.storage()->backend().host_pointer(t.storage()->handle())) +
+         t.offset() * static_cast<i64>(dtype_size(t.dtype()));
+}
+
+float load_as_f32(const std::uint8_t* p, DType t) {
+  switch (t) {
+    case DType::f32: {
+      float v;
+      std::memcpy(&v, p, 4);
+      return v;
+    }
+    case DType::f16: {
+      std::uint16_t h;
+      std::memcpy(&h, p, 2);
+      return f16_to_f32(h);
+    }
+    case DType::bf16: {
+      std::uint16_t h;
+      std::memcpy(&h, p, 2);
+      return bf16_to_f32(h);
+    }
+  }
+  return 0.0f;
+}
+
+void store_from_f32(std::uint8_t* p, DType t, float v) {
+  switch (t) {
+    case DType::f32: std::memcpy(p, &v, 4); break;
+    case DType::f16: {
+      std::uint16_t h = f32_to_f16(v);
+      std::memcpy(p, &h, 2);
+      break;
+    }
+    case DType::bf16: {
+      std::uint16_t h = f32_to_bf16(v);
+      std::memcpy(p, &h, 2);
+      break;
+    }
+  }
+}
+
+// dst (contiguous, dst_dtype) = src (any strides, any dtype), split over rows of the last dim.
+void strided_convert(const Tensor& src, std::uint8_t* dst, DType dst_dtype) {
+  const i64 n = src.numel();
+  if (n == 0) return;
+  const int rank = src.rank();
+  const i64 inner = rank ? src.shape()[rank - 1] : 1;
+  const i64 inner_stride = rank ? src.strides()[rank - 1] : 1;
+  const i64 rows = n / inner;
+  const DType st = src.dtype();
+  const i64 ses = static_cast<i64>(dtype_size(st));
+  const i64 des = static_cast<i64>(dtype_size(dst_dtype));
+  const std::uint8_t* sbase = base_ptr(src);
+  const Shape shape = src.shape();
+  const Strides strides = src.strides();
+  parallel_for(rows, std::max<i64>(1, 16384 / std::max<i64>(inner, 1)), [&](i64 r0, i64 r1) {
+    for (i64 r = r0; r < r1; ++r) {
+      // Offset of row r: unravel r over the dims before the last.
+      i64 off = 0, rem = r;
+      for (int d = rank - 2; d >= 0; --d) {
+        off += (rem % shape[d]) * strides[d];
+        rem /= shape[d];
+      }
+      const std::uint8_t* s = sbase + off * ses;
+      std::uint8_t* o = dst + r * inner * des;
+      if (st == dst_dtype && inner_stride == 1) {
+        std::memcpy(o, s, static_cast<std::size_t>(inner * des));
+      } else if (st == dst_dtype) {
+        for (i64 j = 0; j < inner; ++j) std::memcpy(o + j * des, s + j * inner_stride * ses, static_cast<std::size_t>(des));
+      } else {
+        for (i64 j = 0; j < inner; ++j) store_from_f32(o + j * des, dst_dtype, load_as_f32(s + j * inner_stride * ses, st));
+      }
+    }
+  });
+}
+
+// The one step that makes a strided f32 input contiguous; `keep` holds the copy alive.
+const float* contiguous_f32(const Tensor& t, Tensor& keep) {
+  if (!t.defined()) return nullptr;
+  if (t.is_contiguous()) return reinterpret_cast<const float*>(base_ptr(t));
+  keep = Tensor::empty(t.shape(), DType::f32, t.device());
+  strided_convert(t, base_ptr(keep), DType::f32);
+  return reinterpret_cast<const float*>(base_ptr(keep));
+}
+
+float* out_f32(const detail::OpCall& call) { return reinterpret_cast<float*>(base_ptr(call.output)); }
+
+void run_unary(const KernelTable& k, const detail::OpCall& call, Activation act) {
+  const i64 n = call.output.numel();
+  if (n == 0) return;
+  const auto& p = std::get<ActParams>(call.params);
+  Tensor keep;
+  k.unary(act, p.alpha, p.beta, contiguous_f32(call.inputs[0], keep), out_f32(call), n);
+}
+
+// [outer, n, inner] around `axis` of `shape`.
+void split_axis(const Shape& shape, int axis, i64& outer, i64& n, i64& inner) {
+  outer = 1;
+  inner = 1;
+  for (int i = 0; i < axis; ++i) outer *= shape[i];
+  n = shape[axis];
+  for (int i = axis + 1; i < shape.rank(); ++i) inner *= shape[i];
+}
+
+int norm_axis(int axis, int rank) { return axis < 0 ? axis + rank : axis; }
+
+void run_matmul(const KernelTable& k, const detail::OpCall& call) {
+  const auto& p = std::get<MatmulParams>(call.params);
+  const Tensor& a = call.inputs[0];
+  const Tensor& b = call.inputs[1];
+  const Shape& os = call.output.shape();
+  const int orank = os.rank();
+  GemmArgs g;
+  g.M = os[orank - 2];
+  g.N = os[orank - 1];
+  g.K = p.trans_a ? a.dim(-2) : a.dim(-1);
+  g.batch = 1;
+  for (int i = 0; i < orank - 2; ++i) g.batch *= os[i];
+  if (call.output.numel() == 0) return;
+  float* c = out_f32(call);
+  if (g.K == 0) {
+    std::memset(c, 0, static_cast<std::size_t>(call.output.numel()) * sizeof(float));
+    return;
+  }
+  // Batch offsets: each operand's batch dims broadcast against the output's.
+  std::vector<i64> a_off(static_cast<std::size_t>(g.batch)), b_off(static_cast<std::size_t>(g.batch));
+  const int nb = orank - 2;
+  for (i64 bi = 0; bi < g.batch; ++bi) {
+    i64 rem = bi, ao = 0, bo = 0;
+    for (int d = nb - 1; d >= 0; --d) {
+      i64 idx = rem % os[d];
+      rem /= os[d];
+      int da = d - (nb - (a.rank() - 2));
+      int db = d - (nb - (b.rank() - 2));
+      if (da >= 0 && a.shape()[da] != 1) ao += idx * a.strides()[da];
+      if (db >= 0 && b.shape()[db] != 1) bo += idx * b.strides()[db];
+    }
+    a_off[static_cast<std::size_t>(bi)] = ao;
+    b_off[static_cast<std::size_t>(bi)] = bo;
+  }
+  g.a = base_ptr(a);
+  g.a_dtype = a.dtype();
+  g.a_rs = p.trans_a ? a.strides()[a.rank() - 1] : a.strides()[a.rank() - 2];
+  g.a_cs = p.trans_a ? a.strides()[a.rank() - 2] : a.strides()[a.rank() - 1];
+  g.a_batch_offsets = a_off.data();
+  g.b = base_ptr(b);
+  g.b_dtype = b.dtype();
+  g.b_rs = p.trans_b ? b.strides()[b.rank() - 1] : b.strides()[b.rank() - 2];
+  g.b_cs = p.trans_b ? b.strides()[b.rank() - 2] : b.strides()[b.rank() - 1];
+  g.b_batch_offsets = b_off.data();
+  g.c = c;
+  g.c_rs = g.N;
+  g.c_bs = g.M * g.N;
+  k.gemm(g);
+}
+
+}  // namespace
+
+void execute(const KernelTable& k, const detail::OpCall& call) {
+  const auto& in = call.inputs;
+  const i64 n_out = call.output.numel();
+  Tensor keep0, keep1, keep2;
+  switch (call.op) {
+    case OpKind::matmul: run_matmul(k, call); return;
+    case OpKind::gemv: {
+      const auto& p = std::get<GemvParams>(call.params);
+      const Tensor& a = in[0];
+      GemvArgs g;
+      g.M = n_out;
+      g.K = in[1].numel();
+      if (g.M == 0) return;
+      if (g.K == 0) {
+        std::memset(out_f32(call), 0, static_cast<std::size_t>(g.M) * sizeof(float));
+        return;
+      }
+      g.a = reinterpret_cast<const float*>(base_ptr(a));
+      g.a_rs = p.trans ? a.strides()[1] : a.strides()[0];
+      g.a_cs = p.trans ? a.strides()[0] : a.strides()[1];
+      g.x = contiguous_f32(in[1], keep1);
+      g.y = out_f32(call);
+      k.gemv(g);
+      return;
+    }
+    case OpKind::dot: {
+      const i64 n = in[0].numel();
+      *out_f32(call) = n == 0 ? 0.0f : k.dot(contiguous_f32(in[0], keep0), contiguous_f32(in[1], keep1), n);
+      return;
+    }
+    case OpKind::add:
+    case OpKind::sub:
+    case OpKind::mul:
+    case OpKind::div: {
+      if (n_out == 0) return;
+      BinaryArgs b;
+      b.op = call.op == OpKind::add ? BinaryOp::add
+             : call.op == OpKind::sub ? BinaryOp::sub
+             : call.op == OpKind::mul ? BinaryOp::mul
+                                      : BinaryOp::div;
+      const Shape& os = call.output.shape();
+      Tensor av = in[0].broadcast_to(os), bv = in[1].broadcast_to(os);
+      b.rank = os.rank();
+      for (int i = 0; i < os.rank(); ++i) {
+        b.shape[i] = os[i];
+        b.a_strides[i] = os[i] == 1 ? 0 : av.strides()[i];
+        b.b_strides[i] = os[i] == 1 ? 0 : bv.strides()[i];
+      }
+      if (b.rank == 0) {  // a scalar result is a one-element vector to the kernel
+        b.rank = 1;
+        b.shape[0] = 1;
+      }
+      b.a = reinterpret_cast<const float*>(base_ptr(in[0]));
+      b.b = reinterpret_cast<const float*>(base_ptr(in[1]));
+      b.y = out_f32(call);
+      k.binary(b);
+      return;
+    }
+    case OpKind::scale: {
+      if (n_out == 0) return;
+      const auto& p = std::get<ScaleParams>(call.params);
+      k.scale(p.alpha, p.beta, contiguous_f32(in[0], keep0), out_f32(call), n_out);
+      return;
+    }
+    case OpKind::bias_act: {
+      if (n_out == 0) return;
+      const auto& p = std::get<BiasActParams>(call.params);
+      const i64 cols = in[0].dim(-1);
+      k.bias_act(p.act, p.alpha, p.beta, contiguous_f32(in[0], keep0), contiguous_f32(in[1], keep1), out_f32(call),
+                 n_out / cols, cols);
+      return;
+    }
+    case OpKind::relu: run_unary(k, call, Activation::relu); return;
+    case OpKind::leaky_relu: run_unary(k, call, Activation::leaky_relu); return;
+    case OpKind::elu: run_unary(k, call, Activation::elu); return;
+    case OpKind::sigmoid: run_unary(k, call, Activation::sigmoid); return;
+    case OpKind::tanh: run_unary(k, call, Activation::tanh); return;
+    case OpKind::silu: run_unary(k, call, Activation::silu); return;
+    case OpKind::gelu: run_unary(k, call, Activation::gelu); return;
+    case OpKind::gelu_tanh: run_unary(k, call, Activation::gelu_tanh); return;
+    case OpKind::clip: run_unary(k, call, Activation::clip); return;
+    case OpKind::softmax:
+    case OpKind::log_softmax: {
+      i64 outer, n, inner;
+      split_axis(in[0].shape(), norm_axis(std::get<AxisParams>(call.params).axis, in[0].rank()), outer, n, inner);
+      k.softmax(call.op == OpKind::log_softmax, contiguous_f32(in[0], keep0), out_f32(call), outer, n, inner);
+      return;
+    }
+    case OpKind::layernorm: {
+      const i64 n = in[0].dim(-1);
+      const float eps = std::get<NormParams>(call.params).eps;
+      const float* gamma = in.size() > 1 ? contiguous_f32(in[1], keep1) : nullptr;
+      const float* beta = in.size() > 2 ? contiguous_f32(in[2], keep2) : nullptr;
+      k.layernorm(contiguous_f32(in[0], keep0), gamma, beta, out_f32(call), n_out / n, n, eps);
+      return;
+    }
+    case OpKind::rmsnorm: {
+      const i64 n = in[0].dim(-1);
+      const float* gamma = in.size() > 1 ? contiguous_f32(in[1], keep1) : nullptr;
+      k.rmsnorm(contiguous_f32(in[0], keep0), gamma, out_f32(call), n_out / n, n, std::get<NormParams>(call.params).eps);
+      return;
+    }
+    case OpKind::conv2d: {
+      const auto& p = std::get<Conv2dParams>(call.params);
+      Conv2dArgs c;
+      const Shape& xs = in[0].shape();
+      const Shape& ws = in[1].shape();
+      const Shape& os = call.output.shape();
+      c.N = xs[0], c.C = xs[1], c.H = xs[2], c.W = xs[3];
+      c.K = ws[0], c.R = ws[2], c.S = ws[3];
+      c.P = os[2], c.Q = os[3];
+      c.stride_h = p.stride.h, c.stride_w = p.stride.w;
+      c.pad_h = p.padding.h, c.pad_w = p.padding.w;
+      c.dil_h = p.dilation.h, c.dil_w = p.dilation.w;
+      c.groups = p.groups;
+      c.x = contiguous_f32(in[0], keep0);
+      c.w = contiguous_f32(in[1], keep1);
+      c.bias = in.size() > 2 ? contiguous_f32(in[2], keep2) : nullptr;
+      c.y = out_f32(call);
+      k.conv2d(c);
+      return;
+    }
+    case OpKind::attention: {
+      const auto& p = std::get<AttentionParams>(call.params);
+      AttentionArgs a;
+      a.Lq = in[0].dim(-2);
+      a.D = in[0].dim(-1);
+      a.Lk = in[1].dim(-2);
+      a.Dv = in[2].dim(-1);
+      a.batch = in[0].numel() / (a.Lq * a.D);
+      a.scale = p.scale != 0.0f ? p.scale : static_cast<float>(1.0 / std::sqrt(static_cast<double>(a.D)));
+      a.causal = p.causal;
+      a.q = contiguous_f32(in[0], keep0);
+      a.k = contiguous_f32(in[1], keep1);
+      a.v = contiguous_f32(in[2], keep2);
+      a.y = out_f32(call);
+      k.attention(a);
+      return;
+    }
+    case OpKind::rope: {
+      const auto& p = std::get<RopeParams>(call.params);
+      const i64 d = in[0].dim(-1), l = in[0].dim(-2);
+      k.rope(contiguous_f32(in[0], keep0), out_f32(call), n_out / (l * d), l, d, p.base, p.position_offset);
+      return;
+    }
+    case OpKind::sum:
+    case OpKind::mean:
+    case OpKind::max: {
+      i64 outer, n, inner;
+      split_axis(in[0].shape(), norm_axis(std::get<ReduceParams>(call.params).axis, in[0].rank()), outer, n, inner);
+      ReduceOp r = call.op == OpKind::sum ? ReduceOp::sum : call.op == OpKind::mean ? ReduceOp::mean : ReduceOp::max;
+      k.reduce(r, contiguous_f32(in[0], keep0), out_f32(call), outer, n, inner);
+      return;
+    }
+    case OpKind::copy:
+    case OpKind::cast: strided_convert(in[0], base_ptr(call.output), call.output.dtype()); return;
+  }
+  throw Error(ErrorCode::internal, "[cpu] op missing from execute()");
+}
+
+}  // namespace trine::cpu

@@ -1,0 +1,42 @@
+// Included first by every kernels/*.cpp. Those files are compiled once per ISA, with that ISA's
+// compiler flags and one of TRINE_ISA_SSE4_2 / TRINE_ISA_AVX2 / TRINE_ISA_AVX512 defined (see
+// CMakeLists.txt), so template bodies over the xsimd arch live only in per-ISA translation units.
+// Code in those files sits in namespace trine::cpu::TRINE_ISA_NS, which keeps the three copies of
+// every non-template function apart, and uses `Arch` for the xsimd arch tag.
+#pragma once
+
+#include <xsimd/xsimd.hpp>
+
+#include "backends/cpu_simd/kernels.hpp"
+#include "backends/cpu_simd/thread_pool.hpp"
+
+#if defined(TRINE_ISA_SSE4_2)
+#define TRINE_ISA_NS sse4_2
+#define TRINE_ISA_NAME "sse4_2"
+namespace trine::cpu::sse4_2 { using Arch = xsimd::sse4_2; }
+#elif defined(TRINE_ISA_AVX2)
+#define TRINE_ISA_NS avx2
+#define TRINE_ISA_NAME "avx2"
+namespace trine::cpu::avx2 { using Arch = xsimd::fma3<xsimd::avx2>; }
+#elif defined(TRINE_ISA_AVX512)
+#define TRINE_ISA_NS avx512
+#define TRINE_ISA_NAME "avx512"
+namespace trine::cpu::avx512 { using Arch = xsimd::avx512bw; }
+#else
+#error "kernels/*.cpp must be compiled through a per-ISA object library (TRINE_ISA_* undefined)"
+#endif
+
+namespace trine::cpu::TRINE_ISA_NS {
+using batch_f32 = xsimd::batch<float, Arch>;
+inline constexpr i64 vec_width = static_cast<i64>(batch_f32::size);
+
+// Each op-family file fills its entries of the table.
+void register_gemm(KernelTable& t);         // kernels/gemm.cpp: gemm, gemv, dot
+void register_conv2d(KernelTable& t);       // kernels/conv2d.cpp
+void register_elementwise(KernelTable& t);  // kernels/elementwise.cpp: unary, scale, binary, bias_act
+void register_softmax(KernelTable& t);      // kernels/softmax.cpp
+void register_norm(KernelTable& t);         // kernels/norm.cpp: layernorm, rmsnorm
+void register_reduce(KernelTable& t);       // kernels/reduce.cpp
+void register_attention(KernelTable& t);    // kernels/attention.cpp
+void register_rope(KernelTable& t);         // kernels/rope.cpp
+}  // namespace trine::cpu::TRINE_ISA_NS

@@ -1,0 +1,121 @@
+// The cpu_simd kernel table: what one instruction set's translation units provide.
+//
+// Every entry is filled by the per-ISA object libraries (kernels/*.cpp compiled three times, once
+// with each ISA's flags; see isa.hpp). The portable part of the backend (backend.cpp) validates
+// nothing: shapes were checked by the op table, and it hands kernels contiguous f32 data except
+// where an argument struct says strides. Kernels parallelise themselves on the shared pool
+// (thread_pool.hpp) and must be correct for every size, including 1 and sizes that are not a
+// multiple of the vector width. Semantics of each op: docs/ops.md.
+#pragma once
+
+#include <cstdint>
+
+#include "trine/dtype.hpp"
+#include "trine/ops.hpp"
+
+namespace trine::cpu {
+
+using i64 = std::int64_t;
+
+// C[b] (M x N, f32, row stride c_rs, batch stride c_bs) = A[b] (M x K) * B[b] (K x N).
+// Element (i, k) of A[b] is at a + a_batch_offsets[b] + i*a_rs + k*a_cs (in elements of a_dtype),
+// so transposes, strided views and broadcast batch dims all arrive here without a copy.
+// A and B may be f32, f16 or bf16 (converted to f32 when packed). K == 0 gives zeros.
+struct GemmArgs {
+  i64 batch = 1, M = 0, N = 0, K = 0;
+  const void* a = nullptr;
+  DType a_dtype = DType::f32;
+  i64 a_rs = 0, a_cs = 0;
+  const i64* a_batch_offsets = nullptr;  // `batch` entries
+  const void* b = nullptr;
+  DType b_dtype = DType::f32;
+  i64 b_rs = 0, b_cs = 0;
+  const i64* b_batch_offsets = nullptr;
+  float* c = nullptr;
+  i64 c_rs = 0, c_bs = 0;
+};
+
+// y[i] = sum_k A(i, k) x[k]; A(i, k) at a[i*a_rs + k*a_cs]; x, y contiguous.
+struct GemvArgs {
+  i64 M = 0, K = 0;
+  const float* a = nullptr;
+  i64 a_rs = 0, a_cs = 0;
+  const float* x = nullptr;
+  float* y = nullptr;
+};
+
+enum class BinaryOp { add, sub, mul, div };
+
+// y (contiguous, `shape`) = a op b, with a and b read through strides (0 on broadcast dims).
+struct BinaryArgs {
+  BinaryOp op = BinaryOp::add;
+  int rank = 0;
+  i64 shape[8] = {};
+  i64 a_strides[8] = {};
+  i64 b_strides[8] = {};
+  const float* a = nullptr;
+  const float* b = nullptr;
+  float* y = nullptr;
+};
+
+enum class ReduceOp { sum, mean, max };
+
+// Contiguous NCHW input, [K, C/groups, R, S] weight, optional bias [K], NKPQ output.
+struct Conv2dArgs {
+  i64 N = 0, C = 0, H = 0, W = 0;
+  i64 K = 0, R = 0, S = 0;
+  i64 P = 0, Q = 0;
+  i64 stride_h = 1, stride_w = 1, pad_h = 0, pad_w = 0, dil_h = 1, dil_w = 1, groups = 1;
+  const float* x = nullptr;
+  const float* w = nullptr;
+  const float* bias = nullptr;  // may be null
+  float* y = nullptr;
+};
+
+// q [batch, Lq, D], k [batch, Lk, D], v [batch, Lk, Dv] -> y [batch, Lq, Dv], all contiguous.
+// causal: query i sees keys j <= i + (Lk - Lq); the op table guarantees Lq <= Lk then.
+struct AttentionArgs {
+  i64 batch = 0, Lq = 0, Lk = 0, D = 0, Dv = 0;
+  float scale = 1.0f;
+  bool causal = false;
+  const float* q = nullptr;
+  const float* k = nullptr;
+  const float* v = nullptr;
+  float* y = nullptr;
+};
+
+struct KernelTable {
+  const char* isa = nullptr;  // "sse4_2", "avx2", "avx512"
+
+  void (*gemm)(const GemmArgs&) = nullptr;
+  void (*gemv)(const GemvArgs&) = nullptr;
+  float (*dot)(const float* x, const float* y, i64 n) = nullptr;
+
+  // y = act(x) elementwise; alpha/beta as in ActParams. act is never identity here.
+  void (*unary)(Activation act, float alpha, float beta, const float* x, float* y, i64 n) = nullptr;
+  void (*scale)(float alpha, float beta, const float* x, float* y, i64 n) = nullptr;
+  void (*binary)(const BinaryArgs&) = nullptr;
+  // y[r, c] = act(x[r, c] + bias[c]); act may be identity.
+  void (*bias_act)(Activation act, float alpha, float beta, const float* x, const float* bias, float* y,
+                   i64 rows, i64 cols) = nullptr;
+
+  // x viewed as [outer, n, inner]; the op runs along n. n >= 1.
+  void (*softmax)(bool log, const float* x, float* y, i64 outer, i64 n, i64 inner) = nullptr;
+  void (*reduce)(ReduceOp op, const float* x, float* y, i64 outer, i64 n, i64 inner) = nullptr;
+  // Over the last axis of [rows, n]; gamma/beta may be null (then 1 and 0).
+  void (*layernorm)(const float* x, const float* gamma, const float* beta, float* y, i64 rows, i64 n,
+                    float eps) = nullptr;
+  void (*rmsnorm)(const float* x, const float* gamma, float* y, i64 rows, i64 n, float eps) = nullptr;
+
+  void (*conv2d)(const Conv2dArgs&) = nullptr;
+  void (*attention)(const AttentionArgs&) = nullptr;
+  // x, y [outer, L, D], D even; row l has position `offset + l`.
+  void (*rope)(const float* x, float* y, i64 outer, i64 L, i64 D, float base, i64 offset) = nullptr;
+};
+
+// One table per ISA, each defined in that ISA's object library (kernels/table.cpp).
+namespace sse4_2 { const KernelTable& table(); }
+namespace avx2 { const KernelTable& table(); }
+namespace avx512 { const KernelTable& table(); }
+
+}  // namespace trine::cpu

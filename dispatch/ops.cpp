@@ -1,0 +1,127 @@
+// The public op functions: each builds an OpCall and runs it as a submission of one, then waits.
+#include <array>
+
+#include "backends/backend.hpp"
+#include "dispatch/op_table.hpp"
+#include "trine/error.hpp"
+#include "trine/ops.hpp"
+
+namespace trine {
+namespace {
+
+constexpr std::array<OpInfo, TRINE_OP_COUNT> k_op_infos = {{
+#define TRINE_OP(name, min_in, max_in, Params) {OpKind::name, #name, min_in, max_in},
+#include "trine/ops.def"
+#undef TRINE_OP
+}};
+
+}  // namespace
+
+const OpInfo& op_info(OpKind op) noexcept { return k_op_infos[static_cast<std::size_t>(op)]; }
+
+const char* activation_name(Activation a) noexcept {
+  switch (a) {
+    case Activation::identity: return "identity";
+    case Activation::relu: return "relu";
+    case Activation::leaky_relu: return "leaky_relu";
+    case Activation::elu: return "elu";
+    case Activation::sigmoid: return "sigmoid";
+    case Activation::tanh: return "tanh";
+    case Activation::silu: return "silu";
+    case Activation::gelu: return "gelu";
+    case Activation::gelu_tanh: return "gelu_tanh";
+    case Activation::clip: return "clip";
+  }
+  return "?";
+}
+
+OpCost op_cost(OpKind op, std::span<const Tensor> inputs, const OpParams& params) {
+  if (inputs.empty()) {
+    throw Error(ErrorCode::invalid_argument, std::string("[") + op_info(op).name + "] called with no inputs");
+  }
+  return detail::op_cost(op, inputs, params, detail::infer_op(op, inputs, params));
+}
+
+Tensor run_op(OpKind op, std::span<const Tensor> inputs, const OpParams& params) {
+  if (inputs.empty()) {
+    throw Error(ErrorCode::invalid_argument, std::string("[") + op_info(op).name + "] called with no inputs");
+  }
+  detail::InferredOutput shape = detail::infer_op(op, inputs, params);
+  const Device device = inputs[0].device();
+  const std::string tag = std::string("[") + op_info(op).name + "]";
+  detail::Backend& backend = detail::backend_for(device, tag.c_str());
+
+  detail::OpCall call;
+  call.op = op;
+  call.inputs.assign(inputs.begin(), inputs.end());
+  call.params = params;
+  call.output = Tensor::empty(shape.shape, shape.dtype, device);
+  if (!backend.supports(call)) {
+    throw Error(ErrorCode::unsupported, tag + " is not supported on " + device.str() + " for " +
+                                            detail::describe_call(op, inputs));
+  }
+  // The sync path is the async path plus a wait: one submission of one op.
+  auto submission = backend.encode(std::span<const detail::OpCall>(&call, 1));
+  backend.submit(std::move(submission))->wait();
+  return call.output;
+}
+
+namespace {
+Tensor run1(OpKind op, const Tensor& x, const OpParams& p) {
+  std::array<Tensor, 1> in{x};
+  return run_op(op, in, p);
+}
+Tensor run2(OpKind op, const Tensor& a, const Tensor& b, const OpParams& p) {
+  std::array<Tensor, 2> in{a, b};
+  return run_op(op, in, p);
+}
+}  // namespace
+
+Tensor matmul(const Tensor& a, const Tensor& b, MatmulOptions o) {
+  return run2(OpKind::matmul, a, b, MatmulParams{o.trans_a, o.trans_b});
+}
+Tensor gemv(const Tensor& a, const Tensor& x, bool trans) { return run2(OpKind::gemv, a, x, GemvParams{trans}); }
+Tensor dot(const Tensor& x, const Tensor& y) { return run2(OpKind::dot, x, y, NoParams{}); }
+Tensor add(const Tensor& a, const Tensor& b) { return run2(OpKind::add, a, b, NoParams{}); }
+Tensor sub(const Tensor& a, const Tensor& b) { return run2(OpKind::sub, a, b, NoParams{}); }
+Tensor mul(const Tensor& a, const Tensor& b) { return run2(OpKind::mul, a, b, NoParams{}); }
+Tensor div(const Tensor& a, const Tensor& b) { return run2(OpKind::div, a, b, NoParams{}); }
+Tensor scale(const Tensor& x, float alpha, float beta) { return run1(OpKind::scale, x, ScaleParams{alpha, beta}); }
+Tensor bias_act(const Tensor& x, const Tensor& bias, Activation act, float alpha, float beta) {
+  return run2(OpKind::bias_act, x, bias, BiasActParams{act, alpha, beta});
+}
+Tensor relu(const Tensor& x) { return run1(OpKind::relu, x, ActParams{}); }
+Tensor leaky_relu(const Tensor& x, float slope) { return run1(OpKind::leaky_relu, x, ActParams{slope, 0.0f}); }
+Tensor elu(const Tensor& x, float alpha) { return run1(OpKind::elu, x, ActParams{alpha, 0.0f}); }
+Tensor sigmoid(const Tensor& x) { return run1(OpKind::sigmoid, x, ActParams{}); }
+Tensor tanh(const Tensor& x) { return run1(OpKind::tanh, x, ActParams{}); }
+Tensor silu(const Tensor& x) { return run1(OpKind::silu, x, ActParams{}); }
+Tensor gelu(const Tensor& x, GeluForm form) {
+  return run1(form == GeluForm::erf ? OpKind::gelu : OpKind::gelu_tanh, x, ActParams{});
+}
+Tensor clip(const Tensor& x, float low, float high) { return run1(OpKind::clip, x, ActParams{low, high}); }
+Tensor softmax(const Tensor& x, int axis) { return run1(OpKind::softmax, x, AxisParams{axis}); }
+Tensor log_softmax(const Tensor& x, int axis) { return run1(OpKind::log_softmax, x, AxisParams{axis}); }
+Tensor layernorm(const Tensor& x, const Tensor& gamma, const Tensor& beta, float eps) {
+  std::array<Tensor, 3> in{x, gamma, beta};
+  return run_op(OpKind::layernorm, in, NormParams{eps});
+}
+Tensor rmsnorm(const Tensor& x, const Tensor& gamma, float eps) {
+  return run2(OpKind::rmsnorm, x, gamma, NormParams{eps});
+}
+Tensor conv2d(const Tensor& x, const Tensor& w, const Conv2dOptions& o) {
+  std::array<Tensor, 3> in{x, w, o.bias};
+  return run_op(OpKind::conv2d, in, Conv2dParams{o.stride, o.padding, o.dilation, o.groups});
+}
+Tensor attention(const Tensor& q, const Tensor& k, const Tensor& v, AttentionOptions o) {
+  std::array<Tensor, 3> in{q, k, v};
+  return run_op(OpKind::attention, in, AttentionParams{o.causal, o.scale});
+}
+Tensor rope(const Tensor& x, RopeOptions o) { return run1(OpKind::rope, x, RopeParams{o.base, o.position_offset}); }
+Tensor sum(const Tensor& x, int axis, bool keepdims) { return run1(OpKind::sum, x, ReduceParams{axis, keepdims}); }
+Tensor mean(const Tensor& x, int axis, bool keepdims) { return run1(OpKind::mean, x, ReduceParams{axis, keepdims}); }
+Tensor max(const Tensor& x, int axis, bool keepdims) { return run1(OpKind::max, x, ReduceParams{axis, keepdims}); }
+Tensor copy(const Tensor& x) { return run1(OpKind::copy, x, NoParams{}); }
+Tensor cast(const Tensor& x, DType dtype) { return run1(OpKind::cast, x, CastParams{dtype}); }
+
+}  // namespace trine

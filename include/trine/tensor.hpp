@@ -1,0 +1,87 @@
+// Tensor: a view (shape, strides, offset, dtype) over shared Storage that lives on one device.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <vector>
+
+#include "trine/device.hpp"
+#include "trine/dtype.hpp"
+#include "trine/shape.hpp"
+
+namespace trine {
+
+namespace detail {
+class Storage;
+}
+
+class Tensor {
+ public:
+  Tensor() = default;  // undefined: defined() is false
+
+  // ---- creation (the data is copied; the result is contiguous) ----
+  // `data` holds shape.numel() floats; they are converted to `dtype` (round to nearest even).
+  static Tensor from(std::span<const float> data, const Shape& shape, DType dtype = DType::f32,
+                     Device device = Device::cpu());
+  static Tensor empty(const Shape& shape, DType dtype = DType::f32, Device device = Device::cpu());
+  static Tensor zeros(const Shape& shape, DType dtype = DType::f32, Device device = Device::cpu());
+  static Tensor full(const Shape& shape, float value, DType dtype = DType::f32,
+                     Device device = Device::cpu());
+  // [start, start+step, ...) up to (not including) stop; rank 1.
+  static Tensor arange(float start, float stop, float step = 1.0f, DType dtype = DType::f32,
+                       Device device = Device::cpu());
+  // Uniform in [low, high) from a counter-based generator: the same seed gives the same values
+  // on every machine and device.
+  static Tensor random(const Shape& shape, std::uint64_t seed, float low = -1.0f, float high = 1.0f,
+                       DType dtype = DType::f32, Device device = Device::cpu());
+
+  // ---- properties ----
+  bool defined() const noexcept { return storage_ != nullptr; }
+  const Shape& shape() const noexcept { return shape_; }
+  const Strides& strides() const noexcept { return strides_; }
+  std::int64_t offset() const noexcept { return offset_; }  // in elements
+  DType dtype() const noexcept { return dtype_; }
+  Device device() const;
+  int rank() const noexcept { return shape_.rank(); }
+  std::int64_t dim(int i) const { return shape_.dim(i); }
+  std::int64_t numel() const noexcept { return shape_.numel(); }
+  bool is_contiguous() const noexcept;
+  bool shares_storage(const Tensor& other) const noexcept { return storage_ && storage_ == other.storage_; }
+  std::string str() const;  // "f32[2, 3] on cpu"
+
+  // ---- moving data ----
+  Tensor to(Device device) const;                  // copy to another device (self if already there)
+  Tensor astype(DType dtype) const;                // the cast op
+  Tensor contiguous() const;                       // self if contiguous, else the copy op
+  std::vector<float> to_vector() const;            // row-major, converted to f32, on the host
+  float item() const;                              // numel() must be 1
+
+  // ---- views (share storage, no copy) ----
+  // reshape is a view when the tensor is contiguous, otherwise it copies first (like numpy).
+  // One dim may be -1 (inferred).
+  Tensor reshape(const Shape& shape) const;
+  // Elements [start, stop) with step > 0 along `axis`; negative start/stop count from the end.
+  Tensor slice(int axis, std::int64_t start, std::int64_t stop, std::int64_t step = 1) const;
+  Tensor transpose(int axis0 = -2, int axis1 = -1) const;
+  Tensor permute(std::span<const int> order) const;
+  Tensor permute(std::initializer_list<int> order) const {
+    return permute(std::span<const int>(order.begin(), order.size()));
+  }
+  // Size-1 dims become `shape`'s dims with stride 0 (numpy broadcasting, read-only use).
+  Tensor broadcast_to(const Shape& shape) const;
+
+  // ---- internal: backends and the dispatcher ----
+  Tensor(std::shared_ptr<detail::Storage> storage, const Shape& shape, const Strides& strides,
+         std::int64_t offset, DType dtype);
+  const std::shared_ptr<detail::Storage>& storage() const noexcept { return storage_; }
+
+ private:
+  std::shared_ptr<detail::Storage> storage_;
+  Shape shape_;
+  Strides strides_;
+  std::int64_t offset_ = 0;
+  DType dtype_ = DType::f32;
+};
+
+}  // namespace trine

@@ -1,0 +1,10 @@
+// trine: the umbrella header.
+#pragma once
+
+#include "trine/device.hpp"
+#include "trine/dtype.hpp"
+#include "trine/error.hpp"
+#include "trine/ops.hpp"
+#include "trine/shape.hpp"
+#include "trine/tensor.hpp"
+#include "trine/version.hpp"

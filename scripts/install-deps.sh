@@ -1,0 +1,36 @@
+#!/usr/bin/env bash
+# The one place that installs the system packages trine's build, tests and benchmarks need.
+# Idempotent: asks apt only for what is missing. Later issues add lines to PACKAGES, nowhere else.
+set -euo pipefail
+
+PACKAGES=(
+  # build
+  build-essential cmake ninja-build pkg-config
+  # cpu_simd backend
+  libxsimd-dev
+  # tests and benchmarks
+  catch2 libbenchmark-dev
+  # Vulkan backend (lavapipe is the CPU driver CI runs it on)
+  libvulkan-dev glslc mesa-vulkan-drivers vulkan-validationlayers vulkan-tools
+  # comparison libraries for benches/compare
+  libopenblas-dev libeigen3-dev libdnnl-dev
+)
+
+missing=()
+for p in "${PACKAGES[@]}"; do
+  if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed"; then
+    missing+=("$p")
+  fi
+done
+
+if [ ${#missing[@]} -eq 0 ]; then
+  echo "install-deps: all ${#PACKAGES[@]} packages present"
+  exit 0
+fi
+
+echo "install-deps: installing ${missing[*]}"
+SUDO=""
+if [ "$(id -u)" -ne 0 ]; then SUDO="sudo"; fi
+export DEBIAN_FRONTEND=noninteractive
+$SUDO apt-get update -qq
+$SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}"

@@ -1,0 +1,105 @@
+// Shape and Device: small value types with their checks and printing.
+#include "trine/shape.hpp"
+
+#include <string>
+
+#include "trine/device.hpp"
+#include "trine/error.hpp"
+
+namespace trine {
+
+Shape::Shape(std::initializer_list<std::int64_t> dims) : Shape(std::span<const std::int64_t>(dims.begin(), dims.size())) {}
+
+Shape::Shape(std::span<const std::int64_t> dims) {
+  if (dims.size() > static_cast<std::size_t>(max_rank)) {
+    throw Error(ErrorCode::invalid_shape,
+                "[shape] rank " + std::to_string(dims.size()) + " exceeds the maximum of " + std::to_string(max_rank));
+  }
+  for (auto d : dims) dims_[static_cast<std::size_t>(rank_++)] = d;
+}
+
+std::int64_t Shape::dim(int i) const {
+  int j = i < 0 ? i + rank_ : i;
+  if (j < 0 || j >= rank_) {
+    throw Error(ErrorCode::invalid_argument,
+                "[shape] dim " + std::to_string(i) + " out of range for rank " + std::to_string(rank_) + " " + str());
+  }
+  return dims_[static_cast<std::size_t>(j)];
+}
+
+std::int64_t Shape::numel() const noexcept {
+  std::int64_t n = 1;
+  for (int i = 0; i < rank_; ++i) n *= dims_[static_cast<std::size_t>(i)];
+  return n;
+}
+
+void Shape::push_back(std::int64_t d) {
+  if (rank_ >= max_rank) {
+    throw Error(ErrorCode::invalid_shape, "[shape] cannot append to " + str() + ": rank limit " + std::to_string(max_rank));
+  }
+  dims_[static_cast<std::size_t>(rank_++)] = d;
+}
+
+std::string Shape::str() const {
+  std::string s = "[";
+  for (int i = 0; i < rank_; ++i) {
+    if (i) s += ", ";
+    s += std::to_string(dims_[static_cast<std::size_t>(i)]);
+  }
+  return s + "]";
+}
+
+bool operator==(const Shape& a, const Shape& b) noexcept {
+  if (a.rank_ != b.rank_) return false;
+  for (int i = 0; i < a.rank_; ++i)
+    if (a.dims_[static_cast<std::size_t>(i)] != b.dims_[static_cast<std::size_t>(i)]) return false;
+  return true;
+}
+
+Strides contiguous_strides(const Shape& shape) {
+  Strides s = shape;
+  std::int64_t acc = 1;
+  for (int i = shape.rank() - 1; i >= 0; --i) {
+    s[i] = acc;
+    acc *= shape[i];
+  }
+  return s;
+}
+
+const char* device_kind_name(DeviceKind k) noexcept {
+  switch (k) {
+    case DeviceKind::cpu: return "cpu";
+    case DeviceKind::vulkan: return "vulkan";
+    case DeviceKind::cuda: return "cuda";
+  }
+  return "?";
+}
+
+Device Device::parse(std::string_view text) {
+  std::string_view kind = text;
+  int index = 0;
+  if (auto colon = text.find(':'); colon != std::string_view::npos) {
+    kind = text.substr(0, colon);
+    std::string_view num = text.substr(colon + 1);
+    if (num.empty() || num.size() > 4) goto bad;
+    index = 0;
+    for (char c : num) {
+      if (c < '0' || c > '9') goto bad;
+      index = index * 10 + (c - '0');
+    }
+  }
+  if (kind == "cpu") return {DeviceKind::cpu, index};
+  if (kind == "vulkan") return {DeviceKind::vulkan, index};
+  if (kind == "cuda") return {DeviceKind::cuda, index};
+bad:
+  throw Error(ErrorCode::invalid_argument,
+              "[device] cannot parse '" + std::string(text) + "': expected cpu, vulkan or cuda, optionally :N");
+}
+
+std::string Device::str() const {
+  std::string s = device_kind_name(kind);
+  if (kind != DeviceKind::cpu || index != 0) s += ":" + std::to_string(index);
+  return s;
+}
+
+}  // namespace trine

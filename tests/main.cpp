@@ -1,0 +1,24 @@
+// The test runner: Catch2's main, after checking that the ISA requested through TRINE_CPU_ISA exists here.
+#define CATCH_CONFIG_RUNNER
+#include <catch2/catch.hpp>
+
+#include <cstdio>
+#include <cstdlib>
+#include <string>
+
+#include "trine/debug.hpp"
+
+int main(int argc, char** argv) {
+  if (const char* isa = std::getenv("TRINE_CPU_ISA"); isa && *isa && trine::debug::cpu_isa() == "none") {
+    const std::string reason = trine::debug::cpu_isa_reason();
+    if (reason.find("does not support") != std::string::npos) {
+      // ctest maps 77 to "skipped"; say why so the skip is never silent.
+      std::printf("SKIP: %s\n", reason.c_str());
+      return 77;
+    }
+    std::printf("ERROR: %s\n", reason.c_str());  // a misspelt ISA is a broken test setup, not a skip
+    return 1;
+  }
+  std::printf("cpu isa: %s (%s)\n", trine::debug::cpu_isa().c_str(), trine::debug::cpu_isa_reason().c_str());
+  return Catch::Session().run(argc, argv);
+}

@@ -1,0 +1,129 @@
+// Special values: softmax rows with -k_inf / all -k_inf / huge values, activations at +-k_inf and NaN,
+// as docs/ops.md documents them. Runs once per CPU ISA too.
+#include <catch2/catch.hpp>
+
+#include <cmath>
+#include <limits>
+
+#include "trine/trine.hpp"
+
+using namespace trine;
+
+namespace {
+constexpr float k_inf = std::numeric_limits<float>::infinity();
+const float k_nan = std::numeric_limits<float>::quiet_NaN();
+
+std::vector<float> run(Tensor (*op)(const Tensor&), const std::vector<float>& x) {
+  return op(Tensor::from(x, Shape{static_cast<std::int64_t>(x.size())})).to_vector();
+}
+}  // namespace
+
+TEST_CASE("softmax of a row containing -inf gives 0 there and stays exact elsewhere", "[numerics]") {
+  // lengths that exercise the vector body and the tail
+  for (std::int64_t n : {2, 9, 33}) {
+    std::vector<float> x(static_cast<std::size_t>(n), 0.0f);
+    x[0] = -k_inf;
+    x[static_cast<std::size_t>(n - 1)] = -k_inf;
+    auto y = softmax(Tensor::from(x, {1, n})).to_vector();
+    auto ly = log_softmax(Tensor::from(x, {1, n})).to_vector();
+    CHECK(y[0] == 0.0f);
+    CHECK(y[static_cast<std::size_t>(n - 1)] == 0.0f);
+    CHECK(ly[0] == -k_inf);
+    if (n > 2) {
+      CHECK(y[1] == Approx(1.0 / static_cast<double>(n - 2)).epsilon(1e-6));
+      CHECK(ly[1] == Approx(-std::log(static_cast<double>(n - 2))).epsilon(1e-6));
+    }
+  }
+}
+
+TEST_CASE("softmax of a row of all -k_inf is NaN (documented: 0/0, as numpy and PyTorch)", "[numerics]") {
+  for (std::int64_t n : {1, 5, 40}) {
+    std::vector<float> x(static_cast<std::size_t>(n), -k_inf);
+    for (float v : softmax(Tensor::from(x, {1, n})).to_vector()) CHECK(std::isnan(v));
+    for (float v : log_softmax(Tensor::from(x, {1, n})).to_vector()) CHECK(std::isnan(v));
+  }
+  // other rows of the same tensor are unaffected
+  auto y = softmax(Tensor::from(std::vector<float>{-k_inf, -k_inf, 0.0f, 0.0f}, {2, 2})).to_vector();
+  CHECK(std::isnan(y[0]));
+  CHECK(y[2] == 0.5f);
+  CHECK(y[3] == 0.5f);
+}
+
+TEST_CASE("softmax of large values (1e30) is finite and exact", "[numerics]") {
+  std::vector<float> x = {1e30f, 1e30f, -1e30f, 1e30f};
+  auto y = softmax(Tensor::from(x, {1, 4})).to_vector();
+  CHECK(y[0] == Approx(1.0 / 3).epsilon(1e-6));
+  CHECK(y[1] == Approx(1.0 / 3).epsilon(1e-6));
+  CHECK(y[2] == 0.0f);
+  auto ly = log_softmax(Tensor::from(x, {1, 4})).to_vector();
+  CHECK(ly[0] == Approx(-std::log(3.0)).epsilon(1e-6));
+  CHECK(ly[2] == Approx(-2e30).epsilon(1e-6));
+  for (float v : y) CHECK(std::isfinite(v));
+  // along a non-last axis too
+  auto yc = softmax(Tensor::from(std::vector<float>{1e30f, 0.0f, 1e30f, 0.0f}, {2, 2}), 0).to_vector();
+  CHECK(yc[0] == 0.5f);
+  CHECK(yc[1] == 0.5f);
+}
+
+TEST_CASE("softmax rows with NaN or +inf are NaN", "[numerics]") {
+  auto y = softmax(Tensor::from(std::vector<float>{0.0f, k_nan, 1.0f}, {1, 3})).to_vector();
+  for (float v : y) CHECK(std::isnan(v));
+  auto z = softmax(Tensor::from(std::vector<float>{0.0f, k_inf, 1.0f}, {1, 3})).to_vector();
+  for (float v : z) CHECK(std::isnan(v));
+}
+
+TEST_CASE("activations at +-k_inf and NaN", "[numerics]") {
+  // 17 values so the vector body and the tail both see the specials
+  std::vector<float> x(17, 0.5f);
+  x[0] = k_inf;
+  x[1] = -k_inf;
+  x[2] = k_nan;
+  x[14] = k_inf;
+  x[15] = -k_inf;
+  x[16] = k_nan;
+  auto check = [&](const char* name, Tensor (*op)(const Tensor&), float at_pinf, float at_ninf) {
+    INFO(name);
+    auto y = run(op, x);
+    CHECK(y[0] == at_pinf);
+    CHECK(y[14] == at_pinf);
+    CHECK(y[1] == at_ninf);
+    CHECK(y[15] == at_ninf);
+    CHECK(std::isnan(y[2]));
+    CHECK(std::isnan(y[16]));
+  };
+  check("relu", [](const Tensor& t) { return relu(t); }, k_inf, 0.0f);
+  check("sigmoid", [](const Tensor& t) { return sigmoid(t); }, 1.0f, 0.0f);
+  check("tanh", [](const Tensor& t) { return trine::tanh(t); }, 1.0f, -1.0f);
+  check("silu", [](const Tensor& t) { return silu(t); }, k_inf, 0.0f);
+  check("gelu erf", [](const Tensor& t) { return gelu(t, GeluForm::erf); }, k_inf, 0.0f);
+  check("gelu tanh", [](const Tensor& t) { return gelu(t, GeluForm::tanh); }, k_inf, 0.0f);
+  check("elu", [](const Tensor& t) { return elu(t, 1.0f); }, k_inf, -1.0f);
+  check("leaky_relu", [](const Tensor& t) { return leaky_relu(t, 0.1f); }, k_inf, -k_inf);
+  check("clip", [](const Tensor& t) { return clip(t, -2.0f, 3.0f); }, 3.0f, -2.0f);
+}
+
+TEST_CASE("activations just inside the saturating range stay accurate", "[numerics]") {
+  std::vector<float> x = {-90.0f, -30.0f, -10.0f, -1e-6f, 0.0f, 1e-6f, 10.0f, 30.0f, 90.0f};
+  auto s = run([](const Tensor& t) { return sigmoid(t); }, x);
+  auto g = run([](const Tensor& t) { return gelu(t); }, x);
+  auto th = run([](const Tensor& t) { return trine::tanh(t); }, x);
+  for (std::size_t i = 0; i < x.size(); ++i) {
+    INFO("x = " << x[i]);
+    double xs = x[i];
+    CHECK(s[i] == Approx(1.0 / (1.0 + std::exp(-xs))).epsilon(1e-5).margin(1e-30));
+    CHECK(g[i] == Approx(0.5 * xs * std::erfc(-xs / std::sqrt(2.0))).epsilon(1e-5).margin(1e-20));
+    CHECK(th[i] == Approx(std::tanh(xs)).epsilon(1e-5).margin(1e-30));
+    CHECK(std::isfinite(s[i]));
+    CHECK(std::isfinite(g[i]));
+  }
+}
+
+TEST_CASE("max reduction propagates NaN; division by zero is IEEE", "[numerics]") {
+  auto m = max(Tensor::from(std::vector<float>{1.0f, k_nan, 3.0f, 2.0f, 0.0f, 1.0f}, {2, 3}), -1).to_vector();
+  CHECK(std::isnan(m[0]));
+  CHECK(m[1] == 2.0f);
+  auto d = div(Tensor::from(std::vector<float>{1.0f, -1.0f, 0.0f}, {3}), Tensor::zeros({3})).to_vector();
+  CHECK(d[0] == k_inf);
+  CHECK(d[1] == -k_inf);
+  CHECK(std::isnan(d[2]));
+}

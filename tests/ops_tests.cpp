@@ -1,0 +1,323 @@
+// Differential tests: every op of the table against the reference over a grid of shapes, strided
+// views, broadcasts and dtypes. ctest runs this suite once per CPU ISA (TRINE_CPU_ISA).
+#include <catch2/catch.hpp>
+
+#include <string>
+
+#include "tests/harness.hpp"
+
+using namespace trine;
+using trine::test::check_op;
+using trine::test::make_input;
+using trine::test::View;
+
+namespace {
+
+const std::vector<std::int64_t> k_sizes = {1, 2, 3, 7, 31, 32, 33, 64, 127, 256, 1000};
+
+// Error bounds (NMSE). Sums of up to ~1e6 f32 products: 1e-9 leaves room for reordering, and a
+// wrong index or a dropped tail gives errors near 1e-3 or more.
+constexpr double k_exact = 1e-12;    // copies, selects, single roundings
+constexpr double k_arith = 1e-10;    // a few f32 operations per element
+constexpr double k_sum = 1e-9;       // long f32 reductions (matmul, conv, dot, norms)
+constexpr double k_transc = 1e-9;    // vectorized exp/log/tanh/erf
+
+std::string shape_label(const std::vector<Tensor>& in, const std::string& extra = "") {
+  std::string s;
+  for (const auto& t : in) s += (t.defined() ? t.str() : std::string("none")) + " ";
+  return s + extra;
+}
+
+std::uint64_t seq() {
+  static std::uint64_t n = 0;
+  return ++n;
+}
+
+}  // namespace
+
+TEST_CASE("matmul over a shape grid, batches, transposes and dtypes", "[ops][matmul]") {
+  auto run = [](const Shape& as, const Shape& bs, MatmulParams p, View va = View::contiguous, View vb = View::contiguous,
+                DType ta = DType::f32, DType tb = DType::f32) {
+    std::vector<Tensor> in{make_input(as, seq(), va, ta), make_input(bs, seq(), vb, tb)};
+    check_op(OpKind::matmul, in, p, k_sum,
+             shape_label(in, std::string(p.trans_a ? "ta " : "") + (p.trans_b ? "tb" : "")));
+  };
+  for (auto s : k_sizes) {
+    if (s <= 256) run({s, s}, {s, s}, {});
+    run({s, 33}, {33, 7}, {});
+    run({1, s}, {s, 31}, {});
+    run({3, 1}, {1, s}, {});
+  }
+  run({3, 1000}, {1000, 7}, {});
+  run({1000, 3}, {3, 5}, {});
+  run({129, 257}, {257, 65}, {});
+  run({384, 512}, {512, 320}, {});  // large: several cache blocks in every dimension
+  // transpose flags and transposed / strided views
+  for (bool ta : {false, true}) {
+    for (bool tb : {false, true}) {
+      Shape as = ta ? Shape{33, 31} : Shape{31, 33};
+      Shape bs = tb ? Shape{7, 33} : Shape{33, 7};
+      run(as, bs, {ta, tb});
+      run(as, bs, {ta, tb}, View::transposed, View::strided);
+    }
+  }
+  run({64, 96}, {96, 80}, {}, View::strided, View::transposed);
+  // batched with broadcast batch dims
+  run({2, 3, 17, 9}, {9, 5}, {});
+  run({2, 1, 7, 9}, {1, 4, 9, 6}, {});
+  run({4, 31, 33}, {4, 33, 32}, {false, false}, View::transposed, View::contiguous);
+  run({5, 33, 31}, {5, 7, 33}, {true, true});
+  // f16 / bf16 inputs, f32 result
+  run({31, 64}, {64, 33}, {}, View::contiguous, View::contiguous, DType::f16, DType::f16);
+  run({31, 64}, {64, 33}, {}, View::contiguous, View::transposed, DType::bf16, DType::bf16);
+  run({2, 7, 65}, {65, 9}, {}, View::contiguous, View::contiguous, DType::f16, DType::f32);
+  run({128, 256}, {256, 96}, {}, View::contiguous, View::contiguous, DType::bf16, DType::f16);
+  // K == 0: an empty sum is zero
+  run({3, 0}, {0, 4}, {});
+  run({0, 5}, {5, 4}, {});
+}
+
+TEST_CASE("gemv and dot", "[ops][gemv][dot]") {
+  for (auto m : k_sizes) {
+    for (auto k : {std::int64_t{1}, std::int64_t{7}, std::int64_t{33}, std::int64_t{1000}}) {
+      for (bool trans : {false, true}) {
+        Shape as = trans ? Shape{k, m} : Shape{m, k};
+        std::vector<Tensor> in{make_input(as, seq()), make_input({k}, seq())};
+        check_op(OpKind::gemv, in, GemvParams{trans}, k_sum, shape_label(in, trans ? "trans" : ""));
+      }
+    }
+  }
+  {
+    std::vector<Tensor> in{make_input({127, 255}, seq(), View::transposed), make_input({255}, seq(), View::strided)};
+    check_op(OpKind::gemv, in, GemvParams{false}, k_sum, shape_label(in, "transposed view"));
+  }
+  {
+    std::vector<Tensor> in{make_input({2048, 4096}, seq()), make_input({4096}, seq())};
+    check_op(OpKind::gemv, in, GemvParams{false}, k_sum, shape_label(in, "large"));
+  }
+  for (auto n : k_sizes) {
+    std::vector<Tensor> in{make_input({n}, seq()), make_input({n}, seq())};
+    check_op(OpKind::dot, in, NoParams{}, k_sum, shape_label(in));
+  }
+  {
+    std::vector<Tensor> in{make_input({1000}, seq(), View::strided), make_input({1000}, seq())};
+    check_op(OpKind::dot, in, NoParams{}, k_sum, shape_label(in, "strided"));
+    std::vector<Tensor> big{make_input({1 << 20}, seq()), make_input({1 << 20}, seq())};
+    check_op(OpKind::dot, big, NoParams{}, k_sum, shape_label(big, "large"));
+  }
+}
+
+TEST_CASE("add, sub, mul, div with broadcasting", "[ops][binary]") {
+  const std::vector<std::pair<Shape, Shape>> shapes = {
+      {{1}, {1}},           {{7}, {7}},          {{1000}, {1000}},       {{31, 33}, {31, 33}}, {{31, 33}, {33}},
+      {{33}, {31, 33}},     {{31, 1}, {1, 33}},  {{127, 64}, {127, 1}},  {{}, {64}},           {{3, 7}, {}},
+      {{2, 1, 3, 5}, {4, 1, 5}}, {{1, 1, 1}, {2, 3, 4}}, {{256, 1000}, {1000}}, {{1000, 1000}, {1000, 1000}}};
+  for (OpKind op : {OpKind::add, OpKind::sub, OpKind::mul, OpKind::div}) {
+    for (const auto& [sa, sb] : shapes) {
+      // div: keep the divisor away from 0 so the comparison measures arithmetic, not blow-ups
+      std::vector<Tensor> in{make_input(sa, seq()),
+                             op == OpKind::div ? make_input(sb, seq(), View::contiguous, DType::f32, 0.5f, 2.0f)
+                                               : make_input(sb, seq())};
+      check_op(op, in, NoParams{}, k_arith, shape_label(in));
+    }
+    std::vector<Tensor> in{make_input({33, 31}, seq(), View::transposed),
+                           make_input({31}, seq(), View::strided, DType::f32, 0.5f, 2.0f)};
+    check_op(op, in, NoParams{}, k_arith, shape_label(in, "views"));
+    std::vector<Tensor> empty{make_input({0, 3}, seq()), make_input({3}, seq())};
+    check_op(op, empty, NoParams{}, k_exact, shape_label(empty, "zero-size"));
+  }
+}
+
+TEST_CASE("scale and the activations, element-wise", "[ops][unary]") {
+  struct Act {
+    OpKind op;
+    ActParams p;
+  };
+  const std::vector<Act> acts = {{OpKind::relu, {}},       {OpKind::leaky_relu, {0.01f, 0}}, {OpKind::elu, {1.0f, 0}},
+                                 {OpKind::elu, {0.5f, 0}}, {OpKind::sigmoid, {}},            {OpKind::tanh, {}},
+                                 {OpKind::silu, {}},       {OpKind::gelu, {}},               {OpKind::gelu_tanh, {}},
+                                 {OpKind::clip, {-0.5f, 0.75f}}};
+  std::vector<Shape> shapes;
+  for (auto n : k_sizes) shapes.push_back({n});
+  shapes.push_back({31, 33});
+  shapes.push_back({3, 1 << 20});  // large
+  for (const auto& a : acts) {
+    for (const auto& s : shapes) {
+      std::vector<Tensor> in{make_input(s, seq(), View::contiguous, DType::f32, -6.0f, 6.0f)};
+      check_op(a.op, in, a.p, k_transc, shape_label(in));
+    }
+    std::vector<Tensor> wide{make_input({1000}, seq(), View::contiguous, DType::f32, -40.0f, 40.0f)};
+    check_op(a.op, wide, a.p, k_transc, shape_label(wide, "range +-40"));
+    std::vector<Tensor> view{make_input({33, 31}, seq(), View::transposed, DType::f32, -6.0f, 6.0f)};
+    check_op(a.op, view, a.p, k_transc, shape_label(view, "transposed view"));
+    std::vector<Tensor> empty{make_input({0}, seq())};
+    check_op(a.op, empty, a.p, k_exact, shape_label(empty, "zero-size"));
+  }
+  for (const auto& s : shapes) {
+    std::vector<Tensor> in{make_input(s, seq())};
+    check_op(OpKind::scale, in, ScaleParams{-2.5f, 0.25f}, k_arith, shape_label(in));
+  }
+  std::vector<Tensor> view{make_input({64, 65}, seq(), View::strided)};
+  check_op(OpKind::scale, view, ScaleParams{3.0f, 0.0f}, k_arith, shape_label(view, "strided"));
+}
+
+TEST_CASE("bias_act with every activation", "[ops][bias_act]") {
+  const Activation acts[] = {Activation::identity, Activation::relu,     Activation::leaky_relu,
+                             Activation::elu,      Activation::sigmoid,  Activation::tanh,
+                             Activation::silu,     Activation::gelu,     Activation::gelu_tanh,
+                             Activation::clip};
+  for (Activation act : acts) {
+    BiasActParams p{act, act == Activation::clip ? -0.5f : 0.1f, act == Activation::clip ? 0.5f : 0.0f};
+    for (auto [r, c] : {std::pair<std::int64_t, std::int64_t>{1, 1}, {7, 3}, {31, 33}, {64, 1000}, {1000, 127}}) {
+      std::vector<Tensor> in{make_input({r, c}, seq(), View::contiguous, DType::f32, -4.0f, 4.0f), make_input({c}, seq())};
+      check_op(OpKind::bias_act, in, p, k_transc, shape_label(in, activation_name(act)));
+    }
+    std::vector<Tensor> in{make_input({2, 5, 33}, seq(), View::strided), make_input({33}, seq(), View::strided)};
+    check_op(OpKind::bias_act, in, p, k_transc, shape_label(in, std::string(activation_name(act)) + " strided"));
+  }
+}
+
+TEST_CASE("softmax and log_softmax over any axis", "[ops][softmax]") {
+  for (OpKind op : {OpKind::softmax, OpKind::log_softmax}) {
+    for (auto n : k_sizes) {
+      std::vector<Tensor> in{make_input({3, n}, seq(), View::contiguous, DType::f32, -10.0f, 10.0f)};
+      check_op(op, in, AxisParams{-1}, k_transc, shape_label(in));
+      std::vector<Tensor> col{make_input({n, 5}, seq(), View::contiguous, DType::f32, -10.0f, 10.0f)};
+      check_op(op, col, AxisParams{0}, k_transc, shape_label(col, "axis 0"));
+    }
+    std::vector<Tensor> mid{make_input({4, 33, 7}, seq(), View::contiguous, DType::f32, -10.0f, 10.0f)};
+    check_op(op, mid, AxisParams{1}, k_transc, shape_label(mid, "axis 1"));
+    std::vector<Tensor> view{make_input({31, 64}, seq(), View::transposed, DType::f32, -10.0f, 10.0f)};
+    check_op(op, view, AxisParams{-1}, k_transc, shape_label(view, "transposed view"));
+    std::vector<Tensor> big{make_input({16, 32000}, seq(), View::contiguous, DType::f32, -20.0f, 20.0f)};
+    check_op(op, big, AxisParams{-1}, k_transc, shape_label(big, "large"));
+  }
+}
+
+TEST_CASE("layernorm and rmsnorm", "[ops][norm]") {
+  for (auto n : k_sizes) {
+    for (std::int64_t rows : {1, 5}) {
+      std::vector<Tensor> x{make_input({rows, n}, seq(), View::contiguous, DType::f32, -3.0f, 5.0f)};
+      Tensor g = make_input({n}, seq()), b = make_input({n}, seq());
+      check_op(OpKind::layernorm, {x[0], g, b}, NormParams{1e-5f}, k_sum, shape_label(x, "gamma beta"));
+      check_op(OpKind::layernorm, {x[0]}, NormParams{1e-5f}, k_sum, shape_label(x, "plain"));
+      check_op(OpKind::layernorm, {x[0], g}, NormParams{1e-3f}, k_sum, shape_label(x, "gamma"));
+      check_op(OpKind::rmsnorm, {x[0], g}, NormParams{1e-6f}, k_sum, shape_label(x, "gamma"));
+      check_op(OpKind::rmsnorm, {x[0]}, NormParams{1e-6f}, k_sum, shape_label(x, "plain"));
+    }
+  }
+  Tensor x = make_input({2, 3, 4096}, seq(), View::strided);
+  Tensor g = make_input({4096}, seq());
+  check_op(OpKind::layernorm, {x, g, Tensor()}, NormParams{}, k_sum, "strided large, gamma only");
+  check_op(OpKind::rmsnorm, {x, g}, NormParams{}, k_sum, "strided large");
+}
+
+TEST_CASE("conv2d: stride, padding, dilation, groups, bias", "[ops][conv2d]") {
+  struct C {
+    std::int64_t n, c, h, w, k, r, s;
+    Conv2dParams p;
+    bool bias;
+  };
+  const std::vector<C> cases = {
+      {1, 1, 1, 1, 1, 1, 1, {}, false},
+      {1, 1, 5, 5, 1, 3, 3, {}, true},
+      {2, 3, 7, 7, 4, 3, 3, {1, 1, 1, 1}, true},
+      {1, 3, 13, 11, 5, 3, 3, {2, 1, 1, 1}, false},
+      {1, 4, 31, 33, 8, 5, 5, {{2, 1}, {2, 0}, 1, 1}, true},
+      {2, 4, 17, 17, 6, 3, 3, {1, 2, 2, 2}, true},
+      {1, 8, 32, 32, 8, 3, 3, {1, 1, 1, 8}, true},  // depthwise
+      {1, 6, 9, 9, 4, 1, 1, {}, false},               // 1x1
+      {1, 6, 9, 9, 4, 1, 1, {2, 0, 1, 1}, true},      // strided 1x1
+      {1, 2, 3, 3, 3, 3, 3, {1, 0, 1, 1}, true},      // kernel equal to the input
+      {1, 3, 2, 2, 2, 3, 3, {1, 1, 1, 1}, true},      // kernel larger than the input, fits with padding
+      {1, 3, 64, 64, 16, 7, 7, {2, 3, 1, 1}, true},
+      {2, 32, 56, 56, 64, 3, 3, {1, 1, 1, 1}, true},  // large
+  };
+  for (const auto& c : cases) {
+    std::vector<Tensor> in{make_input({c.n, c.c, c.h, c.w}, seq()),
+                           make_input({c.k, c.c / c.p.groups, c.r, c.s}, seq()),
+                           c.bias ? make_input({c.k}, seq()) : Tensor()};
+    std::string extra = "stride " + std::to_string(c.p.stride.h) + "," + std::to_string(c.p.stride.w) + " pad " +
+                        std::to_string(c.p.padding.h) + "," + std::to_string(c.p.padding.w) + " dil " +
+                        std::to_string(c.p.dilation.h) + " groups " + std::to_string(c.p.groups);
+    check_op(OpKind::conv2d, in, c.p, k_sum, shape_label(in, extra));
+  }
+  std::vector<Tensor> view{make_input({1, 3, 9, 11}, seq(), View::transposed), make_input({4, 3, 3, 3}, seq(), View::strided)};
+  check_op(OpKind::conv2d, view, Conv2dParams{1, 1, 1, 1}, k_sum, shape_label(view, "views"));
+}
+
+TEST_CASE("attention, causal and not", "[ops][attention]") {
+  struct A {
+    Shape lead;
+    std::int64_t lq, lk, d, dv;
+    bool causal;
+    float scale;
+  };
+  const std::vector<A> cases = {
+      {{1}, 1, 1, 1, 1, false, 0},         {{1}, 1, 1, 1, 1, true, 0},          {{2, 3}, 7, 7, 8, 8, false, 0},
+      {{2, 3}, 7, 7, 8, 8, true, 0},       {{1, 2}, 5, 13, 16, 8, true, 0},     {{1, 2}, 5, 13, 16, 8, false, 0.3f},
+      {{3}, 31, 33, 64, 64, false, 0},     {{3}, 31, 33, 64, 64, true, 0},      {{1, 4}, 127, 127, 64, 32, true, 0},
+      {{2}, 1, 1000, 64, 64, true, 0},     {{1, 8}, 256, 256, 64, 64, true, 0}, {{1}, 1000, 1000, 32, 32, false, 0}};
+  for (const auto& a : cases) {
+    Shape qs = a.lead, ks = a.lead, vs = a.lead;
+    qs.push_back(a.lq), qs.push_back(a.d);
+    ks.push_back(a.lk), ks.push_back(a.d);
+    vs.push_back(a.lk), vs.push_back(a.dv);
+    std::vector<Tensor> in{make_input(qs, seq(), View::contiguous, DType::f32, -2, 2),
+                           make_input(ks, seq(), View::contiguous, DType::f32, -2, 2), make_input(vs, seq())};
+    check_op(OpKind::attention, in, AttentionParams{a.causal, a.scale}, k_sum, shape_label(in, a.causal ? "causal" : ""));
+  }
+  std::vector<Tensor> view{make_input({2, 9, 16}, seq(), View::strided), make_input({2, 11, 16}, seq(), View::transposed),
+                           make_input({2, 11, 8}, seq(), View::strided)};
+  check_op(OpKind::attention, view, AttentionParams{true, 0}, k_sum, shape_label(view, "views"));
+}
+
+TEST_CASE("rope", "[ops][rope]") {
+  for (auto l : {std::int64_t{1}, std::int64_t{3}, std::int64_t{31}, std::int64_t{256}}) {
+    for (auto d : {std::int64_t{2}, std::int64_t{8}, std::int64_t{62}, std::int64_t{128}}) {
+      std::vector<Tensor> in{make_input({2, l, d}, seq())};
+      check_op(OpKind::rope, in, RopeParams{10000.0f, 0}, k_transc, shape_label(in));
+      check_op(OpKind::rope, in, RopeParams{500000.0f, 17}, k_transc, shape_label(in, "base 5e5 offset 17"));
+    }
+  }
+  std::vector<Tensor> view{make_input({2, 4, 33, 64}, seq(), View::strided)};
+  check_op(OpKind::rope, view, RopeParams{10000.0f, 1000}, k_transc, shape_label(view, "strided, offset 1000"));
+  std::vector<Tensor> big{make_input({8, 1000, 128}, seq())};
+  check_op(OpKind::rope, big, RopeParams{}, k_transc, shape_label(big, "large"));
+}
+
+TEST_CASE("sum, mean, max over an axis", "[ops][reduce]") {
+  for (OpKind op : {OpKind::sum, OpKind::mean, OpKind::max}) {
+    for (auto n : k_sizes) {
+      for (int axis : {0, 1, -1}) {
+        std::vector<Tensor> in{make_input({3, n, 5}, seq())};
+        check_op(op, in, ReduceParams{axis, false}, k_sum, shape_label(in, "axis " + std::to_string(axis)));
+      }
+      std::vector<Tensor> in{make_input({n}, seq())};
+      check_op(op, in, ReduceParams{0, true}, k_sum, shape_label(in, "keepdims"));
+    }
+    std::vector<Tensor> view{make_input({33, 64}, seq(), View::transposed)};
+    check_op(op, view, ReduceParams{-1, true}, k_sum, shape_label(view, "transposed view"));
+    std::vector<Tensor> big{make_input({64, 100000}, seq())};
+    check_op(op, big, ReduceParams{-1, false}, k_sum, shape_label(big, "large"));
+  }
+}
+
+TEST_CASE("copy and cast", "[ops][copy][cast]") {
+  for (DType t : {DType::f32, DType::f16, DType::bf16}) {
+    for (View v : {View::contiguous, View::strided, View::transposed}) {
+      for (Shape s : {Shape{1}, Shape{7, 33}, Shape{2, 3, 127, 5}, Shape{0, 4}}) {
+        std::vector<Tensor> in{make_input(s, seq(), v, t)};
+        check_op(OpKind::copy, in, NoParams{}, 0.0, shape_label(in, trine::test::view_name(v)));
+        for (DType to : {DType::f32, DType::f16, DType::bf16}) {
+          check_op(OpKind::cast, in, CastParams{to}, 0.0, shape_label(in, std::string("to ") + dtype_name(to)));
+        }
+      }
+    }
+  }
+  std::vector<Tensor> wide{make_input({1000}, seq(), View::contiguous, DType::f32, -1e5f, 1e5f)};
+  check_op(OpKind::cast, wide, CastParams{DType::f16}, 0.0, "to f16 with overflow to inf");
+  check_op(OpKind::cast, wide, CastParams{DType::bf16}, 0.0, "to bf16");
+  std::vector<Tensor> big{make_input({1 << 22}, seq(), View::strided)};
+  check_op(OpKind::copy, big, NoParams{}, 0.0, "large strided");
+}

@@ -1,0 +1,762 @@
+// The scalar reference oracle: plain double-precision loops that follow docs/ops.md line by line.
+#include "reference.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <cstddef>
+#include <iterator>
+#include <limits>
+#include <numbers>
+#include <stdexcept>
+#include <string>
+#include <variant>
+
+namespace trine::ref {
+
+namespace {
+
+using Dims = std::vector<std::int64_t>;
+
+constexpr double kInf = std::numeric_limits<double>::infinity();
+constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
+
+// ---- errors and checks ----
+
+std::string dims_str(const Dims& d) {
+  std::string s = "[";
+  for (std::size_t i = 0; i < d.size(); ++i) s += (i ? ", " : "") + std::to_string(d[i]);
+  return s + "]";
+}
+
+[[noreturn]] void fail(const std::string& op, const std::string& what) {
+  throw std::invalid_argument("[ref " + op + "] " + what);
+}
+
+std::int64_t product(const Dims& d, std::size_t begin, std::size_t end) {
+  std::int64_t n = 1;
+  for (std::size_t i = begin; i < end; ++i) n *= d[i];
+  return n;
+}
+
+std::int64_t product(const Dims& d) { return product(d, 0, d.size()); }
+
+std::int64_t rank(const Array& a) { return static_cast<std::int64_t>(a.shape.size()); }
+
+// Every array an op reads goes through here, so a harness bug shows up as an error, not as garbage.
+void check_array(const Array& a, const std::string& op, const char* name) {
+  if (!a.present) fail(op, std::string(name) + " is absent");
+  for (std::int64_t d : a.shape) {
+    if (d < 0) fail(op, std::string(name) + " has a negative dim: " + dims_str(a.shape));
+  }
+  if (static_cast<std::int64_t>(a.data.size()) != product(a.shape)) {
+    fail(op, std::string(name) + " " + dims_str(a.shape) + " holds " + std::to_string(a.data.size()) +
+                 " values");
+  }
+}
+
+void check_rank(const Array& a, const std::string& op, const char* name, std::int64_t min_rank,
+                std::int64_t max_rank = std::numeric_limits<std::int64_t>::max()) {
+  if (rank(a) < min_rank || rank(a) > max_rank) {
+    fail(op, std::string(name) + " " + dims_str(a.shape) + " has the wrong rank");
+  }
+}
+
+// The ops outside the element-wise family and the matmul family reject zero-size dims.
+void check_non_empty(const Array& a, const std::string& op, const char* name) {
+  for (std::int64_t d : a.shape) {
+    if (d == 0) fail(op, std::string(name) + " " + dims_str(a.shape) + " has a zero-size dim");
+  }
+}
+
+// An optional per-channel vector: absent, or exactly [n].
+void check_optional_vector(const Array& a, std::int64_t n, const std::string& op, const char* name) {
+  if (!a.present) return;
+  check_array(a, op, name);
+  if (a.shape != Dims{n}) fail(op, std::string(name) + " " + dims_str(a.shape) + " is not [" + std::to_string(n) + "]");
+}
+
+int normalize_axis(int axis, std::int64_t rank, const std::string& op) {
+  const std::int64_t a = axis < 0 ? axis + rank : axis;
+  if (a < 0 || a >= rank) fail(op, "axis " + std::to_string(axis) + " is out of range for rank " + std::to_string(rank));
+  return static_cast<int>(a);
+}
+
+Array zeros(const Dims& shape) { return Array{shape, std::vector<double>(static_cast<std::size_t>(product(shape)), 0.0)}; }
+
+// ---- indexing ----
+
+// Steps a multi-index to the next row-major position in `shape` (the last dim moves fastest).
+void advance(Dims& index, const Dims& shape) {
+  for (std::size_t d = shape.size(); d-- > 0;) {
+    if (++index[d] < shape[d]) return;
+    index[d] = 0;
+  }
+}
+
+// The row-major position in `in_shape` that numpy broadcasting reads for the output element at
+// `out_index`: in_shape is aligned to the right, and its size-1 dims always read index 0.
+std::int64_t broadcast_source(const Dims& out_index, const Dims& in_shape) {
+  const std::size_t lead = out_index.size() - in_shape.size();
+  std::int64_t flat = 0;
+  for (std::size_t d = 0; d < in_shape.size(); ++d) {
+    const std::int64_t i = in_shape[d] == 1 ? 0 : out_index[lead + d];
+    flat = flat * in_shape[d] + i;
+  }
+  return flat;
+}
+
+// A shape seen as [outer, n, inner] around one axis: element (o, i, j) is at (o * n + i) * inner + j.
+struct AxisSplit {
+  std::int64_t outer;
+  std::int64_t n;
+  std::int64_t inner;
+  std::int64_t at(std::int64_t o, std::int64_t i, std::int64_t j) const { return (o * n + i) * inner + j; }
+};
+
+AxisSplit split_at(const Dims& shape, int axis) {
+  const auto a = static_cast<std::size_t>(axis);
+  return {product(shape, 0, a), shape[a], product(shape, a + 1, shape.size())};
+}
+
+template <class F>
+Array map(const Array& x, const std::string& op, F f) {
+  check_array(x, op, "x");
+  Array y = x;
+  for (double& v : y.data) v = f(v);
+  return y;
+}
+
+template <class F>
+Array zip_broadcast(const Array& a, const Array& b, const std::string& op, F f) {
+  check_array(a, op, "a");
+  check_array(b, op, "b");
+  Array out = zeros(broadcast_shapes(a.shape, b.shape));
+  Dims index(out.shape.size(), 0);
+  for (std::int64_t i = 0; i < out.numel(); ++i, advance(index, out.shape)) {
+    out.data[i] = f(a.data[broadcast_source(index, a.shape)], b.data[broadcast_source(index, b.shape)]);
+  }
+  return out;
+}
+
+// ---- scalar activations ----
+
+double relu_value(double x) { return x < 0 ? 0.0 : x; }  // NaN < 0 is false: NaN passes through
+double leaky_relu_value(double x, double slope) { return x < 0 ? slope * x : x; }
+double elu_value(double x, double alpha) { return x < 0 ? alpha * std::expm1(x) : x; }
+double sigmoid_value(double x) { return 1.0 / (1.0 + std::exp(-x)); }  // exp(+inf) = inf gives 0 at -inf
+
+double silu_value(double x) {
+  if (x == -kInf) return 0.0;  // -inf * sigmoid(-inf) is -inf * 0 = NaN; the limit is 0
+  return x * sigmoid_value(x);
+}
+
+double gelu_value(double x) {
+  if (x == -kInf) return 0.0;  // -inf * 0 = NaN; the limit is 0
+  // 1 + erf(z) == erfc(-z), which keeps its digits for negative x where 1 + erf cancels to 0
+  return 0.5 * x * std::erfc(-x / std::numbers::sqrt2);
+}
+
+double gelu_tanh_value(double x) {
+  if (x == -kInf) return 0.0;  // -inf * 0 = NaN; the limit is 0
+  const double y = std::sqrt(2.0 / std::numbers::pi) * (x + 0.044715 * x * x * x);
+  // x/2 * (1 + tanh(y)) == x / (1 + exp(-2y)), which does not cancel to 0 for negative x
+  return x / (1.0 + std::exp(-2.0 * y));
+}
+
+double clip_value(double x, double low, double high) {
+  if (std::isnan(x)) return x;  // std::max/min would keep or drop NaN depending on argument order
+  return std::min(std::max(x, low), high);
+}
+
+// ---- softmax of one row (shared by softmax, log_softmax and attention) ----
+
+std::vector<double> softmax_row(const std::vector<double>& row, bool log_output) {
+  bool poisoned = false;  // +inf or NaN makes the whole row NaN (inf - inf)
+  double m = -kInf;
+  for (double v : row) {
+    if (std::isnan(v) || v == kInf) {
+      poisoned = true;
+    } else {
+      m = std::max(m, v);
+    }
+  }
+  // All -inf is 0/0, as numpy and PyTorch give.
+  if (poisoned || m == -kInf) return std::vector<double>(row.size(), kNaN);
+  double total = 0.0;
+  for (double v : row) total += std::exp(v - m);  // -inf entries add exp(-inf) = 0
+  std::vector<double> out(row.size());
+  for (std::size_t i = 0; i < row.size(); ++i) {
+    out[i] = log_output ? (row[i] - m) - std::log(total) : std::exp(row[i] - m) / total;
+  }
+  return out;
+}
+
+Array softmax_along(const Array& x, int axis, bool log_output, const std::string& op) {
+  check_array(x, op, "x");
+  check_rank(x, op, "x", 1);
+  check_non_empty(x, op, "x");
+  const AxisSplit s = split_at(x.shape, normalize_axis(axis, rank(x), op));
+  Array y = x;
+  std::vector<double> row(static_cast<std::size_t>(s.n));
+  for (std::int64_t o = 0; o < s.outer; ++o) {
+    for (std::int64_t j = 0; j < s.inner; ++j) {
+      for (std::int64_t i = 0; i < s.n; ++i) row[i] = x.data[s.at(o, i, j)];
+      const std::vector<double> r = softmax_row(row, log_output);
+      for (std::int64_t i = 0; i < s.n; ++i) y.data[s.at(o, i, j)] = r[i];
+    }
+  }
+  return y;
+}
+
+// ---- reductions ----
+
+template <class F>
+Array reduce(const Array& x, int axis, bool keepdims, const std::string& op, F reduce_row) {
+  check_array(x, op, "x");
+  check_rank(x, op, "x", 1);
+  check_non_empty(x, op, "x");
+  const int a = normalize_axis(axis, rank(x), op);
+  const AxisSplit s = split_at(x.shape, a);
+  Dims out_shape = x.shape;
+  if (keepdims) {
+    out_shape[static_cast<std::size_t>(a)] = 1;
+  } else {
+    out_shape.erase(out_shape.begin() + a);
+  }
+  Array y = zeros(out_shape);
+  std::vector<double> row(static_cast<std::size_t>(s.n));
+  for (std::int64_t o = 0; o < s.outer; ++o) {
+    for (std::int64_t j = 0; j < s.inner; ++j) {
+      for (std::int64_t i = 0; i < s.n; ++i) row[i] = x.data[s.at(o, i, j)];
+      y.data[o * s.inner + j] = reduce_row(row);
+    }
+  }
+  return y;
+}
+
+double row_sum(const std::vector<double>& row) {
+  double total = 0.0;
+  for (double v : row) total += v;
+  return total;
+}
+
+// ---- casts ----
+
+struct FloatFormat {
+  int mantissa_bits;  // stored fraction bits
+  int min_exponent;   // exponent of the smallest normal value
+  int max_exponent;   // exponent of the largest finite value
+};
+
+FloatFormat format_of(DType t) {
+  switch (t) {
+    case DType::f32: return {23, -126, 127};
+    case DType::f16: return {10, -14, 15};
+    case DType::bf16: return {7, -126, 127};
+  }
+  throw std::invalid_argument("[ref cast] unknown dtype");
+}
+
+// Rounds on the format's grid of representable values: below the smallest normal the grid
+// spacing stops shrinking, which gives the subnormals.
+double round_to_format(double v, const FloatFormat& f) {
+  if (std::isnan(v) || std::isinf(v) || v == 0.0) return v;
+  const double magnitude = std::fabs(v);
+  const int exponent = std::max(std::ilogb(magnitude), f.min_exponent);
+  const int quantum = exponent - f.mantissa_bits;  // the grid spacing is 2^quantum
+  const double scaled = std::ldexp(magnitude, -quantum);  // exact: a power-of-two scaling
+  const double below = std::floor(scaled);
+  const double remainder = scaled - below;  // exact
+  const bool below_is_odd = std::fmod(below, 2.0) != 0.0;
+  const double rounded = (remainder > 0.5 || (remainder == 0.5 && below_is_odd)) ? below + 1.0 : below;
+  double result = std::ldexp(rounded, quantum);
+  const double max_finite = std::ldexp(2.0 - std::ldexp(1.0, -f.mantissa_bits), f.max_exponent);
+  if (result > max_finite) result = kInf;
+  return std::copysign(result, v);
+}
+
+// ---- the op table, for run()'s checks ----
+
+struct OpRow {
+  const char* name;
+  int min_inputs;
+  int max_inputs;
+  bool (*takes)(const OpParams&);  // whether params holds the op's parameter struct
+};
+
+constexpr OpRow op_rows[] = {
+#define TRINE_OP(op_name, min_in, max_in, Params) \
+  {#op_name, min_in, max_in, [](const OpParams& p) { return std::holds_alternative<Params>(p); }},
+#include "trine/ops.def"
+#undef TRINE_OP
+};
+
+}  // namespace
+
+// ---- Array ----
+
+std::int64_t Array::numel() const { return product(shape); }
+
+Array absent() {
+  Array a;
+  a.present = false;
+  return a;
+}
+
+std::vector<std::int64_t> broadcast_shapes(const std::vector<std::int64_t>& a, const std::vector<std::int64_t>& b) {
+  const std::size_t r = std::max(a.size(), b.size());
+  Dims out(r);
+  for (std::size_t i = 0; i < r; ++i) {
+    // Missing leading dims act as 1.
+    const std::int64_t da = i < a.size() ? a[a.size() - 1 - i] : 1;
+    const std::int64_t db = i < b.size() ? b[b.size() - 1 - i] : 1;
+    if (da != db && da != 1 && db != 1) {
+      throw std::invalid_argument("[ref broadcast] " + dims_str(a) + " and " + dims_str(b) + " do not broadcast");
+    }
+    out[r - 1 - i] = da == 1 ? db : da;
+  }
+  return out;
+}
+
+// ---- matmul family ----
+
+Array matmul(const Array& a, const Array& b, const MatmulParams& params) {
+  const std::string op = "matmul";
+  check_array(a, op, "a");
+  check_array(b, op, "b");
+  check_rank(a, op, "a", 2);
+  check_rank(b, op, "b", 2);
+  // Stored last two dims; a trans flag means the stored matrix is the transpose of the operand.
+  const std::int64_t a_rows = a.shape[a.shape.size() - 2], a_cols = a.shape.back();
+  const std::int64_t b_rows = b.shape[b.shape.size() - 2], b_cols = b.shape.back();
+  const std::int64_t m = params.trans_a ? a_cols : a_rows;
+  const std::int64_t k = params.trans_a ? a_rows : a_cols;
+  const std::int64_t k_b = params.trans_b ? b_cols : b_rows;
+  const std::int64_t n = params.trans_b ? b_rows : b_cols;
+  if (k != k_b) fail(op, "inner dims differ: " + dims_str(a.shape) + " @ " + dims_str(b.shape));
+
+  const Dims a_batch(a.shape.begin(), a.shape.end() - 2);
+  const Dims b_batch(b.shape.begin(), b.shape.end() - 2);
+  Dims out_shape = broadcast_shapes(a_batch, b_batch);
+  const Dims batch = out_shape;
+  out_shape.push_back(m);
+  out_shape.push_back(n);
+  Array out = zeros(out_shape);
+
+  Dims index(batch.size(), 0);
+  for (std::int64_t bi = 0; bi < product(batch); ++bi, advance(index, batch)) {
+    const std::int64_t a_base = broadcast_source(index, a_batch) * a_rows * a_cols;
+    const std::int64_t b_base = broadcast_source(index, b_batch) * b_rows * b_cols;
+    auto a_at = [&](std::int64_t i, std::int64_t kk) {
+      return a.data[a_base + (params.trans_a ? kk * a_cols + i : i * a_cols + kk)];
+    };
+    auto b_at = [&](std::int64_t kk, std::int64_t j) {
+      return b.data[b_base + (params.trans_b ? j * b_cols + kk : kk * b_cols + j)];
+    };
+    for (std::int64_t i = 0; i < m; ++i) {
+      for (std::int64_t j = 0; j < n; ++j) {
+        double total = 0.0;  // K == 0 leaves the empty sum, 0
+        for (std::int64_t kk = 0; kk < k; ++kk) total += a_at(i, kk) * b_at(kk, j);
+        out.data[(bi * m + i) * n + j] = total;
+      }
+    }
+  }
+  return out;
+}
+
+Array gemv(const Array& a, const Array& x, const GemvParams& params) {
+  const std::string op = "gemv";
+  check_array(a, op, "a");
+  check_array(x, op, "x");
+  check_rank(a, op, "a", 2, 2);
+  check_rank(x, op, "x", 1, 1);
+  const std::int64_t rows = a.shape[0], cols = a.shape[1];
+  const std::int64_t m = params.trans ? cols : rows;
+  const std::int64_t k = params.trans ? rows : cols;
+  if (x.shape[0] != k) fail(op, "a " + dims_str(a.shape) + " does not fit x " + dims_str(x.shape));
+  Array y = zeros({m});
+  for (std::int64_t i = 0; i < m; ++i) {
+    double total = 0.0;
+    for (std::int64_t kk = 0; kk < k; ++kk) {
+      const double a_ik = params.trans ? a.data[kk * cols + i] : a.data[i * cols + kk];
+      total += a_ik * x.data[kk];
+    }
+    y.data[i] = total;
+  }
+  return y;
+}
+
+Array dot(const Array& x, const Array& y) {
+  const std::string op = "dot";
+  check_array(x, op, "x");
+  check_array(y, op, "y");
+  check_rank(x, op, "x", 1, 1);
+  check_rank(y, op, "y", 1, 1);
+  if (x.shape != y.shape) fail(op, "x " + dims_str(x.shape) + " and y " + dims_str(y.shape) + " differ");
+  double total = 0.0;
+  for (std::int64_t i = 0; i < x.numel(); ++i) total += x.data[i] * y.data[i];
+  return Array{{}, {total}};
+}
+
+// ---- element-wise ----
+
+Array add(const Array& a, const Array& b) {
+  return zip_broadcast(a, b, "add", [](double u, double v) { return u + v; });
+}
+Array sub(const Array& a, const Array& b) {
+  return zip_broadcast(a, b, "sub", [](double u, double v) { return u - v; });
+}
+Array mul(const Array& a, const Array& b) {
+  return zip_broadcast(a, b, "mul", [](double u, double v) { return u * v; });
+}
+Array div(const Array& a, const Array& b) {
+  return zip_broadcast(a, b, "div", [](double u, double v) { return u / v; });
+}
+
+Array scale(const Array& x, const ScaleParams& params) {
+  const double alpha = params.alpha, beta = params.beta;
+  return map(x, "scale", [&](double v) { return alpha * v + beta; });
+}
+
+double activation(Activation act, double x, double alpha, double beta) {
+  switch (act) {
+    case Activation::identity: return x;
+    case Activation::relu: return relu_value(x);
+    case Activation::leaky_relu: return leaky_relu_value(x, alpha);
+    case Activation::elu: return elu_value(x, alpha);
+    case Activation::sigmoid: return sigmoid_value(x);
+    case Activation::tanh: return std::tanh(x);
+    case Activation::silu: return silu_value(x);
+    case Activation::gelu: return gelu_value(x);
+    case Activation::gelu_tanh: return gelu_tanh_value(x);
+    case Activation::clip: return clip_value(x, alpha, beta);
+  }
+  throw std::invalid_argument("[ref activation] unknown activation");
+}
+
+Array bias_act(const Array& x, const Array& bias, const BiasActParams& params) {
+  const std::string op = "bias_act";
+  check_array(x, op, "x");
+  check_array(bias, op, "bias");
+  check_rank(x, op, "x", 1);
+  const std::int64_t n = x.shape.back();
+  if (bias.shape != Dims{n}) fail(op, "bias " + dims_str(bias.shape) + " does not fit x " + dims_str(x.shape));
+  Array y = x;
+  for (std::int64_t i = 0; i < y.numel(); ++i) {
+    y.data[i] = activation(params.act, x.data[i] + bias.data[i % n], params.alpha, params.beta);
+  }
+  return y;
+}
+
+Array relu(const Array& x) { return map(x, "relu", relu_value); }
+Array leaky_relu(const Array& x, double slope) {
+  return map(x, "leaky_relu", [&](double v) { return leaky_relu_value(v, slope); });
+}
+Array elu(const Array& x, double alpha) {
+  return map(x, "elu", [&](double v) { return elu_value(v, alpha); });
+}
+Array sigmoid(const Array& x) { return map(x, "sigmoid", sigmoid_value); }
+Array tanh(const Array& x) {
+  return map(x, "tanh", [](double v) { return std::tanh(v); });
+}
+Array silu(const Array& x) { return map(x, "silu", silu_value); }
+Array gelu(const Array& x) { return map(x, "gelu", gelu_value); }
+Array gelu_tanh(const Array& x) { return map(x, "gelu_tanh", gelu_tanh_value); }
+Array clip(const Array& x, double low, double high) {
+  if (low > high) fail("clip", "low " + std::to_string(low) + " > high " + std::to_string(high));
+  return map(x, "clip", [&](double v) { return clip_value(v, low, high); });
+}
+
+// ---- softmax and norms ----
+
+Array softmax(const Array& x, int axis) { return softmax_along(x, axis, false, "softmax"); }
+Array log_softmax(const Array& x, int axis) { return softmax_along(x, axis, true, "log_softmax"); }
+
+Array layernorm(const Array& x, const Array& gamma, const Array& beta, double eps) {
+  const std::string op = "layernorm";
+  check_array(x, op, "x");
+  check_rank(x, op, "x", 1);
+  check_non_empty(x, op, "x");
+  if (!(eps > 0)) fail(op, "eps must be > 0");
+  const std::int64_t n = x.shape.back();
+  check_optional_vector(gamma, n, op, "gamma");
+  check_optional_vector(beta, n, op, "beta");
+  Array y = x;
+  for (std::int64_t row = 0; row < x.numel() / n; ++row) {
+    const double* v = x.data.data() + row * n;
+    double mean = 0.0;
+    for (std::int64_t i = 0; i < n; ++i) mean += v[i];
+    mean /= static_cast<double>(n);
+    double var = 0.0;  // biased: divided by N, not N - 1
+    for (std::int64_t i = 0; i < n; ++i) var += (v[i] - mean) * (v[i] - mean);
+    var /= static_cast<double>(n);
+    for (std::int64_t i = 0; i < n; ++i) {
+      const double g = gamma.present ? gamma.data[i] : 1.0;
+      const double b = beta.present ? beta.data[i] : 0.0;
+      y.data[row * n + i] = (v[i] - mean) / std::sqrt(var + eps) * g + b;
+    }
+  }
+  return y;
+}
+
+Array rmsnorm(const Array& x, const Array& gamma, double eps) {
+  const std::string op = "rmsnorm";
+  check_array(x, op, "x");
+  check_rank(x, op, "x", 1);
+  check_non_empty(x, op, "x");
+  if (!(eps > 0)) fail(op, "eps must be > 0");
+  const std::int64_t n = x.shape.back();
+  check_optional_vector(gamma, n, op, "gamma");
+  Array y = x;
+  for (std::int64_t row = 0; row < x.numel() / n; ++row) {
+    const double* v = x.data.data() + row * n;
+    double mean_square = 0.0;
+    for (std::int64_t i = 0; i < n; ++i) mean_square += v[i] * v[i];
+    mean_square /= static_cast<double>(n);
+    for (std::int64_t i = 0; i < n; ++i) {
+      const double g = gamma.present ? gamma.data[i] : 1.0;
+      y.data[row * n + i] = v[i] / std::sqrt(mean_square + eps) * g;
+    }
+  }
+  return y;
+}
+
+// ---- conv2d, attention, rope ----
+
+Array conv2d(const Array& x, const Array& w, const Array& bias, const Conv2dParams& params) {
+  const std::string op = "conv2d";
+  check_array(x, op, "x");
+  check_array(w, op, "w");
+  check_rank(x, op, "x", 4, 4);
+  check_rank(w, op, "w", 4, 4);
+  check_non_empty(x, op, "x");
+  check_non_empty(w, op, "w");
+  const std::int64_t batch = x.shape[0], channels = x.shape[1], height = x.shape[2], width = x.shape[3];
+  const std::int64_t filters = w.shape[0], group_channels = w.shape[1], kh = w.shape[2], kw = w.shape[3];
+  const std::int64_t groups = params.groups;
+  const Pair2 stride = params.stride, pad = params.padding, dil = params.dilation;
+  if (groups < 1 || channels % groups != 0 || filters % groups != 0) {
+    fail(op, "groups " + std::to_string(groups) + " does not divide C " + std::to_string(channels) + " and K " +
+                 std::to_string(filters));
+  }
+  if (group_channels != channels / groups) {
+    fail(op, "w " + dims_str(w.shape) + " does not fit x " + dims_str(x.shape) + " with groups " + std::to_string(groups));
+  }
+  if (stride.h < 1 || stride.w < 1 || dil.h < 1 || dil.w < 1 || pad.h < 0 || pad.w < 0) {
+    fail(op, "stride and dilation must be >= 1 and padding >= 0");
+  }
+  check_optional_vector(bias, filters, op, "bias");
+  // The extent the dilated kernel sweeps must fit the padded input, or there is no output pixel.
+  const std::int64_t span_h = height + 2 * pad.h - dil.h * (kh - 1) - 1;
+  const std::int64_t span_w = width + 2 * pad.w - dil.w * (kw - 1) - 1;
+  if (span_h < 0 || span_w < 0) fail(op, "the dilated kernel is larger than the padded input");
+  const std::int64_t out_h = span_h / stride.h + 1, out_w = span_w / stride.w + 1;
+
+  Array y = zeros({batch, filters, out_h, out_w});
+  const std::int64_t filters_per_group = filters / groups;
+  for (std::int64_t n = 0; n < batch; ++n) {
+    for (std::int64_t k = 0; k < filters; ++k) {
+      const std::int64_t first_channel = (k / filters_per_group) * group_channels;
+      for (std::int64_t p = 0; p < out_h; ++p) {
+        for (std::int64_t q = 0; q < out_w; ++q) {
+          double total = 0.0;
+          for (std::int64_t c = 0; c < group_channels; ++c) {
+            for (std::int64_t r = 0; r < kh; ++r) {
+              const std::int64_t h = p * stride.h - pad.h + r * dil.h;
+              if (h < 0 || h >= height) continue;  // zero padding
+              for (std::int64_t s = 0; s < kw; ++s) {
+                const std::int64_t col = q * stride.w - pad.w + s * dil.w;
+                if (col < 0 || col >= width) continue;
+                const double xv = x.data[((n * channels + first_channel + c) * height + h) * width + col];
+                const double wv = w.data[((k * group_channels + c) * kh + r) * kw + s];
+                total += xv * wv;
+              }
+            }
+          }
+          if (bias.present) total += bias.data[k];
+          y.data[((n * filters + k) * out_h + p) * out_w + q] = total;
+        }
+      }
+    }
+  }
+  return y;
+}
+
+Array attention(const Array& q, const Array& k, const Array& v, const AttentionParams& params) {
+  const std::string op = "attention";
+  check_array(q, op, "q");
+  check_array(k, op, "k");
+  check_array(v, op, "v");
+  check_rank(q, op, "q", 2);
+  check_non_empty(q, op, "q");
+  check_non_empty(k, op, "k");
+  check_non_empty(v, op, "v");
+  const std::size_t r = q.shape.size();
+  if (k.shape.size() != r || v.shape.size() != r) fail(op, "q, k and v must have the same rank");
+  const Dims lead(q.shape.begin(), q.shape.end() - 2);
+  if (Dims(k.shape.begin(), k.shape.end() - 2) != lead || Dims(v.shape.begin(), v.shape.end() - 2) != lead) {
+    fail(op, "leading dims differ: q " + dims_str(q.shape) + ", k " + dims_str(k.shape) + ", v " + dims_str(v.shape));
+  }
+  const std::int64_t lq = q.shape[r - 2], d = q.shape[r - 1];
+  const std::int64_t lk = k.shape[r - 2], dv = v.shape[r - 1];
+  if (k.shape[r - 1] != d || v.shape[r - 2] != lk) {
+    fail(op, "q " + dims_str(q.shape) + ", k " + dims_str(k.shape) + ", v " + dims_str(v.shape) + " do not fit");
+  }
+  if (params.causal && lq > lk) fail(op, "causal needs Lq <= Lk");
+  const double scale = params.scale == 0.0f ? 1.0 / std::sqrt(static_cast<double>(d)) : params.scale;
+
+  Array out = zeros([&] {
+    Dims s = lead;
+    s.push_back(lq);
+    s.push_back(dv);
+    return s;
+  }());
+  std::vector<double> scores(static_cast<std::size_t>(lk));
+  for (std::int64_t b = 0; b < product(lead); ++b) {
+    const double* qb = q.data.data() + b * lq * d;
+    const double* kb = k.data.data() + b * lk * d;
+    const double* vb = v.data.data() + b * lk * dv;
+    double* ob = out.data.data() + b * lq * dv;
+    for (std::int64_t i = 0; i < lq; ++i) {
+      // Causal alignment is to the end: the last query sees every key.
+      auto visible = [&](std::int64_t j) { return !params.causal || j <= i + (lk - lq); };
+      for (std::int64_t j = 0; j < lk; ++j) {
+        double s = 0.0;
+        for (std::int64_t c = 0; c < d; ++c) s += qb[i * d + c] * kb[j * d + c];
+        scores[j] = visible(j) ? s * scale : -kInf;
+      }
+      const std::vector<double> p = softmax_row(scores, false);
+      for (std::int64_t c = 0; c < dv; ++c) {
+        double total = 0.0;
+        // Masked keys are skipped rather than weighted by 0, so an inf or a NaN in their value rows does not leak in.
+        for (std::int64_t j = 0; j < lk; ++j) {
+          if (visible(j)) total += p[j] * vb[j * dv + c];
+        }
+        ob[i * dv + c] = total;
+      }
+    }
+  }
+  return out;
+}
+
+Array rope(const Array& x, const RopeParams& params) {
+  const std::string op = "rope";
+  check_array(x, op, "x");
+  check_rank(x, op, "x", 2);
+  check_non_empty(x, op, "x");
+  const std::int64_t len = x.shape[x.shape.size() - 2], d = x.shape.back();
+  if (d % 2 != 0) fail(op, "D " + std::to_string(d) + " is odd");
+  const double base = params.base;
+  Array y = x;
+  for (std::int64_t row = 0; row < x.numel() / d; ++row) {
+    const double position = static_cast<double>(params.position_offset + row % len);
+    for (std::int64_t i = 0; i < d / 2; ++i) {
+      const double angle = position * std::pow(base, -2.0 * static_cast<double>(i) / static_cast<double>(d));
+      const double x0 = x.data[row * d + 2 * i], x1 = x.data[row * d + 2 * i + 1];
+      y.data[row * d + 2 * i] = x0 * std::cos(angle) - x1 * std::sin(angle);
+      y.data[row * d + 2 * i + 1] = x0 * std::sin(angle) + x1 * std::cos(angle);
+    }
+  }
+  return y;
+}
+
+// ---- reductions, copy, cast ----
+
+Array sum(const Array& x, int axis, bool keepdims) { return reduce(x, axis, keepdims, "sum", row_sum); }
+
+Array mean(const Array& x, int axis, bool keepdims) {
+  return reduce(x, axis, keepdims, "mean",
+                [](const std::vector<double>& row) { return row_sum(row) / static_cast<double>(row.size()); });
+}
+
+Array max(const Array& x, int axis, bool keepdims) {
+  return reduce(x, axis, keepdims, "max", [](const std::vector<double>& row) {
+    double m = -kInf;
+    for (double v : row) {
+      if (std::isnan(v)) return v;
+      m = std::max(m, v);
+    }
+    return m;
+  });
+}
+
+Array copy(const Array& x) {
+  check_array(x, "copy", "x");
+  return x;
+}
+
+double round_to_dtype(double v, DType dtype) { return round_to_format(v, format_of(dtype)); }
+
+Array cast(const Array& x, DType dtype) {
+  // trine's cast reads f32 values, so a double input becomes f32 first.
+  return map(x, "cast", [&](double v) { return round_to_dtype(round_to_dtype(v, DType::f32), dtype); });
+}
+
+// ---- dispatch ----
+
+Array run(OpKind op, const std::vector<Array>& inputs, const OpParams& params) {
+  const auto index = static_cast<std::size_t>(op);
+  if (index >= std::size(op_rows)) throw std::invalid_argument("[ref run] unknown op");
+  const OpRow& row = op_rows[index];
+  const std::string name = row.name;
+  const auto count = static_cast<int>(inputs.size());
+  if (count < row.min_inputs || count > row.max_inputs) {
+    fail(name, "takes " + std::to_string(row.min_inputs) + ".." + std::to_string(row.max_inputs) + " inputs, got " +
+                   std::to_string(count));
+  }
+  for (int i = 0; i < row.min_inputs; ++i) {
+    if (!inputs[static_cast<std::size_t>(i)].present) fail(name, "input " + std::to_string(i) + " is required");
+  }
+  if (!row.takes(params)) fail(name, "params are not the op's parameter struct");
+
+  const Array missing = absent();
+  auto in = [&](std::size_t i) -> const Array& { return i < inputs.size() ? inputs[i] : missing; };
+  // The holds_alternative check above makes each std::get below safe.
+  switch (op) {
+    case OpKind::matmul: return matmul(in(0), in(1), std::get<MatmulParams>(params));
+    case OpKind::gemv: return gemv(in(0), in(1), std::get<GemvParams>(params));
+    case OpKind::dot: return dot(in(0), in(1));
+    case OpKind::add: return add(in(0), in(1));
+    case OpKind::sub: return sub(in(0), in(1));
+    case OpKind::mul: return mul(in(0), in(1));
+    case OpKind::div: return div(in(0), in(1));
+    case OpKind::scale: return scale(in(0), std::get<ScaleParams>(params));
+    case OpKind::bias_act: return bias_act(in(0), in(1), std::get<BiasActParams>(params));
+    case OpKind::relu: return relu(in(0));
+    case OpKind::leaky_relu: return leaky_relu(in(0), std::get<ActParams>(params).alpha);
+    case OpKind::elu: return elu(in(0), std::get<ActParams>(params).alpha);
+    case OpKind::sigmoid: return sigmoid(in(0));
+    case OpKind::tanh: return tanh(in(0));
+    case OpKind::silu: return silu(in(0));
+    case OpKind::gelu: return gelu(in(0));
+    case OpKind::gelu_tanh: return gelu_tanh(in(0));
+    case OpKind::clip: {
+      const auto& p = std::get<ActParams>(params);
+      return clip(in(0), p.alpha, p.beta);
+    }
+    case OpKind::softmax: return softmax(in(0), std::get<AxisParams>(params).axis);
+    case OpKind::log_softmax: return log_softmax(in(0), std::get<AxisParams>(params).axis);
+    case OpKind::layernorm: return layernorm(in(0), in(1), in(2), std::get<NormParams>(params).eps);
+    case OpKind::rmsnorm: return rmsnorm(in(0), in(1), std::get<NormParams>(params).eps);
+    case OpKind::conv2d: return conv2d(in(0), in(1), in(2), std::get<Conv2dParams>(params));
+    case OpKind::attention: return attention(in(0), in(1), in(2), std::get<AttentionParams>(params));
+    case OpKind::rope: return rope(in(0), std::get<RopeParams>(params));
+    case OpKind::sum: {
+      const auto& p = std::get<ReduceParams>(params);
+      return sum(in(0), p.axis, p.keepdims);
+    }
+    case OpKind::mean: {
+      const auto& p = std::get<ReduceParams>(params);
+      return mean(in(0), p.axis, p.keepdims);
+    }
+    case OpKind::max: {
+      const auto& p = std::get<ReduceParams>(params);
+      return max(in(0), p.axis, p.keepdims);
+    }
+    case OpKind::copy: return copy(in(0));
+    case OpKind::cast: return cast(in(0), std::get<CastParams>(params).dtype);
+  }
+  throw std::invalid_argument("[ref run] unknown op");
+}
+
+}  // namespace trine::ref

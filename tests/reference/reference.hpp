@@ -1,0 +1,77 @@
+// The scalar reference oracle: every op of the table in plain double-precision C++, what backends are tested against.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "trine/ops.hpp"
+
+namespace trine::ref {
+
+struct Array {  // row-major, contiguous
+  std::vector<std::int64_t> shape;  // empty = rank 0 (one element)
+  std::vector<double> data;
+  bool present = true;  // false for an absent optional input (conv2d bias, layernorm gamma/beta, rmsnorm gamma)
+  std::int64_t numel() const;
+};
+Array absent();
+
+// Runs one op of the table. inputs in the op's order (see ops.def / docs/ops.md): matmul(a,b), gemv(a,x),
+// dot(x,y), add..div(a,b), scale(x), bias_act(x,bias), relu..clip(x), softmax/log_softmax(x),
+// layernorm(x, gamma?, beta?), rmsnorm(x, gamma?), conv2d(x, w, bias?), attention(q,k,v), rope(x),
+// sum/mean/max(x), copy(x), cast(x). Optional inputs may be absent() or simply missing from the vector.
+// Params: the OpParams alternative the op table names for the op (NoParams where none); another
+// alternative throws std::invalid_argument.
+// For cast, the result holds the values after rounding to the target dtype (f16 / bf16: round to nearest
+// even, overflow to +-inf, NaN stays NaN). The input is first rounded to f32, as trine's cast reads f32.
+// Invalid input (shapes that do not fit) throws std::invalid_argument.
+Array run(OpKind op, const std::vector<Array>& inputs, const OpParams& params);
+
+// Numpy broadcast of two shapes (throws std::invalid_argument when they do not broadcast).
+std::vector<std::int64_t> broadcast_shapes(const std::vector<std::int64_t>& a, const std::vector<std::int64_t>& b);
+
+// ---- one function per op (run() calls these) ----
+Array matmul(const Array& a, const Array& b, const MatmulParams& params = {});
+Array gemv(const Array& a, const Array& x, const GemvParams& params = {});
+Array dot(const Array& x, const Array& y);
+
+Array add(const Array& a, const Array& b);
+Array sub(const Array& a, const Array& b);
+Array mul(const Array& a, const Array& b);
+Array div(const Array& a, const Array& b);
+Array scale(const Array& x, const ScaleParams& params);
+
+// One activation on one value: leaky_relu alpha = slope, elu alpha, clip [alpha, beta]; identity is x.
+double activation(Activation act, double x, double alpha = 0.0, double beta = 0.0);
+Array bias_act(const Array& x, const Array& bias, const BiasActParams& params);
+Array relu(const Array& x);
+Array leaky_relu(const Array& x, double slope);
+Array elu(const Array& x, double alpha);
+Array sigmoid(const Array& x);
+Array tanh(const Array& x);
+Array silu(const Array& x);
+Array gelu(const Array& x);
+Array gelu_tanh(const Array& x);
+Array clip(const Array& x, double low, double high);
+
+Array softmax(const Array& x, int axis = -1);
+Array log_softmax(const Array& x, int axis = -1);
+// gamma / beta may be absent() (then 1 / 0).
+Array layernorm(const Array& x, const Array& gamma, const Array& beta, double eps);
+Array rmsnorm(const Array& x, const Array& gamma, double eps);
+
+// bias may be absent().
+Array conv2d(const Array& x, const Array& w, const Array& bias, const Conv2dParams& params = {});
+Array attention(const Array& q, const Array& k, const Array& v, const AttentionParams& params = {});
+Array rope(const Array& x, const RopeParams& params = {});
+
+Array sum(const Array& x, int axis = -1, bool keepdims = false);
+Array mean(const Array& x, int axis = -1, bool keepdims = false);
+Array max(const Array& x, int axis = -1, bool keepdims = false);
+
+Array copy(const Array& x);
+Array cast(const Array& x, DType dtype);
+// One value rounded to the nearest value of `dtype` (ties to even, overflow to +-inf, NaN stays NaN).
+double round_to_dtype(double v, DType dtype);
+
+}  // namespace trine::ref
