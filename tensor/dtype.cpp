@@ -35,10 +35,10 @@ std::uint16_t f32_to_f16(float v) noexcept {
     return static_cast<std::uint16_t>(sign | q);
   }
   // normal: rebias exponent 127 -> 15, round the 13 dropped mantissa bits to nearest even
+  // Branch-free round half to even (random data mispredicts a branch half the time); a carry
+  // into the exponent is still the right answer.
   std::uint32_t r = abs - 0x38000000u;  // exponent - 112
-  std::uint32_t q = r >> 13;
-  std::uint32_t rem = r & 0x1fffu;
-  if (rem > 0x1000u || (rem == 0x1000u && (q & 1u))) ++q;  // may carry into the exponent: still right
+  std::uint32_t q = (r + 0xfffu + ((r >> 13) & 1u)) >> 13;
   return static_cast<std::uint16_t>(sign | q);
 }
 

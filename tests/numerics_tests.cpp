@@ -20,7 +20,7 @@ std::vector<float> run(Tensor (*op)(const Tensor&), const std::vector<float>& x)
 
 TEST_CASE("softmax of a row containing -inf gives 0 there and stays exact elsewhere", "[numerics]") {
   // lengths that exercise the vector body and the tail
-  for (std::int64_t n : {2, 9, 33}) {
+  for (std::int64_t n : {3, 9, 33}) {  // n = 2 would be a row of all -inf
     std::vector<float> x(static_cast<std::size_t>(n), 0.0f);
     x[0] = -k_inf;
     x[static_cast<std::size_t>(n - 1)] = -k_inf;

@@ -1,5 +1,6 @@
 // Turns a validated op call into kernel arguments: data pointers, strides, the [outer, n, inner]
 // views, and the one clearly named step that makes strided inputs contiguous where a kernel wants it.
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <vector>
@@ -16,74 +17,122 @@ std::uint8_t* base_ptr(const Tensor& t) {
          t.offset() * static_cast<i64>(dtype_size(t.dtype()));
 }
 
-float load_as_f32(const std::uint8_t* p, DType t) {
-  switch (t) {
-    case DType::f32: {
-      float v;
-      std::memcpy(&v, p, 4);
-      return v;
+// Element conversions between storage types; each (from, to) pair gets its own loop below.
+template <DType T>
+struct Elem;
+template <>
+struct Elem<DType::f32> {
+  using type = float;
+  static float load(float v) { return v; }
+  static float store(float v) { return v; }
+};
+template <>
+struct Elem<DType::f16> {
+  using type = std::uint16_t;
+  static float load(std::uint16_t v) { return f16_to_f32(v); }
+  static std::uint16_t store(float v) { return f32_to_f16(v); }
+};
+template <>
+struct Elem<DType::bf16> {
+  using type = std::uint16_t;
+  static float load(std::uint16_t v) { return bf16_to_f32(v); }
+  static std::uint16_t store(float v) { return f32_to_bf16(v); }
+};
+
+template <DType From, DType To>
+void convert_run(const void* src, i64 stride, void* dst, i64 count) {
+  using S = typename Elem<From>::type;
+  using D = typename Elem<To>::type;
+  const S* s = static_cast<const S*>(src);
+  D* d = static_cast<D*>(dst);
+  if constexpr (From == To) {
+    if (stride == 1) {
+      std::memcpy(d, s, static_cast<std::size_t>(count) * sizeof(S));
+      return;
     }
-    case DType::f16: {
-      std::uint16_t h;
-      std::memcpy(&h, p, 2);
-      return f16_to_f32(h);
-    }
-    case DType::bf16: {
-      std::uint16_t h;
-      std::memcpy(&h, p, 2);
-      return bf16_to_f32(h);
-    }
+    for (i64 j = 0; j < count; ++j) d[j] = s[j * stride];
+  } else {
+    for (i64 j = 0; j < count; ++j) d[j] = Elem<To>::store(Elem<From>::load(s[j * stride]));
   }
-  return 0.0f;
 }
 
-void store_from_f32(std::uint8_t* p, DType t, float v) {
-  switch (t) {
-    case DType::f32: std::memcpy(p, &v, 4); break;
-    case DType::f16: {
-      std::uint16_t h = f32_to_f16(v);
-      std::memcpy(p, &h, 2);
-      break;
-    }
-    case DType::bf16: {
-      std::uint16_t h = f32_to_bf16(v);
-      std::memcpy(p, &h, 2);
-      break;
-    }
+using ConvertFn = void (*)(const void*, i64, void*, i64);
+
+template <DType From>
+ConvertFn convert_to(DType to) {
+  switch (to) {
+    case DType::f32: return &convert_run<From, DType::f32>;
+    case DType::f16: return &convert_run<From, DType::f16>;
+    case DType::bf16: return &convert_run<From, DType::bf16>;
   }
+  return nullptr;
 }
 
-// dst (contiguous, dst_dtype) = src (any strides, any dtype), split over rows of the last dim.
+ConvertFn convert_fn(DType from, DType to) {
+  switch (from) {
+    case DType::f32: return convert_to<DType::f32>(to);
+    case DType::f16: return convert_to<DType::f16>(to);
+    case DType::bf16: return convert_to<DType::bf16>(to);
+  }
+  return nullptr;
+}
+
+// dst (contiguous, dst_dtype) = src (any strides, any dtype). Work is split over flat element
+// ranges, so a single long row uses every thread too. A plain transpose (the last dim strided,
+// the one before it contiguous) goes through 32x32 tiles so both sides stay in cache.
 void strided_convert(const Tensor& src, std::uint8_t* dst, DType dst_dtype) {
   const i64 n = src.numel();
   if (n == 0) return;
   const int rank = src.rank();
-  const i64 inner = rank ? src.shape()[rank - 1] : 1;
-  const i64 inner_stride = rank ? src.strides()[rank - 1] : 1;
-  const i64 rows = n / inner;
-  const DType st = src.dtype();
-  const i64 ses = static_cast<i64>(dtype_size(st));
-  const i64 des = static_cast<i64>(dtype_size(dst_dtype));
-  const std::uint8_t* sbase = base_ptr(src);
   const Shape shape = src.shape();
   const Strides strides = src.strides();
-  parallel_for(rows, std::max<i64>(1, 16384 / std::max<i64>(inner, 1)), [&](i64 r0, i64 r1) {
-    for (i64 r = r0; r < r1; ++r) {
-      // Offset of row r: unravel r over the dims before the last.
-      i64 off = 0, rem = r;
-      for (int d = rank - 2; d >= 0; --d) {
-        off += (rem % shape[d]) * strides[d];
-        rem /= shape[d];
+  const i64 inner = rank ? shape[rank - 1] : 1;
+  const i64 inner_stride = rank ? strides[rank - 1] : 1;
+  const i64 ses = static_cast<i64>(dtype_size(src.dtype()));
+  const i64 des = static_cast<i64>(dtype_size(dst_dtype));
+  const std::uint8_t* sbase = base_ptr(src);
+  const ConvertFn convert = convert_fn(src.dtype(), dst_dtype);
+  // Element offset of the first element of row r (rows = all dims but the last).
+  auto row_offset = [&](i64 r, int last_dim) {
+    i64 off = 0;
+    for (int d = last_dim; d >= 0; --d) {
+      off += (r % shape[d]) * strides[d];
+      r /= shape[d];
+    }
+    return off;
+  };
+
+  if (rank >= 2 && inner_stride != 1 && strides[rank - 2] == 1 && inner >= 32 && shape[rank - 2] >= 32) {
+    constexpr i64 tile = 32;
+    const i64 rows = shape[rank - 2];
+    const i64 mats = n / (rows * inner);
+    const i64 row_tiles = (rows + tile - 1) / tile;
+    parallel_for(mats * row_tiles, 1, [&](i64 t0, i64 t1) {
+      for (i64 t = t0; t < t1; ++t) {
+        const i64 m = t / row_tiles;
+        const i64 r0 = (t % row_tiles) * tile;
+        const i64 r1 = std::min(rows, r0 + tile);
+        const i64 moff = row_offset(m, rank - 3);
+        for (i64 c0 = 0; c0 < inner; c0 += tile) {
+          const i64 c1 = std::min(inner, c0 + tile);
+          for (i64 r = r0; r < r1; ++r) {
+            convert(sbase + (moff + r + c0 * inner_stride) * ses, inner_stride,
+                    dst + ((m * rows + r) * inner + c0) * des, c1 - c0);
+          }
+        }
       }
-      const std::uint8_t* s = sbase + off * ses;
-      std::uint8_t* o = dst + r * inner * des;
-      if (st == dst_dtype && inner_stride == 1) {
-        std::memcpy(o, s, static_cast<std::size_t>(inner * des));
-      } else if (st == dst_dtype) {
-        for (i64 j = 0; j < inner; ++j) std::memcpy(o + j * des, s + j * inner_stride * ses, static_cast<std::size_t>(des));
-      } else {
-        for (i64 j = 0; j < inner; ++j) store_from_f32(o + j * des, dst_dtype, load_as_f32(s + j * inner_stride * ses, st));
-      }
+    });
+    return;
+  }
+
+  parallel_for(n, 1 << 15, [&](i64 e0, i64 e1) {
+    i64 e = e0;
+    while (e < e1) {
+      const i64 r = e / inner;
+      const i64 c = e % inner;
+      const i64 count = std::min(inner - c, e1 - e);
+      convert(sbase + (row_offset(r, rank - 2) + c * inner_stride) * ses, inner_stride, dst + e * des, count);
+      e += count;
     }
   });
 }

@@ -1,0 +1,54 @@
+// GEMM register and cache block sizes for the ISA this translation unit is compiled for.
+// Included only by per-ISA kernel files (after isa.hpp), like the rest of backends/cpu_simd/gemm/.
+#pragma once
+
+#include <unistd.h>
+
+#include <algorithm>
+
+#include "backends/cpu_simd/isa.hpp"
+
+namespace trine::cpu::TRINE_ISA_NS {
+
+// The micro-kernel keeps an mr x nr tile of C in registers: mr rows of nv vectors, plus nv vectors
+// of B and one broadcast of A. mr * nv accumulators must cover FMA latency times FMA ports (8 on
+// current cores): 6 x 2 fits the 16-register ISAs; AVX-512 takes 8 x 2 (12 x 2 also fits its 32
+// registers but was no faster, and its 12 C rows alias in L1 when the row stride is 4 KiB).
+struct GemmConfig {
+#if defined(TRINE_ISA_AVX512)
+  static constexpr int mr = 8;
+#else
+  static constexpr int mr = 6;
+#endif
+  static constexpr int nv = 2;
+  static constexpr i64 nr = nv * vec_width;
+
+  i64 kc = 256;   // depth of one packed block: a kc x nr panel of B stays in L1
+  i64 mc = 480;   // rows of the packed A block (mc x kc) that stays in L2
+  i64 nc = 4096;  // columns of the packed B block (kc x nc), streamed from L3
+};
+
+inline i64 gemm_cache_size(int name, i64 fallback) {
+  long v = sysconf(name);
+  return v > 0 ? static_cast<i64>(v) : fallback;
+}
+
+// Derived once from the caches the OS reports; sizes are clamped because VMs report odd values.
+inline const GemmConfig& gemm_config() {
+  static const GemmConfig cfg = [] {
+    GemmConfig c;
+    constexpr i64 mr = GemmConfig::mr, nr = GemmConfig::nr;
+    const i64 l1 = std::clamp<i64>(gemm_cache_size(_SC_LEVEL1_DCACHE_SIZE, 32 << 10), 16 << 10, 128 << 10);
+    const i64 l2 = std::clamp<i64>(gemm_cache_size(_SC_LEVEL2_CACHE_SIZE, 1 << 20), 256 << 10, 4 << 20);
+    // The B micro-panel may fill L1: the A panel streams past it at a few bytes per FMA, and a
+    // deeper kc halves the passes over C (on a 48 KiB L1, kc 384 beat 192 by ~5-10% at 1024^3).
+    c.kc = std::clamp<i64>(l1 / (nr * 4) / 16 * 16, 64, 512);
+    // Half of L2 for the A block; the rest holds B panels passing through and C.
+    c.mc = std::clamp<i64>(l2 / 2 / (c.kc * 4) / mr * mr, mr * 8, 1536 / mr * mr);
+    c.nc = 4096 / nr * nr;
+    return c;
+  }();
+  return cfg;
+}
+
+}  // namespace trine::cpu::TRINE_ISA_NS

@@ -1,0 +1,111 @@
+// The BLIS loops around the micro-kernel (NC, KC, MC, NR, MR) over caller-supplied packing
+// functions, and the split of C into one rectangle per thread. Shared by gemm.cpp and conv2d.cpp.
+#pragma once
+
+#include <algorithm>
+#include <cstring>
+
+#include "backends/cpu_simd/gemm/config.hpp"
+#include "backends/cpu_simd/gemm/micro_kernel.hpp"
+#include "backends/cpu_simd/gemm/pack.hpp"
+
+namespace trine::cpu::TRINE_ISA_NS {
+
+inline i64 gemm_ceil_div(i64 a, i64 b) { return (a + b - 1) / b; }
+inline i64 gemm_round_up(i64 a, i64 b) { return gemm_ceil_div(a, b) * b; }
+
+// Splits `total` into the fewest blocks of at most `cap` and evens them out (in units of `unit`),
+// so that K = 200 under a cap of 192 becomes 104 + 96 rather than 192 + 8.
+inline i64 gemm_even_block(i64 total, i64 cap, i64 unit) {
+  const i64 blocks = gemm_ceil_div(total, cap);
+  return std::min(cap, gemm_round_up(gemm_ceil_div(total, blocks), unit));
+}
+
+// C[m0:m1, n0:n1] = A[m0:m1, :K] * B[:K, n0:n1] on the calling thread, K > 0.
+// pack_a(i0, m, k0, kc, dst) and pack_b(k0, kc, j0, n, dst) fill panels as pack_*_strided do.
+template <class PackA, class PackB>
+void gemm_blocked(i64 m0, i64 m1, i64 n0, i64 n1, i64 K, const PackA& pack_a, const PackB& pack_b, float* c, i64 c_rs) {
+  constexpr i64 mr = GemmConfig::mr, nr = GemmConfig::nr;
+  const GemmConfig& cfg = gemm_config();
+  const i64 kc_blk = gemm_even_block(K, cfg.kc, 8);
+  const i64 mc_blk = gemm_even_block(m1 - m0, cfg.mc, mr);
+  const i64 nc_blk = gemm_even_block(n1 - n0, cfg.nc, nr);
+  GemmScratch& s = gemm_scratch();
+  float* ap = s.a_.get(mc_blk * kc_blk);
+  float* bp = s.b_.get(nc_blk * kc_blk);
+
+  for (i64 jc = n0; jc < n1; jc += nc_blk) {
+    const i64 nc = std::min(nc_blk, n1 - jc);
+    for (i64 pc = 0; pc < K; pc += kc_blk) {
+      const i64 kc = std::min(kc_blk, K - pc);
+      const bool accumulate = pc > 0;
+      pack_b(pc, kc, jc, nc, bp);
+      for (i64 ic = m0; ic < m1; ic += mc_blk) {
+        const i64 mc = std::min(mc_blk, m1 - ic);
+        pack_a(ic, mc, pc, kc, ap);
+        // jr outside ir: one B micro-panel stays in L1 while the A panels stream from L2.
+        for (i64 jr = 0; jr < nc; jr += nr) {
+          const float* bpanel = bp + jr * kc;
+          float* cblock = c + ic * c_rs + jc + jr;
+          const i64 n = std::min(nr, nc - jr);
+          for (i64 ir = 0; ir < mc; ir += mr) {
+            micro_kernel(kc, ap + ir * kc, bpanel, cblock + ir * c_rs, c_rs, std::min(mr, mc - ir), n, accumulate);
+          }
+        }
+      }
+    }
+  }
+}
+
+// Below this many multiply-adds per thread, waking the pool costs more than it saves.
+inline constexpr i64 gemm_min_work_per_thread = i64{1} << 20;
+
+// C (M x N, row stride c_rs) = A * B, split over up to max_threads rectangles of C. Each thread
+// packs its own blocks, so there is no barrier and a pool that runs the slots serially (a nested
+// call, or another thread holding it) is still correct.
+template <class PackA, class PackB>
+void gemm_run(i64 M, i64 N, i64 K, const PackA& pack_a, const PackB& pack_b, float* c, i64 c_rs, int max_threads) {
+  if (M <= 0 || N <= 0) return;
+  if (K <= 0) {
+    for (i64 i = 0; i < M; ++i) std::memset(c + i * c_rs, 0, static_cast<std::size_t>(N) * sizeof(float));
+    return;
+  }
+  constexpr i64 mr = GemmConfig::mr, nr = GemmConfig::nr;
+  const i64 max_slots = std::clamp<i64>(M * N * K / gemm_min_work_per_thread, 1,
+                                        std::min<i64>(max_threads, gemm_ceil_div(M, mr) * gemm_ceil_div(N, nr)));
+  // Grid tm x tn with the cheapest largest rectangle, counting its multiply-adds and its packing:
+  // splitting M makes every thread pack all of B (costly when B is an im2col), splitting N makes
+  // every thread pack all of A. Packing one element is taken to cost about one cycle, the time of
+  // 2 * vec_width multiply-adds. Ties split M. A thread count with no grid that keeps every thread
+  // busy falls back to fewer threads.
+  const GemmConfig& cfg = gemm_config();
+  i64 tm = 1, tn = 1, mp = M, np = N;
+  for (i64 slots = max_slots; slots > 1 && tm * tn == 1; --slots) {
+    i64 best_cost = -1;
+    for (i64 t = slots; t >= 1; --t) {
+      if (slots % t) continue;
+      const i64 u = slots / t;
+      const i64 mpart = gemm_round_up(gemm_ceil_div(M, t), mr), npart = gemm_round_up(gemm_ceil_div(N, u), nr);
+      if ((t - 1) * mpart >= M || (u - 1) * npart >= N) continue;
+      const i64 packed = mpart * K * gemm_ceil_div(npart, cfg.nc) + npart * K;
+      const i64 cost = mpart * npart * K + 2 * vec_width * packed;
+      if (best_cost < 0 || cost < best_cost) {
+        best_cost = cost;
+        tm = t, tn = u, mp = mpart, np = npart;
+      }
+    }
+  }
+  const i64 slots = tm * tn;
+  if (slots == 1) {
+    gemm_blocked(0, M, 0, N, K, pack_a, pack_b, c, c_rs);
+    return;
+  }
+  parallel_for(slots, 1, [&](i64 begin, i64 end) {
+    for (i64 s = begin; s < end; ++s) {
+      const i64 m0 = (s / tn) * mp, n0 = (s % tn) * np;
+      gemm_blocked(m0, std::min(M, m0 + mp), n0, std::min(N, n0 + np), K, pack_a, pack_b, c, c_rs);
+    }
+  });
+}
+
+}  // namespace trine::cpu::TRINE_ISA_NS

@@ -1,0 +1,170 @@
+// GEMM packing: strided f32/f16/bf16 operands into the zero-padded MR-row / NR-column panels the
+// micro-kernel reads, plus the per-thread aligned scratch the packed blocks live in.
+#pragma once
+
+#include <bit>
+#include <cstdint>
+#include <cstdlib>
+#include <new>
+
+#include "backends/cpu_simd/gemm/config.hpp"
+
+namespace trine::cpu::TRINE_ISA_NS {
+
+// Grows on demand and is kept between calls: re-faulting megabytes of fresh pages on every GEMM
+// costs a measurable share of a mid-size product.
+class AlignedBuffer {
+ public:
+  AlignedBuffer() = default;
+  AlignedBuffer(const AlignedBuffer&) = delete;
+  AlignedBuffer& operator=(const AlignedBuffer&) = delete;
+  ~AlignedBuffer() { std::free(data_); }
+
+  float* get(i64 n) {
+    if (n > capacity_) {
+      std::free(data_);
+      data_ = nullptr;
+      capacity_ = 0;
+      const std::size_t bytes = (static_cast<std::size_t>(n) * sizeof(float) + 63) / 64 * 64;
+      data_ = static_cast<float*>(std::aligned_alloc(64, bytes));
+      if (!data_) throw std::bad_alloc();
+      capacity_ = n;
+    }
+    return data_;
+  }
+
+ private:
+  float* data_ = nullptr;
+  i64 capacity_ = 0;
+};
+
+struct GemmScratch {
+  AlignedBuffer a_, b_;
+};
+
+// One per thread: a slot of a parallel GEMM runs on one thread at a time and never nests.
+inline GemmScratch& gemm_scratch() {
+  thread_local GemmScratch s;
+  return s;
+}
+
+// Exact f16 -> f32 without branches on the common path: moving exponent and mantissa into f32
+// position and scaling by 2^112 rebiases normals and normalises subnormals in one multiply.
+inline float half_bits_to_f32(std::uint16_t h) {
+  const std::uint32_t sign = static_cast<std::uint32_t>(h & 0x8000u) << 16;
+  const std::uint32_t em = h & 0x7fffu;
+  std::uint32_t bits = std::bit_cast<std::uint32_t>(std::bit_cast<float>(em << 13) * 0x1p112f);
+  if (em >= 0x7c00u) bits = (em << 13) | 0x7f800000u;  // inf and NaN keep their payload
+  return std::bit_cast<float>(bits | sign);
+}
+
+template <DType D>
+inline float load_as_f32(const void* base, i64 idx) {
+  if constexpr (D == DType::f32) {
+    return static_cast<const float*>(base)[idx];
+  } else if constexpr (D == DType::bf16) {
+    return std::bit_cast<float>(static_cast<std::uint32_t>(static_cast<const std::uint16_t*>(base)[idx]) << 16);
+  } else {
+    return half_bits_to_f32(static_cast<const std::uint16_t*>(base)[idx]);
+  }
+}
+
+// A strided matrix view: element (r, c) at base + offset + r*rs + c*cs, in elements of dtype.
+struct StridedMatrix {
+  const void* base = nullptr;
+  DType dtype = DType::f32;
+  i64 offset = 0, rs = 0, cs = 0;
+};
+
+// Rows [i0, i0+m) x cols [k0, k0+kc) of A into ceil(m/mr) panels of kc x mr (k-major), zero rows
+// padding the last panel.
+template <DType D>
+void pack_a_typed(const StridedMatrix& a, i64 i0, i64 m, i64 k0, i64 kc, float* dst) {
+  constexpr int mr = GemmConfig::mr;
+  for (i64 ip = 0; ip < m; ip += mr) {
+    const i64 mm = std::min<i64>(mr, m - ip);
+    float* p = dst + ip * kc;
+    const i64 origin = a.offset + (i0 + ip) * a.rs + k0 * a.cs;
+    if (a.cs == 1 && mm == mr) {
+      // Row-major A: read mr rows side by side, each contiguous in k.
+      const i64 rs = a.rs;
+      for (i64 k = 0; k < kc; ++k) {
+#pragma GCC unroll 16
+        for (int i = 0; i < mr; ++i) p[k * mr + i] = load_as_f32<D>(a.base, origin + i * rs + k);
+      }
+    } else if (a.rs == 1 && mm == mr) {
+      // Column-major A (a transposed operand): each k is mr contiguous elements.
+      for (i64 k = 0; k < kc; ++k) {
+        const i64 col = origin + k * a.cs;
+#pragma GCC unroll 16
+        for (int i = 0; i < mr; ++i) p[k * mr + i] = load_as_f32<D>(a.base, col + i);
+      }
+    } else {
+      for (i64 k = 0; k < kc; ++k) {
+        for (i64 i = 0; i < mm; ++i) p[k * mr + i] = load_as_f32<D>(a.base, origin + i * a.rs + k * a.cs);
+        for (i64 i = mm; i < mr; ++i) p[k * mr + i] = 0.0f;
+      }
+    }
+  }
+}
+
+// Rows [k0, k0+kc) x cols [j0, j0+n) of B into ceil(n/nr) panels of kc x nr (k-major), zero
+// columns padding the last panel.
+template <DType D>
+void pack_b_typed(const StridedMatrix& b, i64 k0, i64 kc, i64 j0, i64 n, float* dst) {
+  constexpr i64 nr = GemmConfig::nr;
+  for (i64 jp = 0; jp < n; jp += nr) {
+    const i64 nn = std::min<i64>(nr, n - jp);
+    float* p = dst + jp * kc;
+    const i64 origin = b.offset + k0 * b.rs + (j0 + jp) * b.cs;
+    if constexpr (D == DType::f32) {
+      if (b.cs == 1 && nn == nr) {
+        const float* src = static_cast<const float*>(b.base) + origin;
+        for (i64 k = 0; k < kc; ++k) {
+          const float* row = src + k * b.rs;
+#pragma GCC unroll 4
+          for (int v = 0; v < GemmConfig::nv; ++v) {
+            batch_f32::load_unaligned(row + v * vec_width).store_aligned(p + k * nr + v * vec_width);
+          }
+        }
+        continue;
+      }
+    }
+    if (b.rs == 1) {
+      // Transposed B: walk each column contiguously, scatter into the panel.
+      for (i64 j = 0; j < nn; ++j) {
+        const i64 col = origin + j * b.cs;
+        for (i64 k = 0; k < kc; ++k) p[k * nr + j] = load_as_f32<D>(b.base, col + k);
+      }
+      if (nn < nr) {
+        for (i64 k = 0; k < kc; ++k) {
+          for (i64 j = nn; j < nr; ++j) p[k * nr + j] = 0.0f;
+        }
+      }
+    } else {
+      for (i64 k = 0; k < kc; ++k) {
+        const i64 row = origin + k * b.rs;
+        for (i64 j = 0; j < nn; ++j) p[k * nr + j] = load_as_f32<D>(b.base, row + j * b.cs);
+        for (i64 j = nn; j < nr; ++j) p[k * nr + j] = 0.0f;
+      }
+    }
+  }
+}
+
+inline void pack_a_strided(const StridedMatrix& a, i64 i0, i64 m, i64 k0, i64 kc, float* dst) {
+  switch (a.dtype) {
+    case DType::f32: pack_a_typed<DType::f32>(a, i0, m, k0, kc, dst); return;
+    case DType::f16: pack_a_typed<DType::f16>(a, i0, m, k0, kc, dst); return;
+    case DType::bf16: pack_a_typed<DType::bf16>(a, i0, m, k0, kc, dst); return;
+  }
+}
+
+inline void pack_b_strided(const StridedMatrix& b, i64 k0, i64 kc, i64 j0, i64 n, float* dst) {
+  switch (b.dtype) {
+    case DType::f32: pack_b_typed<DType::f32>(b, k0, kc, j0, n, dst); return;
+    case DType::f16: pack_b_typed<DType::f16>(b, k0, kc, j0, n, dst); return;
+    case DType::bf16: pack_b_typed<DType::bf16>(b, k0, kc, j0, n, dst); return;
+  }
+}
+
+}  // namespace trine::cpu::TRINE_ISA_NS

@@ -1,0 +1,205 @@
+// Scaled dot-product attention: query-row blocks walk key tiles with an online softmax.
+#include "backends/cpu_simd/isa.hpp"
+
+#include <cmath>
+#include <vector>
+
+#include "backends/cpu_simd/kernels/simd_common.hpp"
+
+namespace trine::cpu::TRINE_ISA_NS {
+namespace {
+
+constexpr i64 q_block = 4;     // query rows sharing each load of a V row (the K tile stays in L1 for them)
+constexpr i64 key_tile = 128;  // keys per tile: its V rows stay in L1/L2 while every column block reads them
+
+i64 round_up(i64 n, i64 m) { return (n + m - 1) / m * m; }
+
+// Scores of one zero-padded query row against key rows [0, tn), vec_width keys at a time: one
+// accumulator per key, then one transposing sum gives vec_width scores (a horizontal sum per key
+// would cost as much as the dot product itself at D = 64).
+void tile_scores(const float* q, const float* k, i64 D, i64 tn, float scale, float* s) {
+  const i64 d_full = D / vec_width * vec_width;
+  const batch_f32 vscale(scale);
+  for (i64 j = 0; j < tn; j += vec_width) {
+    const i64 g = std::min(vec_width, tn - j);  // keys in this group; the other accumulators stay 0
+    batch_f32 acc[vec_width];
+    for (auto& a : acc) a = batch_f32(0.0f);
+    if (g == vec_width) {
+      for (i64 c = 0; c < d_full; c += vec_width) {
+        const batch_f32 qv = batch_f32::load_aligned(q + c);
+#pragma GCC unroll 16
+        for (i64 u = 0; u < vec_width; ++u)
+          acc[u] = xsimd::fma(qv, batch_f32::load_unaligned(k + (j + u) * D + c), acc[u]);
+      }
+    } else {
+      for (i64 c = 0; c < d_full; c += vec_width) {
+        const batch_f32 qv = batch_f32::load_aligned(q + c);
+        for (i64 u = 0; u < g; ++u) acc[u] = xsimd::fma(qv, batch_f32::load_unaligned(k + (j + u) * D + c), acc[u]);
+      }
+    }
+    if (d_full < D) {  // partial loads: reading past the last key row could fault or bring in NaN
+      const batch_f32 qv = batch_f32::load_aligned(q + d_full);
+      for (i64 u = 0; u < g; ++u) acc[u] = xsimd::fma(qv, load_partial(k + (j + u) * D + d_full, D - d_full), acc[u]);
+    }
+    const batch_f32 sums = hsum_rows(acc) * vscale;
+    if (g == vec_width)
+      sums.store_unaligned(s + j);
+    else
+      store_partial(s + j, g, sums);
+  }
+}
+
+// Online-softmax step for one query row over its nv visible scores of this tile: raises the
+// running max m, rescales l and acc, turns the scores into weights in place and adds them to l.
+// NaN scores make m NaN for good; a max of -inf (only -inf seen so far) gives weights 0, not NaN.
+void softmax_step(float* s, i64 nv, float& m, float& l, float* acc, i64 dvp) {
+  batch_f32 bm(-f32_inf);
+  i64 j = 0;
+  for (; j + vec_width <= nv; j += vec_width) bm = max_nan(bm, batch_f32::load_unaligned(s + j));
+  if (j < nv) bm = max_nan(bm, load_partial(s + j, nv - j, -f32_inf));
+  const float mt = hmax_nan(bm);
+  const float m_new = (std::isnan(m) || std::isnan(mt)) ? f32_nan : std::max(m, mt);
+  const float factor = m == m_new ? 1.0f : std::exp(m - m_new);
+  if (factor != 1.0f) {
+    l *= factor;
+    for (i64 c = 0; c < dvp; c += vec_width)
+      (batch_f32::load_aligned(acc + c) * batch_f32(factor)).store_aligned(acc + c);
+  }
+  m = m_new;
+  if (m_new == -f32_inf) {
+    std::fill_n(s, nv, 0.0f);
+    return;
+  }
+  const batch_f32 vm(m_new);
+  batch_f32 sum(0.0f);
+  for (j = 0; j + vec_width <= nv; j += vec_width) {
+    const batch_f32 p = xsimd::exp(batch_f32::load_unaligned(s + j) - vm);
+    sum += p;
+    p.store_unaligned(s + j);
+  }
+  if (j < nv) {
+    const batch_f32 p = xsimd::exp(load_partial(s + j, nv - j, -f32_inf) - vm);
+    sum += p;
+    store_partial(s + j, nv - j, p);
+  }
+  l += hsum(sum);
+}
+
+// acc[r][c, c + NV * vec_width) += sum_j p[r][j] * v_j over the keys row r sees (Partial: one
+// vector cut at Dv). Keys past a row's limit are skipped, not weighted by 0: 0 * inf in a masked V
+// row would be NaN. Loops over r and u are unrolled so the NQ * NV accumulators live in registers.
+template <int NQ, int NV, bool Partial>
+void values_block(const float* v, i64 Dv, i64 c, i64 tn, const i64* nv, const float* p, float* acc, i64 dvp) {
+  batch_f32 a[NQ][NV];
+#pragma GCC unroll 4
+  for (int r = 0; r < NQ; ++r)
+#pragma GCC unroll 4
+    for (int u = 0; u < NV; ++u) a[r][u] = batch_f32::load_aligned(acc + r * dvp + c + u * vec_width);
+  auto step = [&](i64 j, bool masked) {
+    batch_f32 vv[NV];
+#pragma GCC unroll 4
+    for (int u = 0; u < NV; ++u) {
+      if constexpr (Partial)
+        vv[u] = load_partial(v + j * Dv + c, Dv - c);
+      else
+        vv[u] = batch_f32::load_unaligned(v + j * Dv + c + u * vec_width);
+    }
+#pragma GCC unroll 4
+    for (int r = 0; r < NQ; ++r) {
+      if (masked && j >= nv[r]) continue;
+      const batch_f32 w(p[r * key_tile + j]);
+#pragma GCC unroll 4
+      for (int u = 0; u < NV; ++u) a[r][u] = xsimd::fma(w, vv[u], a[r][u]);
+    }
+  };
+  const i64 all_rows = std::max<i64>(0, nv[0]);  // rows see more keys as r grows
+  i64 j = 0;
+  for (; j < all_rows; ++j) step(j, false);
+  for (; j < tn; ++j) step(j, true);
+#pragma GCC unroll 4
+  for (int r = 0; r < NQ; ++r)
+#pragma GCC unroll 4
+    for (int u = 0; u < NV; ++u) a[r][u].store_aligned(acc + r * dvp + c + u * vec_width);
+}
+
+template <int NQ>
+void tile_values(const float* v, i64 Dv, i64 tn, const i64* nv, const float* p, float* acc, i64 dvp) {
+  i64 c = 0;
+  for (; c + 2 * vec_width <= Dv; c += 2 * vec_width) values_block<NQ, 2, false>(v, Dv, c, tn, nv, p, acc, dvp);
+  if (c + vec_width <= Dv) {
+    values_block<NQ, 1, false>(v, Dv, c, tn, nv, p, acc, dvp);
+    c += vec_width;
+  }
+  if (c < Dv) values_block<NQ, 1, true>(v, Dv, c, tn, nv, p, acc, dvp);
+}
+
+struct Scratch {
+  std::vector<float, xsimd::aligned_allocator<float, 64>> q, acc, s;
+};
+
+// Query rows [i0, i0 + NQ) of batch b.
+template <int NQ>
+void attend_block(const AttentionArgs& a, float scale, i64 b, i64 i0, Scratch& w) {
+  const i64 D = a.D, Dv = a.Dv, Lk = a.Lk;
+  const i64 dp = round_up(D, vec_width), dvp = round_up(Dv, vec_width);
+  const float* k = a.k + b * Lk * D;
+  const float* v = a.v + b * Lk * Dv;
+  std::fill(w.q.begin(), w.q.end(), 0.0f);
+  std::fill(w.acc.begin(), w.acc.end(), 0.0f);
+  i64 vis[NQ];
+  float m[NQ], l[NQ];
+  for (int r = 0; r < NQ; ++r) {
+    std::copy_n(a.q + (b * a.Lq + i0 + r) * D, D, w.q.data() + r * dp);
+    vis[r] = a.causal ? std::min(Lk, i0 + r + Lk - a.Lq + 1) : Lk;
+    m[r] = -f32_inf;
+    l[r] = 0.0f;
+  }
+  for (i64 t0 = 0; t0 < vis[NQ - 1]; t0 += key_tile) {
+    const i64 tn = std::min(key_tile, vis[NQ - 1] - t0);
+    i64 nv[NQ];  // keys of this tile row r may see
+    for (int r = 0; r < NQ; ++r) {
+      nv[r] = std::min(tn, vis[r] - t0);
+      if (nv[r] <= 0) continue;
+      float* s = w.s.data() + r * key_tile;
+      tile_scores(w.q.data() + r * dp, k + t0 * D, D, nv[r], scale, s);
+      softmax_step(s, nv[r], m[r], l[r], w.acc.data() + r * dvp, dvp);
+    }
+    tile_values<NQ>(v + t0 * Dv, Dv, tn, nv, w.s.data(), w.acc.data(), dvp);
+  }
+  for (int r = 0; r < NQ; ++r) {
+    float* y = a.y + (b * a.Lq + i0 + r) * Dv;
+    const float* acc = w.acc.data() + r * dvp;
+    const batch_f32 vl(l[r]);  // l == 0 (every score -inf) gives 0/0 = NaN, as softmax does
+    i64 c = 0;
+    for (; c + vec_width <= Dv; c += vec_width) (batch_f32::load_aligned(acc + c) / vl).store_unaligned(y + c);
+    if (c < Dv) store_partial(y + c, Dv - c, batch_f32::load_aligned(acc + c) / vl);
+  }
+}
+
+void attention(const AttentionArgs& a) {
+  if (a.batch <= 0 || a.Lq <= 0 || a.Dv <= 0) return;
+  // The op resolves scale 0 to 1/sqrt(D); doing it again here keeps the kernel safe on its own.
+  const float scale = a.scale == 0.0f ? 1.0f / std::sqrt(static_cast<float>(a.D)) : a.scale;
+  const i64 blocks = (a.Lq + q_block - 1) / q_block;
+  parallel_for(a.batch * blocks, grain_for(q_block * a.Lk * (a.D + a.Dv), grain_cheap), [&](i64 begin, i64 end) {
+    Scratch w;
+    w.q.resize(static_cast<size_t>(q_block * round_up(a.D, vec_width)));
+    w.acc.resize(static_cast<size_t>(q_block * round_up(a.Dv, vec_width)));
+    w.s.resize(static_cast<size_t>(q_block * key_tile));
+    for (i64 it = begin; it < end; ++it) {
+      const i64 b = it / blocks, i0 = (it % blocks) * q_block;
+      switch (std::min(q_block, a.Lq - i0)) {
+        case 4: attend_block<4>(a, scale, b, i0, w); break;
+        case 3: attend_block<3>(a, scale, b, i0, w); break;
+        case 2: attend_block<2>(a, scale, b, i0, w); break;
+        default: attend_block<1>(a, scale, b, i0, w); break;
+      }
+    }
+  });
+}
+
+}  // namespace
+
+void register_attention(KernelTable& t) { t.attention = attention; }
+
+}  // namespace trine::cpu::TRINE_ISA_NS

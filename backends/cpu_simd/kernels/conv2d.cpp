@@ -1,0 +1,135 @@
+// cpu_simd conv2d (NCHW): per (image, group) a GEMM W_g [Kg, Cg*R*S] x im2col(x) [Cg*R*S, P*Q],
+// with the im2col matrix never materialised: its NR-column panels are packed straight from x.
+#include "backends/cpu_simd/isa.hpp"
+
+#include "backends/cpu_simd/gemm/driver.hpp"
+
+namespace trine::cpu::TRINE_ISA_NS {
+namespace {
+
+// Packs rows [k0, k0+kc) x output pixels [j0, j0+n) of one (image, group)'s im2col matrix into
+// B panels. Row k is (channel c, kernel row r, kernel col s); column j is output pixel (p, q).
+struct Im2colPacker {
+  const float* x = nullptr;  // the group's first input channel of this image
+  i64 H = 0, W = 0, R = 0, S = 0, Q = 0;
+  i64 stride_h = 1, stride_w = 1, pad_h = 0, pad_w = 0, dil_h = 1, dil_w = 1;
+
+  // out[0, n) = im2col row (c, r, s) at pixels j0.. (p0, q0 being pixel j0).
+  void fill_row(const float* plane, i64 r, i64 s, i64 p0, i64 q0, i64 n, float* __restrict out) const {
+    i64 p = p0, q = q0, t = 0;
+    while (t < n) {
+      const i64 seg = std::min(n - t, Q - q);  // pixels left in output row p
+      const i64 h = p * stride_h - pad_h + r * dil_h;
+      if (h < 0 || h >= H) {
+        zero_run(out + t, seg);
+      } else {
+        const float* __restrict row = plane + h * W;
+        const i64 w0 = q * stride_w - pad_w + s * dil_w;
+        if (stride_w == 1) {  // a contiguous run of the input row with zeros either side
+          const i64 lo = std::clamp<i64>(-w0, 0, seg), hi = std::clamp<i64>(W - w0, lo, seg);
+          zero_run(out + t, lo);
+          copy_run(out + t + lo, row + w0 + lo, hi - lo);
+          zero_run(out + t + hi, seg - hi);
+        } else {
+          for (i64 u = 0; u < seg; ++u) {
+            const i64 wi = w0 + u * stride_w;
+            out[t + u] = (wi >= 0 && wi < W) ? row[wi] : 0.0f;
+          }
+        }
+      }
+      t += seg;
+      q = 0;
+      ++p;
+    }
+  }
+
+  // Runs are at most nr long; whole vectors first keeps the common interior run to a few moves.
+  static void copy_run(float* __restrict dst, const float* __restrict src, i64 n) {
+    i64 u = 0;
+    for (; u + vec_width <= n; u += vec_width) batch_f32::load_unaligned(src + u).store_unaligned(dst + u);
+    for (; u < n; ++u) dst[u] = src[u];
+  }
+  static void zero_run(float* __restrict dst, i64 n) {
+    i64 u = 0;
+    for (; u + vec_width <= n; u += vec_width) batch_f32(0.0f).store_unaligned(dst + u);
+    for (; u < n; ++u) dst[u] = 0.0f;
+  }
+
+  void operator()(i64 k0, i64 kc, i64 j0, i64 n, float* dst) const {
+    constexpr i64 nr = GemmConfig::nr;
+    const i64 rs = R * S;
+    for (i64 jp = 0; jp < n; jp += nr) {
+      const i64 nn = std::min(nr, n - jp);
+      const i64 p0 = (j0 + jp) / Q, q0 = (j0 + jp) % Q;
+      float* panel = dst + jp * kc;
+      i64 c = k0 / rs, r = (k0 % rs) / S, s = k0 % S;
+      for (i64 k = 0; k < kc; ++k) {
+        float* out = panel + k * nr;
+        fill_row(x + c * H * W, r, s, p0, q0, nn, out);
+        zero_run(out + nn, nr - nn);
+        if (++s == S) {
+          s = 0;
+          if (++r == R) r = 0, ++c;
+        }
+      }
+    }
+  }
+};
+
+void add_bias(float* y, const float* bias, i64 rows, i64 cols) {
+  for (i64 k = 0; k < rows; ++k) {
+    float* row = y + k * cols;
+    const batch_f32 b(bias[k]);
+    i64 j = 0;
+    for (; j + vec_width <= cols; j += vec_width) (batch_f32::load_unaligned(row + j) + b).store_unaligned(row + j);
+    for (; j < cols; ++j) row[j] += bias[k];
+  }
+}
+
+void conv2d_kernel(const Conv2dArgs& a) {
+  const i64 G = a.groups, Cg = a.C / G, Kg = a.K / G;
+  const i64 crs = Cg * a.R * a.S, pq = a.P * a.Q, hw = a.H * a.W;
+  const bool pointwise = a.R == 1 && a.S == 1 && a.stride_h == 1 && a.stride_w == 1 && a.pad_h == 0 &&
+                         a.pad_w == 0 && a.P == a.H && a.Q == a.W;
+
+  // One (image, group) product; its output block [Kg, P*Q] is contiguous in y.
+  auto run_one = [&](i64 task, int max_threads) {
+    const i64 n = task / G, g = task % G;
+    const float* xg = a.x + (n * a.C + g * Cg) * hw;
+    float* yg = a.y + (n * a.K + g * Kg) * pq;
+    const StridedMatrix wm{a.w, DType::f32, g * Kg * crs, crs, 1};
+    auto pack_a = [&wm](i64 i0, i64 m, i64 k0, i64 kc, float* dst) {
+      pack_a_typed<DType::f32>(wm, i0, m, k0, kc, dst);
+    };
+    if (pointwise) {  // the im2col matrix is the input itself: [Cg, H*W] row-major
+      const StridedMatrix xm{xg, DType::f32, 0, hw, 1};
+      auto pack_b = [&xm](i64 k0, i64 kc, i64 j0, i64 nn, float* dst) {
+        pack_b_typed<DType::f32>(xm, k0, kc, j0, nn, dst);
+      };
+      gemm_run(Kg, pq, crs, pack_a, pack_b, yg, pq, max_threads);
+    } else {
+      const Im2colPacker pack_b{xg, a.H, a.W, a.R, a.S, a.Q, a.stride_h, a.stride_w,
+                                a.pad_h, a.pad_w, a.dil_h, a.dil_w};
+      gemm_run(Kg, pq, crs, pack_a, pack_b, yg, pq, max_threads);
+    }
+    if (a.bias) add_bias(yg, a.bias + g * Kg, Kg, pq);
+  };
+
+  const i64 tasks = a.N * G, threads = thread_count();
+  const i64 work = Kg * pq * crs;
+  const bool over_tasks = threads > 1 && tasks >= threads &&
+                          (tasks % threads == 0 || tasks >= 4 * threads || work < gemm_min_work_per_thread);
+  if (over_tasks) {
+    parallel_for(tasks, 1, [&](i64 t0, i64 t1) {
+      for (i64 t = t0; t < t1; ++t) run_one(t, 1);
+    });
+  } else {
+    for (i64 t = 0; t < tasks; ++t) run_one(t, static_cast<int>(threads));
+  }
+}
+
+}  // namespace
+
+void register_conv2d(KernelTable& t) { t.conv2d = conv2d_kernel; }
+
+}  // namespace trine::cpu::TRINE_ISA_NS

@@ -1,0 +1,227 @@
+// Sum, mean and max along n of [outer, n, inner]; max propagates NaN.
+#include "backends/cpu_simd/isa.hpp"
+
+#include <numeric>
+#include <vector>
+
+#include "backends/cpu_simd/kernels/simd_common.hpp"
+
+namespace trine::cpu::TRINE_ISA_NS {
+namespace {
+
+// Long reductions are cut into segments of about this many elements, reduced in parallel and
+// merged in order. The cut depends on the shape only, so results do not change with the thread
+// count, and partial sums stay short.
+constexpr i64 segment_len = i64{1} << 15;
+// Rows of a strided (inner > 1) sum accumulated before the partials are flushed into the total.
+constexpr i64 flush_rows = 256;
+
+template <bool Max>
+batch_f32 combine(const batch_f32& a, const batch_f32& v) {
+  if constexpr (Max)
+    return max_nan(a, v);
+  else
+    return a + v;
+}
+
+template <bool Max>
+float combine(float a, float v) {
+  if constexpr (Max)
+    return (std::isnan(a) || std::isnan(v)) ? a + v : std::max(a, v);
+  else
+    return a + v;
+}
+
+template <bool Max>
+constexpr float identity_value() {
+  return Max ? -f32_inf : 0.0f;
+}
+
+float max_contig(const float* p, i64 n) {
+  batch_f32 m0(-f32_inf), m1(-f32_inf), m2(-f32_inf), m3(-f32_inf);
+  i64 i = 0;
+  for (; i + 4 * vec_width <= n; i += 4 * vec_width) {
+    m0 = max_nan(m0, batch_f32::load_unaligned(p + i));
+    m1 = max_nan(m1, batch_f32::load_unaligned(p + i + vec_width));
+    m2 = max_nan(m2, batch_f32::load_unaligned(p + i + 2 * vec_width));
+    m3 = max_nan(m3, batch_f32::load_unaligned(p + i + 3 * vec_width));
+  }
+  for (; i + vec_width <= n; i += vec_width) m0 = max_nan(m0, batch_f32::load_unaligned(p + i));
+  if (i < n) m1 = max_nan(m1, load_partial(p + i, n - i, -f32_inf));
+  return hmax_nan(max_nan(max_nan(m0, m1), max_nan(m2, m3)));
+}
+
+template <bool Max>
+float reduce_contig(const float* p, i64 n) {
+  if constexpr (Max)
+    return max_contig(p, n);
+  else
+    return sum_mapped(p, n, [](const batch_f32& v) { return v; });
+}
+
+template <bool Max>
+void reduce_rows(const float* x, float* y, i64 outer, i64 n, bool mean) {
+  const i64 segs = (n + segment_len - 1) / segment_len;
+  if (segs == 1) {
+    parallel_for(outer, grain_for(n, grain_cheap), [&](i64 b, i64 e) {
+      for (i64 r = b; r < e; ++r) {
+        const float v = reduce_contig<Max>(x + r * n, n);
+        y[r] = mean ? v / static_cast<float>(n) : v;
+      }
+    });
+    return;
+  }
+  std::vector<float> part(static_cast<size_t>(outer * segs));
+  parallel_for(outer * segs, 1, [&](i64 b, i64 e) {
+    for (i64 it = b; it < e; ++it) {
+      const i64 r = it / segs, j0 = (it % segs) * segment_len;
+      part[it] = reduce_contig<Max>(x + r * n + j0, std::min(segment_len, n - j0));
+    }
+  });
+  for (i64 r = 0; r < outer; ++r) {
+    const float* pr = part.data() + r * segs;
+    if constexpr (Max) {
+      float m = pr[0];
+      for (i64 s = 1; s < segs; ++s) m = combine<true>(m, pr[s]);
+      y[r] = m;
+    } else {
+      double s = 0.0;  // a handful of partials: double costs nothing here
+      for (i64 k = 0; k < segs; ++k) s += pr[k];
+      y[r] = static_cast<float>(mean ? s / static_cast<double>(n) : s);
+    }
+  }
+}
+
+// Columns [0, 4 * vec_width) of `rows` rows (stride `inner`) into out: four independent chains.
+template <bool Max>
+void reduce_tile4(const float* p, i64 rows, i64 inner, float div, float* out) {
+  const batch_f32 init(identity_value<Max>());
+  batch_f32 t[4] = {init, init, init, init};
+  for (i64 j0 = 0; j0 < rows; j0 += flush_rows) {
+    batch_f32 a[4] = {init, init, init, init};
+    const i64 j1 = std::min(rows, j0 + flush_rows);
+    for (i64 j = j0; j < j1; ++j)
+      for (int u = 0; u < 4; ++u) a[u] = combine<Max>(a[u], batch_f32::load_unaligned(p + j * inner + u * vec_width));
+    for (int u = 0; u < 4; ++u) t[u] = combine<Max>(t[u], a[u]);
+  }
+  for (int u = 0; u < 4; ++u) (t[u] / batch_f32(div)).store_unaligned(out + u * vec_width);
+}
+
+// Columns [0, w), w <= vec_width: four chains over consecutive rows instead.
+template <bool Max>
+void reduce_tile1(const float* p, i64 rows, i64 inner, i64 w, float div, float* out) {
+  const batch_f32 init(identity_value<Max>());
+  auto load = [&](i64 j) {
+    return w == vec_width ? batch_f32::load_unaligned(p + j * inner)
+                          : load_partial(p + j * inner, w, identity_value<Max>());
+  };
+  batch_f32 t = init;
+  for (i64 j0 = 0; j0 < rows; j0 += 4 * flush_rows) {
+    batch_f32 a0 = init, a1 = init, a2 = init, a3 = init;
+    const i64 j1 = std::min(rows, j0 + 4 * flush_rows);
+    i64 j = j0;
+    for (; j + 4 <= j1; j += 4) {
+      a0 = combine<Max>(a0, load(j));
+      a1 = combine<Max>(a1, load(j + 1));
+      a2 = combine<Max>(a2, load(j + 2));
+      a3 = combine<Max>(a3, load(j + 3));
+    }
+    for (; j < j1; ++j) a0 = combine<Max>(a0, load(j));
+    t = combine<Max>(t, combine<Max>(combine<Max>(a0, a1), combine<Max>(a2, a3)));
+  }
+  store_partial(out, w, t / batch_f32(div));
+}
+
+// inner < vec_width: a vector would hold less than one row, so walk the rows as one contiguous
+// run instead. Lane l of vector k holds column (k * vec_width + l) % inner, a pattern that repeats
+// every `period` vectors; one accumulator per vector of the period, folded into columns at the end.
+template <bool Max>
+void reduce_narrow(const float* p, i64 rows, i64 inner, float div, float* out) {
+  const i64 period = inner / std::gcd(inner, vec_width);  // <= inner < vec_width
+  const i64 total = rows * inner, step = period * vec_width;
+  const batch_f32 init(identity_value<Max>());
+  batch_f32 t[vec_width];
+  for (i64 k = 0; k < period; ++k) t[k] = init;
+  i64 i = 0;
+  while (i + step <= total) {
+    batch_f32 a[vec_width];
+    for (i64 k = 0; k < period; ++k) a[k] = init;
+    const i64 end = std::min(total, i + flush_rows * step);
+    for (; i + step <= end; i += step)
+      for (i64 k = 0; k < period; ++k) a[k] = combine<Max>(a[k], batch_f32::load_unaligned(p + i + k * vec_width));
+    for (i64 k = 0; k < period; ++k) t[k] = combine<Max>(t[k], a[k]);
+  }
+  float col[vec_width];
+  std::fill_n(col, inner, identity_value<Max>());
+  alignas(64) float lanes[vec_width];
+  for (i64 k = 0; k < period; ++k) {
+    t[k].store_aligned(lanes);
+    for (i64 l = 0; l < vec_width; ++l)
+      col[(k * vec_width + l) % inner] = combine<Max>(col[(k * vec_width + l) % inner], lanes[l]);
+  }
+  for (; i < total; ++i) col[i % inner] = combine<Max>(col[i % inner], p[i]);  // i started at a multiple of inner
+  for (i64 c = 0; c < inner; ++c) out[c] = col[c] / div;
+}
+
+template <bool Max>
+void reduce_strided(const float* x, float* y, i64 outer, i64 n, i64 inner, bool mean) {
+  const i64 tile = 4 * vec_width;
+  const i64 wide = inner / tile, narrow = (inner % tile + vec_width - 1) / vec_width;
+  const i64 tiles = wide + narrow;
+  // Too few (outer, tile) items to fill the pool: also cut n into segments of partial results.
+  const i64 seg_rows = outer * tiles < 16 ? std::max<i64>(64, segment_len / inner) : n;
+  const i64 segs = (n + seg_rows - 1) / seg_rows;
+  std::vector<float> part(segs > 1 ? static_cast<size_t>(outer * segs * inner) : 0);
+  // Mean divides once, where the last partial is formed (dividing by 1 is exact for sum and max).
+  const float n_f = mean ? static_cast<float>(n) : 1.0f;
+  const float div = segs > 1 ? 1.0f : n_f, div_final = n_f;
+  parallel_for(outer * segs * tiles, grain_for(std::min(n, seg_rows) * tile, grain_cheap), [&](i64 b, i64 e) {
+    for (i64 it = b; it < e; ++it) {
+      const i64 t = it % tiles, s = (it / tiles) % segs, o = it / (tiles * segs);
+      const i64 c0 = t < wide ? t * tile : wide * tile + (t - wide) * vec_width;
+      const i64 j0 = s * seg_rows, rows = std::min(seg_rows, n - j0);
+      const float* p = x + (o * n + j0) * inner + c0;
+      float* out = segs > 1 ? part.data() + (o * segs + s) * inner + c0 : y + o * inner + c0;
+      if (t < wide)
+        reduce_tile4<Max>(p, rows, inner, div, out);
+      else if (inner < vec_width)
+        reduce_narrow<Max>(p, rows, inner, div, out);
+      else
+        reduce_tile1<Max>(p, rows, inner, std::min(vec_width, inner - c0), div, out);
+    }
+  });
+  if (segs > 1) {
+    for (i64 o = 0; o < outer; ++o)
+      for (i64 c = 0; c < inner; ++c) {
+        float v = part[static_cast<size_t>(o * segs * inner + c)];
+        for (i64 s = 1; s < segs; ++s) v = combine<Max>(v, part[static_cast<size_t>((o * segs + s) * inner + c)]);
+        y[o * inner + c] = v / div_final;
+      }
+  }
+}
+
+void reduce(ReduceOp op, const float* x, float* y, i64 outer, i64 n, i64 inner) {
+  if (outer <= 0 || n <= 0 || inner <= 0) return;
+  const bool mean = op == ReduceOp::mean;
+  switch (op) {
+    case ReduceOp::sum:
+    case ReduceOp::mean:
+      if (inner == 1)
+        reduce_rows<false>(x, y, outer, n, mean);
+      else
+        reduce_strided<false>(x, y, outer, n, inner, mean);
+      return;
+    case ReduceOp::max:
+      if (inner == 1)
+        reduce_rows<true>(x, y, outer, n, false);
+      else
+        reduce_strided<true>(x, y, outer, n, inner, false);
+      return;
+  }
+}
+
+}  // namespace
+
+void register_reduce(KernelTable& t) { t.reduce = reduce; }
+
+}  // namespace trine::cpu::TRINE_ISA_NS

@@ -1,0 +1,116 @@
+// Helpers shared by the per-ISA kernel files (tails, sums, NaN-aware max, grains); per-ISA files only.
+#pragma once
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <limits>
+
+#include "backends/cpu_simd/isa.hpp"
+
+namespace trine::cpu::TRINE_ISA_NS {
+
+inline constexpr float f32_inf = std::numeric_limits<float>::infinity();
+inline constexpr float f32_nan = std::numeric_limits<float>::quiet_NaN();
+
+// Fewest elements one parallel_for chunk should cover: waking a pool worker costs a few
+// microseconds, about what 32K floats of a memory-bound op or 4K transcendental ones take.
+inline constexpr i64 grain_cheap = i64{1} << 15;
+inline constexpr i64 grain_costly = i64{1} << 12;
+
+// Chunk length (in items) for parallel_for when each item costs `work` elements.
+inline i64 grain_for(i64 work_per_item, i64 grain_elems) {
+  return std::max<i64>(1, grain_elems / std::max<i64>(1, work_per_item));
+}
+
+// Tails go through a stack copy, so they run the same vector code as the body.
+inline batch_f32 load_partial(const float* p, i64 r, float fill = 0.0f) {
+  alignas(64) float buf[vec_width];
+  for (i64 i = 0; i < vec_width; ++i) buf[i] = i < r ? p[i] : fill;
+  return batch_f32::load_aligned(buf);
+}
+
+inline void store_partial(float* p, i64 r, const batch_f32& v) {
+  alignas(64) float buf[vec_width];
+  v.store_aligned(buf);
+  std::copy_n(buf, r, p);
+}
+
+inline float hsum(const batch_f32& v) { return xsimd::hadd(v); }
+
+// Lane i of the result = hsum(rows[i]), for vec_width rows. xsimd 8.1's AVX-512 haddp returns the
+// sums in lane order 0,1,4,5,2,3,6,7, 8,9,12,13,10,11,14,15 (a self-inverse order), so the order is
+// probed once and undone; an order other than these two falls back to one hsum per row.
+namespace detail {
+struct HaddpOrder {
+  static constexpr std::uint32_t get(std::uint32_t i, std::uint32_t) {
+    const std::uint32_t k = i % 8;
+    return i - k + (k == 2 || k == 3 ? k + 2 : (k == 4 || k == 5) ? k - 2 : k);
+  }
+};
+inline int haddp_order() {  // 0: lane order, 1: xsimd 8.1's AVX-512 order, 2: unknown
+  batch_f32 rows[vec_width];
+  for (i64 i = 0; i < vec_width; ++i) rows[i] = batch_f32(static_cast<float>(i));
+  alignas(64) float out[vec_width];
+  xsimd::haddp(rows).store_aligned(out);
+  bool same = true, known = vec_width == 16;
+  for (i64 i = 0; i < vec_width; ++i) {
+    same = same && out[i] == static_cast<float>(i * vec_width);
+    known = known && out[i] == static_cast<float>(HaddpOrder::get(static_cast<std::uint32_t>(i), 0) * vec_width);
+  }
+  return same ? 0 : known ? 1 : 2;
+}
+}  // namespace detail
+
+inline batch_f32 hsum_rows(const batch_f32* rows) {
+  static const int order = detail::haddp_order();
+  if (order == 0) return xsimd::haddp(rows);
+  if constexpr (vec_width == 16) {
+    if (order == 1)
+      return xsimd::swizzle(xsimd::haddp(rows),
+                            xsimd::make_batch_constant<xsimd::batch<std::uint32_t, Arch>, detail::HaddpOrder>());
+  }
+  alignas(64) float out[vec_width];
+  for (i64 i = 0; i < vec_width; ++i) out[i] = hsum(rows[i]);
+  return batch_f32::load_aligned(out);
+}
+
+// Lane-wise max that keeps NaN in either operand (maxps alone returns its 2nd operand on NaN).
+inline batch_f32 max_nan(const batch_f32& a, const batch_f32& b) {
+  return xsimd::select(xsimd::isnan(a) || xsimd::isnan(b), a + b, xsimd::max(a, b));
+}
+
+// Horizontal max; NaN if any lane is NaN.
+inline float hmax_nan(const batch_f32& v) {
+  alignas(64) float buf[vec_width];
+  v.store_aligned(buf);
+  float m = buf[0];
+  for (i64 i = 1; i < vec_width; ++i) m = (std::isnan(m) || m >= buf[i]) ? m : buf[i];
+  return m;
+}
+
+// Sum of f(x[i]) over [0, n) with four accumulators, flushed into a total every block so the
+// rounding error grows with the block count, not with n. The tail is padded with 0: f(0) must be 0.
+template <class F>
+float sum_mapped(const float* p, i64 n, F&& f) {
+  constexpr i64 block = 256 * vec_width;
+  batch_f32 total(0.0f);
+  i64 i = 0;
+  while (i + 4 * vec_width <= n) {
+    batch_f32 a0(0.0f), a1(0.0f), a2(0.0f), a3(0.0f);
+    const i64 end = std::min(n, i + block);
+    for (; i + 4 * vec_width <= end; i += 4 * vec_width) {
+      a0 += f(batch_f32::load_unaligned(p + i));
+      a1 += f(batch_f32::load_unaligned(p + i + vec_width));
+      a2 += f(batch_f32::load_unaligned(p + i + 2 * vec_width));
+      a3 += f(batch_f32::load_unaligned(p + i + 3 * vec_width));
+    }
+    total += (a0 + a1) + (a2 + a3);
+  }
+  batch_f32 rest(0.0f);
+  for (; i + vec_width <= n; i += vec_width) rest += f(batch_f32::load_unaligned(p + i));
+  if (i < n) rest += f(load_partial(p + i, n - i));
+  return hsum(total + rest);
+}
+
+}  // namespace trine::cpu::TRINE_ISA_NS

@@ -1,0 +1,176 @@
+// Softmax and log-softmax along n of [outer, n, inner]: one online max/sum pass, one writing pass.
+#include "backends/cpu_simd/isa.hpp"
+
+#include <vector>
+
+#include "backends/cpu_simd/kernels/simd_common.hpp"
+
+namespace trine::cpu::TRINE_ISA_NS {
+namespace {
+
+// Rows (inner == 1) longer than this are cut into segments whose statistics are merged, so one
+// long row still spreads over the pool; the cut depends on n only, so results do not depend on the
+// thread count.
+constexpr i64 segment_len = i64{1} << 15;
+
+// Per-lane running max m and sum s of exp(x - m). A block of four vectors shares one rescale.
+// -inf entries add exactly 0 (exp(-inf - -inf) would be NaN while a lane has seen only -inf);
+// +inf or NaN make s NaN for good (exp(inf - inf), exp(NaN - m)), which is the all-NaN row
+// docs/ops.md asks for. The max may drop a NaN (maxps returns its 2nd operand), s never does.
+struct OnlineStat {
+  batch_f32 m = batch_f32(-f32_inf);
+  batch_f32 s = batch_f32(0.0f);
+
+  batch_f32 term(const batch_f32& v) const {
+    return xsimd::select(v == batch_f32(-f32_inf), batch_f32(0.0f), xsimd::exp(v - m));
+  }
+  void raise_max(const batch_f32& m_new) {
+    s *= xsimd::select(m == m_new, batch_f32(1.0f), xsimd::exp(m - m_new));
+    m = m_new;
+  }
+  void add(const batch_f32& v) {
+    raise_max(xsimd::max(m, v));
+    s += term(v);
+  }
+  void add4(const batch_f32& v0, const batch_f32& v1, const batch_f32& v2, const batch_f32& v3) {
+    raise_max(xsimd::max(m, xsimd::max(xsimd::max(v0, v1), xsimd::max(v2, v3))));
+    s += (term(v0) + term(v1)) + (term(v2) + term(v3));
+  }
+};
+
+struct RowStat {
+  float m = -f32_inf;
+  float s = 0.0f;
+};
+
+// Merges (max, sum) pairs with the same -inf and NaN rules as OnlineStat.
+RowStat merge(const float* m, const float* s, i64 count) {
+  RowStat r;
+  for (i64 i = 0; i < count; ++i) r.m = (std::isnan(r.m) || r.m >= m[i]) ? r.m : m[i];
+  for (i64 i = 0; i < count; ++i) r.s += s[i] * (m[i] == r.m ? 1.0f : std::exp(m[i] - r.m));
+  return r;
+}
+
+RowStat row_stat(const float* p, i64 n) {
+  OnlineStat st;
+  i64 j = 0;
+  for (; j + 4 * vec_width <= n; j += 4 * vec_width)
+    st.add4(batch_f32::load_unaligned(p + j), batch_f32::load_unaligned(p + j + vec_width),
+            batch_f32::load_unaligned(p + j + 2 * vec_width), batch_f32::load_unaligned(p + j + 3 * vec_width));
+  for (; j + vec_width <= n; j += vec_width) st.add(batch_f32::load_unaligned(p + j));
+  if (j < n) st.add(load_partial(p + j, n - j, -f32_inf));
+  alignas(64) float m[vec_width], s[vec_width];
+  st.m.store_aligned(m);
+  st.s.store_aligned(s);
+  return merge(m, s, vec_width);
+}
+
+// (x - m) - log s keeps the log-probabilities exact for large x; exp(x - m) / s cannot overflow.
+template <bool Log>
+batch_f32 finish(const batch_f32& x, const batch_f32& m, const batch_f32& inv_or_log_s) {
+  if constexpr (Log)
+    return (x - m) - inv_or_log_s;
+  else
+    return xsimd::exp(x - m) * inv_or_log_s;
+}
+
+template <bool Log>
+void write_row(const float* x, float* y, i64 n, RowStat st) {
+  const batch_f32 m(st.m), k(Log ? std::log(st.s) : 1.0f / st.s);
+  i64 j = 0;
+  for (; j + vec_width <= n; j += vec_width) finish<Log>(batch_f32::load_unaligned(x + j), m, k).store_unaligned(y + j);
+  if (j < n) store_partial(y + j, n - j, finish<Log>(load_partial(x + j, n - j), m, k));
+}
+
+template <bool Log>
+void softmax_rows(const float* x, float* y, i64 outer, i64 n) {
+  if (n <= segment_len) {
+    parallel_for(outer, grain_for(n, grain_costly), [&](i64 b, i64 e) {
+      for (i64 r = b; r < e; ++r) write_row<Log>(x + r * n, y + r * n, n, row_stat(x + r * n, n));
+    });
+    return;
+  }
+  const i64 segs = (n + segment_len - 1) / segment_len;
+  std::vector<float> seg_m(static_cast<size_t>(outer * segs)), seg_s(seg_m.size());
+  parallel_for(outer * segs, 1, [&](i64 b, i64 e) {
+    for (i64 it = b; it < e; ++it) {
+      const i64 r = it / segs, j0 = (it % segs) * segment_len;
+      const RowStat st = row_stat(x + r * n + j0, std::min(segment_len, n - j0));
+      seg_m[it] = st.m;
+      seg_s[it] = st.s;
+    }
+  });
+  parallel_for(outer * segs, 1, [&](i64 b, i64 e) {
+    for (i64 it = b; it < e; ++it) {
+      const i64 r = it / segs, j0 = (it % segs) * segment_len;
+      const RowStat st = merge(seg_m.data() + r * segs, seg_s.data() + r * segs, segs);
+      write_row<Log>(x + r * n + j0, y + r * n + j0, std::min(segment_len, n - j0), st);
+    }
+  });
+}
+
+// Columns [0, width) of one outer slice, width <= col_tile * vec_width: each row's part of the
+// tile is contiguous, so a pass streams whole cache lines instead of one vector per 4 KiB page
+// (large strides otherwise cost a TLB or cache miss per vector). Each column vector keeps its
+// own running statistics; the last vector may be partial.
+constexpr i64 col_tile = 16;
+
+template <bool Log>
+void softmax_columns(const float* x, float* y, i64 n, i64 inner, i64 width) {
+  const i64 nvec = (width + vec_width - 1) / vec_width, last = width - (nvec - 1) * vec_width;
+  auto load = [&](i64 j, i64 u) {
+    const float* p = x + j * inner + u * vec_width;
+    return u + 1 < nvec || last == vec_width ? batch_f32::load_unaligned(p) : load_partial(p, last, -f32_inf);
+  };
+  OnlineStat st[col_tile];
+  i64 j = 0;
+  for (; j + 4 <= n; j += 4)
+    for (i64 u = 0; u < nvec; ++u) st[u].add4(load(j, u), load(j + 1, u), load(j + 2, u), load(j + 3, u));
+  for (; j < n; ++j)
+    for (i64 u = 0; u < nvec; ++u) st[u].add(load(j, u));
+  batch_f32 k[col_tile];
+  for (i64 u = 0; u < nvec; ++u) k[u] = Log ? xsimd::log(st[u].s) : batch_f32(1.0f) / st[u].s;
+  for (j = 0; j < n; ++j)
+    for (i64 u = 0; u < nvec; ++u) {
+      const batch_f32 v = finish<Log>(load(j, u), st[u].m, k[u]);
+      float* q = y + j * inner + u * vec_width;
+      if (u + 1 < nvec || last == vec_width)
+        v.store_unaligned(q);
+      else
+        store_partial(q, last, v);
+    }
+}
+
+template <bool Log>
+void softmax_strided(const float* x, float* y, i64 outer, i64 n, i64 inner) {
+  const i64 tile = col_tile * vec_width;
+  const i64 tiles = (inner + tile - 1) / tile;
+  parallel_for(outer * tiles, grain_for(n * std::min(inner, tile), grain_costly), [&](i64 b, i64 e) {
+    for (i64 it = b; it < e; ++it) {
+      const i64 o = it / tiles, c0 = (it % tiles) * tile;
+      const i64 off = o * n * inner + c0;
+      softmax_columns<Log>(x + off, y + off, n, inner, std::min(tile, inner - c0));
+    }
+  });
+}
+
+void softmax(bool log, const float* x, float* y, i64 outer, i64 n, i64 inner) {
+  if (outer <= 0 || n <= 0 || inner <= 0) return;
+  if (inner == 1) {
+    if (log)
+      softmax_rows<true>(x, y, outer, n);
+    else
+      softmax_rows<false>(x, y, outer, n);
+  } else {
+    if (log)
+      softmax_strided<true>(x, y, outer, n, inner);
+    else
+      softmax_strided<false>(x, y, outer, n, inner);
+  }
+}
+
+}  // namespace
+
+void register_softmax(KernelTable& t) { t.softmax = softmax; }
+
+}  // namespace trine::cpu::TRINE_ISA_NS
