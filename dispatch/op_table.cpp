@@ -47,7 +47,8 @@ struct Check {
   }
   void nonempty() const {
     for (std::size_t i = 0; i < in.size(); ++i) {
-      if (has(i) && at(i).numel() == 0) shape_error("zero-size dimension in " + at(i).shape().str() + " is not accepted");
+      if (has(i) && at(i).numel() == 0)
+        shape_error("zero-size dimension in " + at(i).shape().str() + " is not accepted");
     }
   }
   int axis(int a, int rank) const {
@@ -219,7 +220,8 @@ InferredOutput infer_op(OpKind op, std::span<const Tensor> inputs, const OpParam
       c.nonempty();
       c.vector_of(1, "gamma", c.at(0).dim(-1));
       c.vector_of(2, "beta", c.at(0).dim(-1));
-      if (!(p.eps > 0.0f) || !std::isfinite(p.eps)) c.arg_error("eps must be positive and finite, got " + std::to_string(p.eps));
+      if (!(p.eps > 0.0f) || !std::isfinite(p.eps))
+        c.arg_error("eps must be positive and finite, got " + std::to_string(p.eps));
       return {c.at(0).shape(), DType::f32};
     }
     case OpKind::conv2d: {
@@ -249,8 +251,9 @@ InferredOutput infer_op(OpKind op, std::span<const Tensor> inputs, const OpParam
       int64_t eff_r = p.dilation.h * (r - 1) + 1;
       int64_t eff_s = p.dilation.w * (s - 1) + 1;
       if (h + 2 * p.padding.h < eff_r || w + 2 * p.padding.w < eff_s) {
-        c.shape_error("kernel " + std::to_string(eff_r) + "x" + std::to_string(eff_s) + " (dilated) is larger than the padded input " +
-                      std::to_string(h + 2 * p.padding.h) + "x" + std::to_string(w + 2 * p.padding.w));
+        c.shape_error("kernel " + std::to_string(eff_r) + "x" + std::to_string(eff_s) +
+                      " (dilated) is larger than the padded input " + std::to_string(h + 2 * p.padding.h) + "x" +
+                      std::to_string(w + 2 * p.padding.w));
       }
       int64_t out_h = (h + 2 * p.padding.h - eff_r) / p.stride.h + 1;
       int64_t out_w = (w + 2 * p.padding.w - eff_s) / p.stride.w + 1;
@@ -267,14 +270,16 @@ InferredOutput infer_op(OpKind op, std::span<const Tensor> inputs, const OpParam
       const Tensor& v = c.at(2);
       if (k.rank() != q.rank() || v.rank() != q.rank()) c.shape_error("q, k and v must have the same rank");
       for (int i = 0; i < q.rank() - 2; ++i) {
-        if (k.shape()[i] != q.shape()[i] || v.shape()[i] != q.shape()[i]) c.shape_error("leading dims of q, k, v differ");
+        if (k.shape()[i] != q.shape()[i] || v.shape()[i] != q.shape()[i])
+          c.shape_error("leading dims of q, k, v differ");
       }
       if (k.dim(-1) != q.dim(-1)) c.shape_error("q and k head dims differ");
       if (v.dim(-2) != k.dim(-2)) c.shape_error("k and v sequence lengths differ");
       c.nonempty();
       if (!std::isfinite(p.scale)) c.arg_error("scale must be finite");
       if (p.causal && q.dim(-2) > k.dim(-2)) {
-        c.shape_error("causal attention needs Lq <= Lk, got Lq " + std::to_string(q.dim(-2)) + ", Lk " + std::to_string(k.dim(-2)));
+        c.shape_error("causal attention needs Lq <= Lk, got Lq " + std::to_string(q.dim(-2)) + ", Lk " +
+                      std::to_string(k.dim(-2)));
       }
       Shape out = q.shape();
       out[out.rank() - 1] = v.dim(-1);

@@ -57,8 +57,8 @@ Tensor run_op(OpKind op, std::span<const Tensor> inputs, const OpParams& params)
   call.params = params;
   call.output = Tensor::empty(shape.shape, shape.dtype, device);
   if (!backend.supports(call)) {
-    throw Error(ErrorCode::unsupported, tag + " is not supported on " + device.str() + " for " +
-                                            detail::describe_call(op, inputs));
+    throw Error(ErrorCode::unsupported,
+                tag + " is not supported on " + device.str() + " for " + detail::describe_call(op, inputs));
   }
   // The sync path is the async path plus a wait: one submission of one op.
   auto submission = backend.encode(std::span<const detail::OpCall>(&call, 1));

@@ -9,7 +9,7 @@
 #include <string>
 #include <vector>
 
-#include "tests/reference/reference.hpp"
+#include "tests/reference/from_tensor.hpp"
 #include "trine/debug.hpp"
 #include "trine/trine.hpp"
 
@@ -59,7 +59,9 @@ Case typical(OpKind op, Device d, std::int64_t s) {
               Conv2dParams{1, 1, 1, 1},
               1e-9};
     case OpKind::attention:
-      return {{r({1, 8, n, 64}, 27, -2, 2), r({1, 8, n, 64}, 28, -2, 2), r({1, 8, n, 64}, 29)}, AttentionParams{true, 0}, 1e-9};
+      return {{r({1, 8, n, 64}, 27, -2, 2), r({1, 8, n, 64}, 28, -2, 2), r({1, 8, n, 64}, 29)},
+              AttentionParams{true, 0},
+              1e-9};
     case OpKind::rope: return {{r({8, n, 128}, 30)}, RopeParams{}, 1e-9};
     case OpKind::sum:
     case OpKind::mean:
@@ -68,15 +70,6 @@ Case typical(OpKind op, Device d, std::int64_t s) {
     case OpKind::cast: return {{r({big}, 33)}, CastParams{DType::f16}, 0.0};
   }
   return {};
-}
-
-ref::Array to_ref(const Tensor& t) {
-  if (!t.defined()) return ref::absent();
-  ref::Array a;
-  a.shape.assign(t.shape().dims().begin(), t.shape().dims().end());
-  auto v = t.to_vector();
-  a.data.assign(v.begin(), v.end());
-  return a;
 }
 
 struct ErrorStats {
@@ -143,7 +136,8 @@ int main(int argc, char** argv) {
         Tensor out = run_op(op, c.inputs, c.params);  // warm-up, and the result we check
         std::vector<double> times;
         const auto start = std::chrono::steady_clock::now();
-        while (times.size() < 3 || (times.size() < 50 && std::chrono::steady_clock::now() - start < std::chrono::milliseconds(300))) {
+        while (times.size() < 3 ||
+               (times.size() < 50 && std::chrono::steady_clock::now() - start < std::chrono::milliseconds(300))) {
           const auto t0 = std::chrono::steady_clock::now();
           run_op(op, c.inputs, c.params);
           times.push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
@@ -151,7 +145,7 @@ int main(int argc, char** argv) {
         std::sort(times.begin(), times.end());
         const double t = times[times.size() / 2];
         std::vector<ref::Array> ref_in;
-        for (const auto& in : c.inputs) ref_in.push_back(to_ref(in));
+        for (const auto& in : c.inputs) ref_in.push_back(ref::from_tensor(in));
         const ErrorStats e = error_against(out.to_vector(), ref::run(op, ref_in, c.params));
         const bool ok = e.specials_ok && e.nmse <= c.bound;
         char rate[32];
@@ -160,8 +154,8 @@ int main(int argc, char** argv) {
         } else {
           std::snprintf(rate, sizeof rate, "%.1f GB/s", cost.bytes / t * 1e-9);
         }
-        std::printf("%-12s %-44s %8.3fms %14s %11.2e %10.2e%s\n", op_info(op).name, shapes_of(c.inputs).c_str(), t * 1e3,
-                    rate, e.nmse, e.max_abs, ok ? "" : "  ERROR ABOVE BOUND");
+        std::printf("%-12s %-44s %8.3fms %14s %11.2e %10.2e%s\n", op_info(op).name, shapes_of(c.inputs).c_str(),
+                    t * 1e3, rate, e.nmse, e.max_abs, ok ? "" : "  ERROR ABOVE BOUND");
         std::fflush(stdout);
         if (!ok) ++failures;
       }

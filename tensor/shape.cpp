@@ -8,7 +8,8 @@
 
 namespace trine {
 
-Shape::Shape(std::initializer_list<std::int64_t> dims) : Shape(std::span<const std::int64_t>(dims.begin(), dims.size())) {}
+Shape::Shape(std::initializer_list<std::int64_t> dims)
+    : Shape(std::span<const std::int64_t>(dims.begin(), dims.size())) {}
 
 Shape::Shape(std::span<const std::int64_t> dims) {
   if (dims.size() > static_cast<std::size_t>(max_rank)) {
@@ -35,7 +36,8 @@ std::int64_t Shape::numel() const noexcept {
 
 void Shape::push_back(std::int64_t d) {
   if (rank_ >= max_rank) {
-    throw Error(ErrorCode::invalid_shape, "[shape] cannot append to " + str() + ": rank limit " + std::to_string(max_rank));
+    throw Error(ErrorCode::invalid_shape,
+                "[shape] cannot append to " + str() + ": rank limit " + std::to_string(max_rank));
   }
   dims_[static_cast<std::size_t>(rank_++)] = d;
 }

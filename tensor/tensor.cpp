@@ -77,8 +77,8 @@ std::uint64_t mix(std::uint64_t x) {
 int normalize_axis(const char* op, int axis, int rank, const Shape& shape) {
   int a = axis < 0 ? axis + rank : axis;
   if (a < 0 || a >= rank) {
-    throw Error(ErrorCode::invalid_argument, std::string("[") + op + "] axis " + std::to_string(axis) +
-                                                 " out of range for shape " + shape.str());
+    throw Error(ErrorCode::invalid_argument,
+                std::string("[") + op + "] axis " + std::to_string(axis) + " out of range for shape " + shape.str());
   }
   return a;
 }
@@ -139,7 +139,8 @@ Tensor Tensor::arange(float start, float stop, float step, DType dtype, Device d
   double count = std::ceil((static_cast<double>(stop) - start) / step);
   std::int64_t n = count > 0 ? static_cast<std::int64_t>(count) : 0;
   std::vector<float> v(static_cast<std::size_t>(n));
-  for (std::int64_t i = 0; i < n; ++i) v[static_cast<std::size_t>(i)] = static_cast<float>(start + static_cast<double>(step) * i);
+  for (std::int64_t i = 0; i < n; ++i)
+    v[static_cast<std::size_t>(i)] = static_cast<float>(start + static_cast<double>(step) * i);
   return from(v, Shape{n}, dtype, device);
 }
 
@@ -183,7 +184,9 @@ Tensor Tensor::to(Device target) const {
   std::size_t bytes = static_cast<std::size_t>(numel()) * dtype_size(dtype_);
   std::vector<unsigned char> host(bytes);
   auto& sbe = src.storage_->backend();
-  if (bytes) sbe.copy_to_host(src.storage_->handle(), static_cast<std::size_t>(src.offset_) * dtype_size(dtype_), host.data(), bytes);
+  if (bytes)
+    sbe.copy_to_host(src.storage_->handle(), static_cast<std::size_t>(src.offset_) * dtype_size(dtype_), host.data(),
+                     bytes);
   return from_host_bytes(shape_, dtype_, target, host.data());
 }
 
@@ -201,7 +204,9 @@ std::vector<float> Tensor::to_vector() const {
   std::size_t n = static_cast<std::size_t>(numel());
   std::size_t esz = dtype_size(dtype_);
   std::vector<unsigned char> host(n * esz);
-  if (n) src.storage_->backend().copy_to_host(src.storage_->handle(), static_cast<std::size_t>(src.offset_) * esz, host.data(), host.size());
+  if (n)
+    src.storage_->backend().copy_to_host(src.storage_->handle(), static_cast<std::size_t>(src.offset_) * esz,
+                                         host.data(), host.size());
   std::vector<float> out(n);
   switch (dtype_) {
     case DType::f32:
@@ -239,7 +244,8 @@ Tensor Tensor::reshape(const Shape& shape) const {
   std::int64_t known = 1;
   for (int i = 0; i < target.rank(); ++i) {
     if (target[i] == -1) {
-      if (infer >= 0) throw Error(ErrorCode::invalid_shape, "[reshape] more than one -1 in " + shape.str() + " for " + str());
+      if (infer >= 0)
+        throw Error(ErrorCode::invalid_shape, "[reshape] more than one -1 in " + shape.str() + " for " + str());
       infer = i;
     } else if (target[i] < 0) {
       throw Error(ErrorCode::invalid_shape, "[reshape] negative dimension in " + shape.str() + " for " + str());
@@ -266,7 +272,9 @@ Tensor Tensor::slice(int axis, std::int64_t start, std::int64_t stop, std::int64
   if (!defined()) throw Error(ErrorCode::invalid_argument, "[slice] undefined tensor");
   int a = normalize_axis("slice", axis, rank(), shape_);
   std::int64_t n = shape_[a];
-  if (step <= 0) throw Error(ErrorCode::invalid_argument, "[slice] step must be positive, got " + std::to_string(step) + " for " + str());
+  if (step <= 0)
+    throw Error(ErrorCode::invalid_argument,
+                "[slice] step must be positive, got " + std::to_string(step) + " for " + str());
   if (start < 0) start += n;
   if (stop < 0) stop += n;
   start = std::clamp<std::int64_t>(start, 0, n);
@@ -293,14 +301,16 @@ Tensor Tensor::transpose(int axis0, int axis1) const {
 Tensor Tensor::permute(std::span<const int> order) const {
   if (!defined()) throw Error(ErrorCode::invalid_argument, "[permute] undefined tensor");
   if (static_cast<int>(order.size()) != rank()) {
-    throw Error(ErrorCode::invalid_argument, "[permute] order has " + std::to_string(order.size()) + " axes for " + str());
+    throw Error(ErrorCode::invalid_argument,
+                "[permute] order has " + std::to_string(order.size()) + " axes for " + str());
   }
   Shape s = shape_;
   Strides st = strides_;
   bool seen[Shape::max_rank] = {};
   for (int i = 0; i < rank(); ++i) {
     int a = normalize_axis("permute", order[static_cast<std::size_t>(i)], rank(), shape_);
-    if (seen[a]) throw Error(ErrorCode::invalid_argument, "[permute] axis " + std::to_string(a) + " repeated for " + str());
+    if (seen[a])
+      throw Error(ErrorCode::invalid_argument, "[permute] axis " + std::to_string(a) + " repeated for " + str());
     seen[a] = true;
     s[i] = shape_[a];
     st[i] = strides_[a];

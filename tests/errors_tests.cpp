@@ -63,18 +63,37 @@ TEST_CASE("axis out of range", "[errors]") {
 }
 
 TEST_CASE("conv2d: groups that do not divide channels, kernel larger than the padded input", "[errors]") {
-  expect_error([] { conv2d(r({1, 3, 8, 8}), r({4, 1, 3, 3}), {.groups = 2}); }, ErrorCode::invalid_argument,
-               {"[conv2d]", "groups"});
-  expect_error([] { conv2d(r({1, 4, 8, 8}), r({3, 2, 3, 3}), {.groups = 2}); }, ErrorCode::invalid_argument,
-               {"[conv2d]", "groups"});
-  expect_error([] { conv2d(r({1, 3, 4, 4}), r({2, 3, 7, 7})); }, ErrorCode::invalid_shape,
-               {"[conv2d]", "larger than the padded input", "[1, 3, 4, 4]", "[2, 3, 7, 7]"});
-  expect_error([] { conv2d(r({1, 3, 4, 4}), r({2, 3, 3, 3}), {.dilation = 2}); }, ErrorCode::invalid_shape,
-               {"[conv2d]", "dilated"});
-  expect_error([] { conv2d(r({1, 3, 4, 4}), r({2, 3, 3, 3}), {.stride = 0}); }, ErrorCode::invalid_argument, {"[conv2d]"});
+  expect_error(
+      [] {
+        conv2d(r({1, 3, 8, 8}), r({4, 1, 3, 3}), {.groups = 2});
+      },
+      ErrorCode::invalid_argument, {"[conv2d]", "groups"});
+  expect_error(
+      [] {
+        conv2d(r({1, 4, 8, 8}), r({3, 2, 3, 3}), {.groups = 2});
+      },
+      ErrorCode::invalid_argument, {"[conv2d]", "groups"});
+  expect_error(
+      [] {
+        conv2d(r({1, 3, 4, 4}), r({2, 3, 7, 7}));
+      },
+      ErrorCode::invalid_shape, {"[conv2d]", "larger than the padded input", "[1, 3, 4, 4]", "[2, 3, 7, 7]"});
+  expect_error(
+      [] {
+        conv2d(r({1, 3, 4, 4}), r({2, 3, 3, 3}), {.dilation = 2});
+      },
+      ErrorCode::invalid_shape, {"[conv2d]", "dilated"});
+  expect_error(
+      [] {
+        conv2d(r({1, 3, 4, 4}), r({2, 3, 3, 3}), {.stride = 0});
+      },
+      ErrorCode::invalid_argument, {"[conv2d]"});
   expect_error([] { conv2d(r({1, 3, 4, 4}), r({2, 2, 3, 3})); }, ErrorCode::invalid_shape, {"[conv2d]"});
-  expect_error([] { conv2d(r({1, 3, 4, 4}), r({2, 3, 3, 3}), {.bias = r({3})}); }, ErrorCode::invalid_shape,
-               {"[conv2d]", "bias"});
+  expect_error(
+      [] {
+        conv2d(r({1, 3, 4, 4}), r({2, 3, 3, 3}), {.bias = r({3})});
+      },
+      ErrorCode::invalid_shape, {"[conv2d]", "bias"});
 }
 
 TEST_CASE("zero-size dims where the op cannot take them", "[errors]") {
@@ -92,8 +111,11 @@ TEST_CASE("other invalid parameters", "[errors]") {
   expect_error([] { clip(r({4}), 1.0f, -1.0f); }, ErrorCode::invalid_argument, {"[clip]", "low"});
   expect_error([] { layernorm(r({2, 4}), {}, {}, 0.0f); }, ErrorCode::invalid_argument, {"[layernorm]", "eps"});
   expect_error([] { rope(r({2, 3, 5})); }, ErrorCode::invalid_argument, {"[rope]", "even"});
-  expect_error([] { attention(r({1, 5, 4}), r({1, 3, 4}), r({1, 3, 4}), {.causal = true}); }, ErrorCode::invalid_shape,
-               {"[attention]", "Lq"});
+  expect_error(
+      [] {
+        attention(r({1, 5, 4}), r({1, 3, 4}), r({1, 3, 4}), {.causal = true});
+      },
+      ErrorCode::invalid_shape, {"[attention]", "Lq"});
   expect_error([] { attention(r({1, 5, 4}), r({1, 3, 8}), r({1, 3, 4})); }, ErrorCode::invalid_shape, {"[attention]"});
   expect_error([] { relu(Tensor()); }, ErrorCode::invalid_argument, {"[relu]", "undefined"});
   expect_error([] { r({2, 3}).reshape({4, 2}); }, ErrorCode::invalid_shape, {"[reshape]", "[2, 3]", "[4, 2]"});
@@ -104,17 +126,31 @@ TEST_CASE("other invalid parameters", "[errors]") {
 
 TEST_CASE("an allocation larger than memory is out_of_memory, not a crash", "[errors]") {
   expect_error([] { Tensor::empty({std::int64_t{1} << 40}); }, ErrorCode::out_of_memory, {"bytes", "cpu"});
-  expect_error([] { Tensor::zeros({std::int64_t{1} << 20, std::int64_t{1} << 20, 1 << 10}); }, ErrorCode::out_of_memory, {});
+  expect_error(
+      [] {
+        Tensor::zeros({std::int64_t{1} << 20, std::int64_t{1} << 20, 1 << 10});
+      },
+      ErrorCode::out_of_memory, {});
   expect_error([] { Tensor::empty({std::int64_t{1} << 62, 16}); }, ErrorCode::out_of_memory, {});
   // The library is still usable afterwards.
   CHECK(add(r({3}), r({3})).numel() == 3);
 }
 
 TEST_CASE("devices that are not built or not present", "[errors]") {
-  expect_error([] { Tensor::zeros({4}, DType::f32, Device{DeviceKind::vulkan, 0}); }, ErrorCode::device_unavailable,
-               {"vulkan", "unavailable"});
-  expect_error([] { Tensor::zeros({4}, DType::f32, Device{DeviceKind::cuda, 0}); }, ErrorCode::device_unavailable, {"cuda"});
+  expect_error(
+      [] {
+        Tensor::zeros({4}, DType::f32, Device{DeviceKind::vulkan, 0});
+      },
+      ErrorCode::device_unavailable, {"vulkan", "unavailable"});
+  expect_error(
+      [] {
+        Tensor::zeros({4}, DType::f32, Device{DeviceKind::cuda, 0});
+      },
+      ErrorCode::device_unavailable, {"cuda"});
   expect_error([] { r({4}).to(Device{DeviceKind::cuda, 0}); }, ErrorCode::device_unavailable, {"cuda"});
-  expect_error([] { Tensor::zeros({4}, DType::f32, Device{DeviceKind::cpu, 3}); }, ErrorCode::device_unavailable,
-               {"cpu:3"});
+  expect_error(
+      [] {
+        Tensor::zeros({4}, DType::f32, Device{DeviceKind::cpu, 3});
+      },
+      ErrorCode::device_unavailable, {"cpu:3"});
 }

@@ -27,7 +27,7 @@ Tensor make_input(const Shape& shape, std::uint64_t seed, View view = View::cont
 ref::Array to_ref(const Tensor& t);  // undefined -> ref::absent()
 
 struct Comparison {
-  double nmse = 0;           // sum (out - ref)^2 / sum ref^2 over finite reference values
+  double nmse = 0;             // sum (out - ref)^2 / sum ref^2 over finite reference values
   bool specials_match = true;  // NaN where the reference has NaN, same inf where it has inf
   std::string first_mismatch;  // where specials differ, or the worst element
 };

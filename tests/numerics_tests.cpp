@@ -91,15 +91,24 @@ TEST_CASE("activations at +-k_inf and NaN", "[numerics]") {
     CHECK(std::isnan(y[2]));
     CHECK(std::isnan(y[16]));
   };
-  check("relu", [](const Tensor& t) { return relu(t); }, k_inf, 0.0f);
-  check("sigmoid", [](const Tensor& t) { return sigmoid(t); }, 1.0f, 0.0f);
-  check("tanh", [](const Tensor& t) { return trine::tanh(t); }, 1.0f, -1.0f);
-  check("silu", [](const Tensor& t) { return silu(t); }, k_inf, 0.0f);
-  check("gelu erf", [](const Tensor& t) { return gelu(t, GeluForm::erf); }, k_inf, 0.0f);
-  check("gelu tanh", [](const Tensor& t) { return gelu(t, GeluForm::tanh); }, k_inf, 0.0f);
-  check("elu", [](const Tensor& t) { return elu(t, 1.0f); }, k_inf, -1.0f);
-  check("leaky_relu", [](const Tensor& t) { return leaky_relu(t, 0.1f); }, k_inf, -k_inf);
-  check("clip", [](const Tensor& t) { return clip(t, -2.0f, 3.0f); }, 3.0f, -2.0f);
+  check(
+      "relu", [](const Tensor& t) { return relu(t); }, k_inf, 0.0f);
+  check(
+      "sigmoid", [](const Tensor& t) { return sigmoid(t); }, 1.0f, 0.0f);
+  check(
+      "tanh", [](const Tensor& t) { return trine::tanh(t); }, 1.0f, -1.0f);
+  check(
+      "silu", [](const Tensor& t) { return silu(t); }, k_inf, 0.0f);
+  check(
+      "gelu erf", [](const Tensor& t) { return gelu(t, GeluForm::erf); }, k_inf, 0.0f);
+  check(
+      "gelu tanh", [](const Tensor& t) { return gelu(t, GeluForm::tanh); }, k_inf, 0.0f);
+  check(
+      "elu", [](const Tensor& t) { return elu(t, 1.0f); }, k_inf, -1.0f);
+  check(
+      "leaky_relu", [](const Tensor& t) { return leaky_relu(t, 0.1f); }, k_inf, -k_inf);
+  check(
+      "clip", [](const Tensor& t) { return clip(t, -2.0f, 3.0f); }, 3.0f, -2.0f);
 }
 
 TEST_CASE("activations just inside the saturating range stay accurate", "[numerics]") {

@@ -17,10 +17,10 @@ const std::vector<std::int64_t> k_sizes = {1, 2, 3, 7, 31, 32, 33, 64, 127, 256,
 
 // Error bounds (NMSE). Sums of up to ~1e6 f32 products: 1e-9 leaves room for reordering, and a
 // wrong index or a dropped tail gives errors near 1e-3 or more.
-constexpr double k_exact = 1e-12;    // copies, selects, single roundings
-constexpr double k_arith = 1e-10;    // a few f32 operations per element
-constexpr double k_sum = 1e-9;       // long f32 reductions (matmul, conv, dot, norms)
-constexpr double k_transc = 1e-9;    // vectorized exp/log/tanh/erf
+constexpr double k_exact = 1e-12;  // copies, selects, single roundings
+constexpr double k_arith = 1e-10;  // a few f32 operations per element
+constexpr double k_sum = 1e-9;     // long f32 reductions (matmul, conv, dot, norms)
+constexpr double k_transc = 1e-9;  // vectorized exp/log/tanh/erf
 
 std::string shape_label(const std::vector<Tensor>& in, const std::string& extra = "") {
   std::string s;
@@ -36,8 +36,8 @@ std::uint64_t seq() {
 }  // namespace
 
 TEST_CASE("matmul over a shape grid, batches, transposes and dtypes", "[ops][matmul]") {
-  auto run = [](const Shape& as, const Shape& bs, MatmulParams p, View va = View::contiguous, View vb = View::contiguous,
-                DType ta = DType::f32, DType tb = DType::f32) {
+  auto run = [](const Shape& as, const Shape& bs, MatmulParams p, View va = View::contiguous,
+                View vb = View::contiguous, DType ta = DType::f32, DType tb = DType::f32) {
     std::vector<Tensor> in{make_input(as, seq(), va, ta), make_input(bs, seq(), vb, tb)};
     check_op(OpKind::matmul, in, p, k_sum,
              shape_label(in, std::string(p.trans_a ? "ta " : "") + (p.trans_b ? "tb" : "")));
@@ -108,16 +108,26 @@ TEST_CASE("gemv and dot", "[ops][gemv][dot]") {
 }
 
 TEST_CASE("add, sub, mul, div with broadcasting", "[ops][binary]") {
-  const std::vector<std::pair<Shape, Shape>> shapes = {
-      {{1}, {1}},           {{7}, {7}},          {{1000}, {1000}},       {{31, 33}, {31, 33}}, {{31, 33}, {33}},
-      {{33}, {31, 33}},     {{31, 1}, {1, 33}},  {{127, 64}, {127, 1}},  {{}, {64}},           {{3, 7}, {}},
-      {{2, 1, 3, 5}, {4, 1, 5}}, {{1, 1, 1}, {2, 3, 4}}, {{256, 1000}, {1000}}, {{1000, 1000}, {1000, 1000}}};
+  const std::vector<std::pair<Shape, Shape>> shapes = {{{1}, {1}},
+                                                       {{7}, {7}},
+                                                       {{1000}, {1000}},
+                                                       {{31, 33}, {31, 33}},
+                                                       {{31, 33}, {33}},
+                                                       {{33}, {31, 33}},
+                                                       {{31, 1}, {1, 33}},
+                                                       {{127, 64}, {127, 1}},
+                                                       {{}, {64}},
+                                                       {{3, 7}, {}},
+                                                       {{2, 1, 3, 5}, {4, 1, 5}},
+                                                       {{1, 1, 1}, {2, 3, 4}},
+                                                       {{256, 1000}, {1000}},
+                                                       {{1000, 1000}, {1000, 1000}}};
   for (OpKind op : {OpKind::add, OpKind::sub, OpKind::mul, OpKind::div}) {
     for (const auto& [sa, sb] : shapes) {
       // div: keep the divisor away from 0 so the comparison measures arithmetic, not blow-ups
-      std::vector<Tensor> in{make_input(sa, seq()),
-                             op == OpKind::div ? make_input(sb, seq(), View::contiguous, DType::f32, 0.5f, 2.0f)
-                                               : make_input(sb, seq())};
+      std::vector<Tensor> in{
+          make_input(sa, seq()),
+          op == OpKind::div ? make_input(sb, seq(), View::contiguous, DType::f32, 0.5f, 2.0f) : make_input(sb, seq())};
       check_op(op, in, NoParams{}, k_arith, shape_label(in));
     }
     std::vector<Tensor> in{make_input({33, 31}, seq(), View::transposed),
@@ -133,10 +143,11 @@ TEST_CASE("scale and the activations, element-wise", "[ops][unary]") {
     OpKind op;
     ActParams p;
   };
-  const std::vector<Act> acts = {{OpKind::relu, {}},       {OpKind::leaky_relu, {0.01f, 0}}, {OpKind::elu, {1.0f, 0}},
-                                 {OpKind::elu, {0.5f, 0}}, {OpKind::sigmoid, {}},            {OpKind::tanh, {}},
-                                 {OpKind::silu, {}},       {OpKind::gelu, {}},               {OpKind::gelu_tanh, {}},
-                                 {OpKind::clip, {-0.5f, 0.75f}}};
+  const std::vector<Act> acts = {{OpKind::relu, {}},       {OpKind::leaky_relu, {0.01f, 0}},
+                                 {OpKind::elu, {1.0f, 0}}, {OpKind::elu, {0.5f, 0}},
+                                 {OpKind::sigmoid, {}},    {OpKind::tanh, {}},
+                                 {OpKind::silu, {}},       {OpKind::gelu, {}},
+                                 {OpKind::gelu_tanh, {}},  {OpKind::clip, {-0.5f, 0.75f}}};
   std::vector<Shape> shapes;
   for (auto n : k_sizes) shapes.push_back({n});
   shapes.push_back({31, 33});
@@ -162,14 +173,14 @@ TEST_CASE("scale and the activations, element-wise", "[ops][unary]") {
 }
 
 TEST_CASE("bias_act with every activation", "[ops][bias_act]") {
-  const Activation acts[] = {Activation::identity, Activation::relu,     Activation::leaky_relu,
-                             Activation::elu,      Activation::sigmoid,  Activation::tanh,
-                             Activation::silu,     Activation::gelu,     Activation::gelu_tanh,
-                             Activation::clip};
+  const Activation acts[] = {Activation::identity,  Activation::relu, Activation::leaky_relu, Activation::elu,
+                             Activation::sigmoid,   Activation::tanh, Activation::silu,       Activation::gelu,
+                             Activation::gelu_tanh, Activation::clip};
   for (Activation act : acts) {
     BiasActParams p{act, act == Activation::clip ? -0.5f : 0.1f, act == Activation::clip ? 0.5f : 0.0f};
     for (auto [r, c] : {std::pair<std::int64_t, std::int64_t>{1, 1}, {7, 3}, {31, 33}, {64, 1000}, {1000, 127}}) {
-      std::vector<Tensor> in{make_input({r, c}, seq(), View::contiguous, DType::f32, -4.0f, 4.0f), make_input({c}, seq())};
+      std::vector<Tensor> in{make_input({r, c}, seq(), View::contiguous, DType::f32, -4.0f, 4.0f),
+                             make_input({c}, seq())};
       check_op(OpKind::bias_act, in, p, k_transc, shape_label(in, activation_name(act)));
     }
     std::vector<Tensor> in{make_input({2, 5, 33}, seq(), View::strided), make_input({33}, seq(), View::strided)};
@@ -226,10 +237,10 @@ TEST_CASE("conv2d: stride, padding, dilation, groups, bias", "[ops][conv2d]") {
       {1, 4, 31, 33, 8, 5, 5, {{2, 1}, {2, 0}, 1, 1}, true},
       {2, 4, 17, 17, 6, 3, 3, {1, 2, 2, 2}, true},
       {1, 8, 32, 32, 8, 3, 3, {1, 1, 1, 8}, true},  // depthwise
-      {1, 6, 9, 9, 4, 1, 1, {}, false},               // 1x1
-      {1, 6, 9, 9, 4, 1, 1, {2, 0, 1, 1}, true},      // strided 1x1
-      {1, 2, 3, 3, 3, 3, 3, {1, 0, 1, 1}, true},      // kernel equal to the input
-      {1, 3, 2, 2, 2, 3, 3, {1, 1, 1, 1}, true},      // kernel larger than the input, fits with padding
+      {1, 6, 9, 9, 4, 1, 1, {}, false},             // 1x1
+      {1, 6, 9, 9, 4, 1, 1, {2, 0, 1, 1}, true},    // strided 1x1
+      {1, 2, 3, 3, 3, 3, 3, {1, 0, 1, 1}, true},    // kernel equal to the input
+      {1, 3, 2, 2, 2, 3, 3, {1, 1, 1, 1}, true},    // kernel larger than the input, fits with padding
       {1, 3, 64, 64, 16, 7, 7, {2, 3, 1, 1}, true},
       {2, 32, 56, 56, 64, 3, 3, {1, 1, 1, 1}, true},  // large
   };
@@ -242,7 +253,8 @@ TEST_CASE("conv2d: stride, padding, dilation, groups, bias", "[ops][conv2d]") {
                         std::to_string(c.p.dilation.h) + " groups " + std::to_string(c.p.groups);
     check_op(OpKind::conv2d, in, c.p, k_sum, shape_label(in, extra));
   }
-  std::vector<Tensor> view{make_input({1, 3, 9, 11}, seq(), View::transposed), make_input({4, 3, 3, 3}, seq(), View::strided)};
+  std::vector<Tensor> view{make_input({1, 3, 9, 11}, seq(), View::transposed),
+                           make_input({4, 3, 3, 3}, seq(), View::strided)};
   check_op(OpKind::conv2d, view, Conv2dParams{1, 1, 1, 1}, k_sum, shape_label(view, "views"));
 }
 
@@ -254,10 +266,10 @@ TEST_CASE("attention, causal and not", "[ops][attention]") {
     float scale;
   };
   const std::vector<A> cases = {
-      {{1}, 1, 1, 1, 1, false, 0},         {{1}, 1, 1, 1, 1, true, 0},          {{2, 3}, 7, 7, 8, 8, false, 0},
-      {{2, 3}, 7, 7, 8, 8, true, 0},       {{1, 2}, 5, 13, 16, 8, true, 0},     {{1, 2}, 5, 13, 16, 8, false, 0.3f},
-      {{3}, 31, 33, 64, 64, false, 0},     {{3}, 31, 33, 64, 64, true, 0},      {{1, 4}, 127, 127, 64, 32, true, 0},
-      {{2}, 1, 1000, 64, 64, true, 0},     {{1, 8}, 256, 256, 64, 64, true, 0}, {{1}, 1000, 1000, 32, 32, false, 0}};
+      {{1}, 1, 1, 1, 1, false, 0},     {{1}, 1, 1, 1, 1, true, 0},          {{2, 3}, 7, 7, 8, 8, false, 0},
+      {{2, 3}, 7, 7, 8, 8, true, 0},   {{1, 2}, 5, 13, 16, 8, true, 0},     {{1, 2}, 5, 13, 16, 8, false, 0.3f},
+      {{3}, 31, 33, 64, 64, false, 0}, {{3}, 31, 33, 64, 64, true, 0},      {{1, 4}, 127, 127, 64, 32, true, 0},
+      {{2}, 1, 1000, 64, 64, true, 0}, {{1, 8}, 256, 256, 64, 64, true, 0}, {{1}, 1000, 1000, 32, 32, false, 0}};
   for (const auto& a : cases) {
     Shape qs = a.lead, ks = a.lead, vs = a.lead;
     qs.push_back(a.lq), qs.push_back(a.d);
@@ -265,9 +277,11 @@ TEST_CASE("attention, causal and not", "[ops][attention]") {
     vs.push_back(a.lk), vs.push_back(a.dv);
     std::vector<Tensor> in{make_input(qs, seq(), View::contiguous, DType::f32, -2, 2),
                            make_input(ks, seq(), View::contiguous, DType::f32, -2, 2), make_input(vs, seq())};
-    check_op(OpKind::attention, in, AttentionParams{a.causal, a.scale}, k_sum, shape_label(in, a.causal ? "causal" : ""));
+    check_op(OpKind::attention, in, AttentionParams{a.causal, a.scale}, k_sum,
+             shape_label(in, a.causal ? "causal" : ""));
   }
-  std::vector<Tensor> view{make_input({2, 9, 16}, seq(), View::strided), make_input({2, 11, 16}, seq(), View::transposed),
+  std::vector<Tensor> view{make_input({2, 9, 16}, seq(), View::strided),
+                           make_input({2, 11, 16}, seq(), View::transposed),
                            make_input({2, 11, 8}, seq(), View::strided)};
   check_op(OpKind::attention, view, AttentionParams{true, 0}, k_sum, shape_label(view, "views"));
 }

@@ -36,7 +36,9 @@ void require_values(const Array& got, const std::vector<std::int64_t>& shape, co
   }
 }
 
-double round_f16(double v) { return ref::run(trine::OpKind::cast, {Array{{}, {v}}}, trine::CastParams{trine::DType::f16}).data[0]; }
+double round_f16(double v) {
+  return ref::run(trine::OpKind::cast, {Array{{}, {v}}}, trine::CastParams{trine::DType::f16}).data[0];
+}
 double round_bf16(double v) { return ref::round_to_dtype(v, trine::DType::bf16); }
 
 }  // namespace
@@ -50,8 +52,8 @@ TEST_CASE("reference matmul of a 2x3 by a 3x2", "[reference]") {
 }
 
 TEST_CASE("reference matmul transposes the last two dims of a flagged input", "[reference]") {
-  const Array a_t{{3, 2}, {1, 4, 2, 5, 3, 6}};           // a^T of the case above
-  const Array b_t{{2, 3}, {7, 9, 11, 8, 10, 12}};        // b^T
+  const Array a_t{{3, 2}, {1, 4, 2, 5, 3, 6}};     // a^T of the case above
+  const Array b_t{{2, 3}, {7, 9, 11, 8, 10, 12}};  // b^T
   const Array a{{2, 3}, {1, 2, 3, 4, 5, 6}};
   const Array b{{3, 2}, {7, 8, 9, 10, 11, 12}};
   require_values(ref::matmul(a_t, b, {.trans_a = true}), {2, 2}, {58, 64, 139, 154});
@@ -187,14 +189,15 @@ TEST_CASE("reference softmax special rows", "[reference]") {
   require_values(ref::softmax(x), {6, 3},
                  {0.5, 0, 0.5, kNaN, kNaN, kNaN, 1, 0, 0, 0.5, 0.5, 0, kNaN, kNaN, kNaN, kNaN, kNaN, kNaN});
   const double half = std::log(0.5);
-  require_values(ref::log_softmax(x), {6, 3},
-                 {half, -kInf, half, kNaN, kNaN, kNaN, 0, -1e30, -2e30, half, half, -1e30, kNaN, kNaN, kNaN, kNaN, kNaN, kNaN});
+  require_values(
+      ref::log_softmax(x), {6, 3},
+      {half, -kInf, half, kNaN, kNaN, kNaN, 0, -1e30, -2e30, half, half, -1e30, kNaN, kNaN, kNaN, kNaN, kNaN, kNaN});
 }
 
 // ---- norms ----
 
 TEST_CASE("reference layernorm uses the biased variance", "[reference]") {
-  const double eps = 1e-5f;  // what NormParams carries
+  const double eps = 1e-5f;                // what NormParams carries
   const double d = std::sqrt(1.25 + eps);  // mean 2.5, biased variance 1.25
   const Array x{{2, 4}, {1, 2, 3, 4, 5, 5, 5, 5}};
   require_values(ref::layernorm(x, ref::absent(), ref::absent(), eps), {2, 4},
@@ -247,7 +250,8 @@ TEST_CASE("reference conv2d with padding, stride and dilation", "[reference]") {
   const Array row3{{1, 1, 1, 3}, {1, 1, 1}};
   require_values(ref::conv2d(x, row3, ref::absent(), {.padding = trine::Pair2(0, 1)}), {1, 1, 3, 3},
                  {3, 6, 5, 9, 15, 11, 15, 24, 17});
-  CHECK_THROWS_AS(ref::conv2d(x, Array{{1, 1, 4, 4}, std::vector<double>(16, 1)}, ref::absent()), std::invalid_argument);
+  CHECK_THROWS_AS(ref::conv2d(x, Array{{1, 1, 4, 4}, std::vector<double>(16, 1)}, ref::absent()),
+                  std::invalid_argument);
 }
 
 TEST_CASE("reference conv2d groups and batches", "[reference]") {
@@ -296,9 +300,9 @@ TEST_CASE("reference causal attention aligns the mask to the end", "[reference]"
   // A masked value row holding inf must not leak into query 0.
   const Array v_inf{{3, 1}, {3, 6, kInf}};
   require_values(ref::attention(q, k, v_inf, {.causal = true}), {2, 1}, {4.5, kInf});
-  CHECK_THROWS_AS(ref::attention(Array{{3, 1}, {0, 0, 0}}, Array{{2, 1}, {0, 0}}, Array{{2, 1}, {0, 0}},
-                                 {.causal = true}),
-                  std::invalid_argument);
+  CHECK_THROWS_AS(
+      ref::attention(Array{{3, 1}, {0, 0, 0}}, Array{{2, 1}, {0, 0}}, Array{{2, 1}, {0, 0}}, {.causal = true}),
+      std::invalid_argument);
 }
 
 TEST_CASE("reference attention scale, default 1/sqrt(D), and batches", "[reference]") {
@@ -364,7 +368,7 @@ TEST_CASE("reference cast to f16 rounds to nearest even and overflows to kInf", 
   CHECK(round_f16(65519) == 65504);
   CHECK(round_f16(65520) == kInf);
   CHECK(round_f16(-65520) == -kInf);
-  CHECK(round_f16(1 + std::ldexp(1, -11)) == 1);                      // tie, 1 is even
+  CHECK(round_f16(1 + std::ldexp(1, -11)) == 1);                          // tie, 1 is even
   CHECK(round_f16(1 + 3 * std::ldexp(1, -11)) == 1 + std::ldexp(1, -9));  // tie, rounds up to even
   CHECK(round_f16(1 + std::ldexp(1, -11) + std::ldexp(1, -20)) == 1 + std::ldexp(1, -10));
   CHECK(round_f16(0.1) == 0.0999755859375);
@@ -383,7 +387,7 @@ TEST_CASE("reference cast to f16 rounds to nearest even and overflows to kInf", 
 TEST_CASE("reference cast to bf16 and f32", "[reference]") {
   CHECK(round_bf16(1 + std::ldexp(1, -8)) == 1);
   CHECK(round_bf16(1 + 3 * std::ldexp(1, -8)) == 1 + std::ldexp(1, -6));
-  CHECK(round_bf16(FLT_MAX) == kInf);  // above the midpoint between bf16's max and 2^128
+  CHECK(round_bf16(FLT_MAX) == kInf);                               // above the midpoint between bf16's max and 2^128
   CHECK(round_bf16(std::ldexp(255, 120)) == std::ldexp(255, 120));  // bf16's max, (2 - 2^-7) * 2^127
   CHECK(round_bf16(-3.0) == -3.0);
   using trine::DType;
@@ -423,9 +427,9 @@ TEST_CASE("reference run dispatches with each op's params", "[reference]") {
   const Array img{{1, 1, 2, 2}, {1, 2, 3, 4}};
   require_values(ref::run(OpKind::conv2d, {img, Array{{1, 1, 1, 1}, {2}}}, trine::Conv2dParams{}), {1, 1, 2, 2},
                  {2, 4, 6, 8});
-  require_values(ref::run(OpKind::conv2d, {img, Array{{1, 1, 1, 1}, {2}}, Array{{1}, {1}}},
-                          trine::Conv2dParams{.stride = 2}),
-                 {1, 1, 1, 1}, {3});
+  require_values(
+      ref::run(OpKind::conv2d, {img, Array{{1, 1, 1, 1}, {2}}, Array{{1}, {1}}}, trine::Conv2dParams{.stride = 2}),
+      {1, 1, 1, 1}, {3});
   require_values(ref::run(OpKind::cast, {Array{{1}, {65520}}}, trine::CastParams{trine::DType::bf16}), {1}, {65536});
 }
 

@@ -113,11 +113,13 @@ class CpuBackend final : public detail::Backend {
   }
 
   void* allocate(int index, std::size_t bytes) override {
-    if (index != 0) throw Error(ErrorCode::device_unavailable, "[allocate] cpu:" + std::to_string(index) + " does not exist");
+    if (index != 0)
+      throw Error(ErrorCode::device_unavailable, "[allocate] cpu:" + std::to_string(index) + " does not exist");
     const std::size_t limit = physical_memory_bytes();
     if (bytes > limit || bytes > SIZE_MAX - 3 * k_align) {
-      throw Error(ErrorCode::out_of_memory, "[allocate] " + std::to_string(bytes) + " bytes on cpu exceed the machine's " +
-                                                std::to_string(limit) + " bytes of memory");
+      throw Error(ErrorCode::out_of_memory, "[allocate] " + std::to_string(bytes) +
+                                                " bytes on cpu exceed the machine's " + std::to_string(limit) +
+                                                " bytes of memory");
     }
     std::size_t padded = (bytes + k_align - 1) / k_align * k_align;
     std::size_t total = k_align + k_guard + padded + k_guard;

@@ -255,7 +255,7 @@ void execute(const KernelTable& k, const detail::OpCall& call) {
     case OpKind::div: {
       if (n_out == 0) return;
       BinaryArgs b;
-      b.op = call.op == OpKind::add ? BinaryOp::add
+      b.op = call.op == OpKind::add   ? BinaryOp::add
              : call.op == OpKind::sub ? BinaryOp::sub
              : call.op == OpKind::mul ? BinaryOp::mul
                                       : BinaryOp::div;
@@ -318,7 +318,8 @@ void execute(const KernelTable& k, const detail::OpCall& call) {
     case OpKind::rmsnorm: {
       const i64 n = in[0].dim(-1);
       const float* gamma = in.size() > 1 ? contiguous_f32(in[1], keep1) : nullptr;
-      k.rmsnorm(contiguous_f32(in[0], keep0), gamma, out_f32(call), n_out / n, n, std::get<NormParams>(call.params).eps);
+      k.rmsnorm(contiguous_f32(in[0], keep0), gamma, out_f32(call), n_out / n, n,
+                std::get<NormParams>(call.params).eps);
       return;
     }
     case OpKind::conv2d: {

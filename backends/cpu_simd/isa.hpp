@@ -13,15 +13,21 @@
 #if defined(TRINE_ISA_SSE4_2)
 #define TRINE_ISA_NS sse4_2
 #define TRINE_ISA_NAME "sse4_2"
-namespace trine::cpu::sse4_2 { using Arch = xsimd::sse4_2; }
+namespace trine::cpu::sse4_2 {
+using Arch = xsimd::sse4_2;
+}
 #elif defined(TRINE_ISA_AVX2)
 #define TRINE_ISA_NS avx2
 #define TRINE_ISA_NAME "avx2"
-namespace trine::cpu::avx2 { using Arch = xsimd::fma3<xsimd::avx2>; }
+namespace trine::cpu::avx2 {
+using Arch = xsimd::fma3<xsimd::avx2>;
+}
 #elif defined(TRINE_ISA_AVX512)
 #define TRINE_ISA_NS avx512
 #define TRINE_ISA_NAME "avx512"
-namespace trine::cpu::avx512 { using Arch = xsimd::avx512bw; }
+namespace trine::cpu::avx512 {
+using Arch = xsimd::avx512bw;
+}
 #else
 #error "kernels/*.cpp must be compiled through a per-ISA object library (TRINE_ISA_* undefined)"
 #endif

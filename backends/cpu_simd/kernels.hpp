@@ -96,8 +96,8 @@ struct KernelTable {
   void (*scale)(float alpha, float beta, const float* x, float* y, i64 n) = nullptr;
   void (*binary)(const BinaryArgs&) = nullptr;
   // y[r, c] = act(x[r, c] + bias[c]); act may be identity.
-  void (*bias_act)(Activation act, float alpha, float beta, const float* x, const float* bias, float* y,
-                   i64 rows, i64 cols) = nullptr;
+  void (*bias_act)(Activation act, float alpha, float beta, const float* x, const float* bias, float* y, i64 rows,
+                   i64 cols) = nullptr;
 
   // x viewed as [outer, n, inner]; the op runs along n. n >= 1.
   void (*softmax)(bool log, const float* x, float* y, i64 outer, i64 n, i64 inner) = nullptr;
@@ -114,8 +114,14 @@ struct KernelTable {
 };
 
 // One table per ISA, each defined in that ISA's object library (kernels/table.cpp).
-namespace sse4_2 { const KernelTable& table(); }
-namespace avx2 { const KernelTable& table(); }
-namespace avx512 { const KernelTable& table(); }
+namespace sse4_2 {
+const KernelTable& table();
+}
+namespace avx2 {
+const KernelTable& table();
+}
+namespace avx512 {
+const KernelTable& table();
+}
 
 }  // namespace trine::cpu

@@ -99,9 +99,8 @@ struct CastParams {
   friend bool operator==(const CastParams&, const CastParams&) = default;
 };
 
-using OpParams = std::variant<NoParams, MatmulParams, GemvParams, ScaleParams, ActParams, BiasActParams,
-                              AxisParams, NormParams, Conv2dParams, AttentionParams, RopeParams,
-                              ReduceParams, CastParams>;
+using OpParams = std::variant<NoParams, MatmulParams, GemvParams, ScaleParams, ActParams, BiasActParams, AxisParams,
+                              NormParams, Conv2dParams, AttentionParams, RopeParams, ReduceParams, CastParams>;
 
 // ---- the op table ----
 enum class OpKind {
@@ -145,7 +144,7 @@ struct MatmulOptions {
 // a [..., M, K] @ b [..., K, N] -> f32 [..., M, N]; batch dims broadcast; f32/f16/bf16 inputs.
 Tensor matmul(const Tensor& a, const Tensor& b, MatmulOptions options = {});
 Tensor gemv(const Tensor& a, const Tensor& x, bool trans = false);  // [M, K] x [K] -> [M]
-Tensor dot(const Tensor& x, const Tensor& y);                        // [N] . [N] -> rank 0
+Tensor dot(const Tensor& x, const Tensor& y);                       // [N] . [N] -> rank 0
 
 Tensor add(const Tensor& a, const Tensor& b);  // numpy broadcasting
 Tensor sub(const Tensor& a, const Tensor& b);
@@ -153,8 +152,8 @@ Tensor mul(const Tensor& a, const Tensor& b);
 Tensor div(const Tensor& a, const Tensor& b);
 Tensor scale(const Tensor& x, float alpha, float beta = 0.0f);
 
-Tensor bias_act(const Tensor& x, const Tensor& bias, Activation act = Activation::identity,
-                float alpha = 0.0f, float beta = 0.0f);
+Tensor bias_act(const Tensor& x, const Tensor& bias, Activation act = Activation::identity, float alpha = 0.0f,
+                float beta = 0.0f);
 Tensor relu(const Tensor& x);
 Tensor leaky_relu(const Tensor& x, float slope = 0.01f);
 Tensor elu(const Tensor& x, float alpha = 1.0f);
@@ -198,7 +197,7 @@ Tensor sum(const Tensor& x, int axis = -1, bool keepdims = false);
 Tensor mean(const Tensor& x, int axis = -1, bool keepdims = false);
 Tensor max(const Tensor& x, int axis = -1, bool keepdims = false);
 
-Tensor copy(const Tensor& x);              // a contiguous copy
+Tensor copy(const Tensor& x);               // a contiguous copy
 Tensor cast(const Tensor& x, DType dtype);  // f32 <-> f16 <-> bf16, round to nearest even
 
 }  // namespace trine

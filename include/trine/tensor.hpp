@@ -26,8 +26,7 @@ class Tensor {
                      Device device = Device::cpu());
   static Tensor empty(const Shape& shape, DType dtype = DType::f32, Device device = Device::cpu());
   static Tensor zeros(const Shape& shape, DType dtype = DType::f32, Device device = Device::cpu());
-  static Tensor full(const Shape& shape, float value, DType dtype = DType::f32,
-                     Device device = Device::cpu());
+  static Tensor full(const Shape& shape, float value, DType dtype = DType::f32, Device device = Device::cpu());
   // [start, start+step, ...) up to (not including) stop; rank 1.
   static Tensor arange(float start, float stop, float step = 1.0f, DType dtype = DType::f32,
                        Device device = Device::cpu());
@@ -51,11 +50,11 @@ class Tensor {
   std::string str() const;  // "f32[2, 3] on cpu"
 
   // ---- moving data ----
-  Tensor to(Device device) const;                  // copy to another device (self if already there)
-  Tensor astype(DType dtype) const;                // the cast op
-  Tensor contiguous() const;                       // self if contiguous, else the copy op
-  std::vector<float> to_vector() const;            // row-major, converted to f32, on the host
-  float item() const;                              // numel() must be 1
+  Tensor to(Device device) const;        // copy to another device (self if already there)
+  Tensor astype(DType dtype) const;      // the cast op
+  Tensor contiguous() const;             // self if contiguous, else the copy op
+  std::vector<float> to_vector() const;  // row-major, converted to f32, on the host
+  float item() const;                    // numel() must be 1
 
   // ---- views (share storage, no copy) ----
   // reshape is a view when the tensor is contiguous, otherwise it copies first (like numpy).
@@ -72,8 +71,8 @@ class Tensor {
   Tensor broadcast_to(const Shape& shape) const;
 
   // ---- internal: backends and the dispatcher ----
-  Tensor(std::shared_ptr<detail::Storage> storage, const Shape& shape, const Strides& strides,
-         std::int64_t offset, DType dtype);
+  Tensor(std::shared_ptr<detail::Storage> storage, const Shape& shape, const Strides& strides, std::int64_t offset,
+         DType dtype);
   const std::shared_ptr<detail::Storage>& storage() const noexcept { return storage_; }
 
  private:

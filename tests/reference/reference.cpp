@@ -49,8 +49,7 @@ void check_array(const Array& a, const std::string& op, const char* name) {
     if (d < 0) fail(op, std::string(name) + " has a negative dim: " + dims_str(a.shape));
   }
   if (static_cast<std::int64_t>(a.data.size()) != product(a.shape)) {
-    fail(op, std::string(name) + " " + dims_str(a.shape) + " holds " + std::to_string(a.data.size()) +
-                 " values");
+    fail(op, std::string(name) + " " + dims_str(a.shape) + " holds " + std::to_string(a.data.size()) + " values");
   }
 }
 
@@ -77,11 +76,14 @@ void check_optional_vector(const Array& a, std::int64_t n, const std::string& op
 
 int normalize_axis(int axis, std::int64_t rank, const std::string& op) {
   const std::int64_t a = axis < 0 ? axis + rank : axis;
-  if (a < 0 || a >= rank) fail(op, "axis " + std::to_string(axis) + " is out of range for rank " + std::to_string(rank));
+  if (a < 0 || a >= rank)
+    fail(op, "axis " + std::to_string(axis) + " is out of range for rank " + std::to_string(rank));
   return static_cast<int>(a);
 }
 
-Array zeros(const Dims& shape) { return Array{shape, std::vector<double>(static_cast<std::size_t>(product(shape)), 0.0)}; }
+Array zeros(const Dims& shape) {
+  return Array{shape, std::vector<double>(static_cast<std::size_t>(product(shape)), 0.0)};
+}
 
 // ---- indexing ----
 
@@ -263,7 +265,7 @@ double round_to_format(double v, const FloatFormat& f) {
   if (std::isnan(v) || std::isinf(v) || v == 0.0) return v;
   const double magnitude = std::fabs(v);
   const int exponent = std::max(std::ilogb(magnitude), f.min_exponent);
-  const int quantum = exponent - f.mantissa_bits;  // the grid spacing is 2^quantum
+  const int quantum = exponent - f.mantissa_bits;         // the grid spacing is 2^quantum
   const double scaled = std::ldexp(magnitude, -quantum);  // exact: a power-of-two scaling
   const double below = std::floor(scaled);
   const double remainder = scaled - below;  // exact
@@ -540,7 +542,8 @@ Array conv2d(const Array& x, const Array& w, const Array& bias, const Conv2dPara
                  std::to_string(filters));
   }
   if (group_channels != channels / groups) {
-    fail(op, "w " + dims_str(w.shape) + " does not fit x " + dims_str(x.shape) + " with groups " + std::to_string(groups));
+    fail(op,
+         "w " + dims_str(w.shape) + " does not fit x " + dims_str(x.shape) + " with groups " + std::to_string(groups));
   }
   if (stride.h < 1 || stride.w < 1 || dil.h < 1 || dil.w < 1 || pad.h < 0 || pad.w < 0) {
     fail(op, "stride and dilation must be >= 1 and padding >= 0");

@@ -8,7 +8,7 @@
 
 namespace trine::ref {
 
-struct Array {  // row-major, contiguous
+struct Array {                      // row-major, contiguous
   std::vector<std::int64_t> shape;  // empty = rank 0 (one element)
   std::vector<double> data;
   bool present = true;  // false for an absent optional input (conv2d bias, layernorm gamma/beta, rmsnorm gamma)

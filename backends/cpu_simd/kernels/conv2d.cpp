@@ -89,8 +89,8 @@ void add_bias(float* y, const float* bias, i64 rows, i64 cols) {
 void conv2d_kernel(const Conv2dArgs& a) {
   const i64 G = a.groups, Cg = a.C / G, Kg = a.K / G;
   const i64 crs = Cg * a.R * a.S, pq = a.P * a.Q, hw = a.H * a.W;
-  const bool pointwise = a.R == 1 && a.S == 1 && a.stride_h == 1 && a.stride_w == 1 && a.pad_h == 0 &&
-                         a.pad_w == 0 && a.P == a.H && a.Q == a.W;
+  const bool pointwise = a.R == 1 && a.S == 1 && a.stride_h == 1 && a.stride_w == 1 && a.pad_h == 0 && a.pad_w == 0 &&
+                         a.P == a.H && a.Q == a.W;
 
   // One (image, group) product; its output block [Kg, P*Q] is contiguous in y.
   auto run_one = [&](i64 task, int max_threads) {
@@ -108,8 +108,8 @@ void conv2d_kernel(const Conv2dArgs& a) {
       };
       gemm_run(Kg, pq, crs, pack_a, pack_b, yg, pq, max_threads);
     } else {
-      const Im2colPacker pack_b{xg, a.H, a.W, a.R, a.S, a.Q, a.stride_h, a.stride_w,
-                                a.pad_h, a.pad_w, a.dil_h, a.dil_w};
+      const Im2colPacker pack_b{xg,         a.H,        a.W,     a.R,     a.S,     a.Q,
+                                a.stride_h, a.stride_w, a.pad_h, a.pad_w, a.dil_h, a.dil_w};
       gemm_run(Kg, pq, crs, pack_a, pack_b, yg, pq, max_threads);
     }
     if (a.bias) add_bias(yg, a.bias + g * Kg, Kg, pq);
