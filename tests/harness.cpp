@@ -5,6 +5,7 @@
 
 #include <catch2/catch.hpp>
 
+#include <array>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -86,8 +87,23 @@ Comparison compare(const std::vector<float>& out, const ref::Array& expect) {
   return c;
 }
 
+namespace {
+std::array<bool, TRINE_OP_COUNT>& checked() {
+  static std::array<bool, TRINE_OP_COUNT> c{};
+  return c;
+}
+}  // namespace
+
+std::vector<OpKind> unchecked_ops() {
+  std::vector<OpKind> out;
+  for (int i = 0; i < TRINE_OP_COUNT; ++i)
+    if (!checked()[static_cast<std::size_t>(i)]) out.push_back(static_cast<OpKind>(i));
+  return out;
+}
+
 void check_op(OpKind op, const std::vector<Tensor>& inputs, const OpParams& params, double bound,
               const std::string& label) {
+  checked()[static_cast<std::size_t>(op)] = true;
   std::vector<std::vector<float>> before;
   std::vector<ref::Array> ref_in;
   for (const auto& t : inputs) {

@@ -6,6 +6,7 @@
 #include <cstdlib>
 #include <string>
 
+#include "tests/harness.hpp"
 #include "trine/debug.hpp"
 
 int main(int argc, char** argv) {
@@ -20,5 +21,13 @@ int main(int argc, char** argv) {
     return 1;
   }
   std::printf("cpu isa: %s (%s)\n", trine::debug::cpu_isa().c_str(), trine::debug::cpu_isa_reason().c_str());
-  return Catch::Session().run(argc, argv);
+  const int failed = Catch::Session().run(argc, argv);
+  // A full differential run must have exercised every op of the table.
+  if (argc == 2 && std::string(argv[1]) == "[ops]") {
+    auto missing = trine::test::unchecked_ops();
+    for (auto op : missing) std::printf("ERROR: op '%s' has no differential test case\n", trine::op_info(op).name);
+    if (!missing.empty()) return 1;
+    std::printf("every op of the table (%d) was checked against the reference\n", trine::TRINE_OP_COUNT);
+  }
+  return failed;
 }
