@@ -116,16 +116,18 @@ class Backend {
 struct BackendSlot {
   DeviceKind kind;
   bool built = false;
-  Backend* backend = nullptr;  // null when unavailable
-  std::string reason;          // why unavailable, or a short description when available
+  Backend* backend = nullptr;       // null when unavailable
+  std::string reason;               // why unavailable, or a short description when available
+  std::vector<DeviceInfo> devices;  // enumerated once, when the backend is made
 };
 
 const std::vector<BackendSlot>& backend_slots();
-// The backend for `device`, or Error(device_unavailable) naming `op` (e.g. "[relu]") and the reason.
-Backend& backend_for(Device device, const char* op_context);
+// The backend for `device`, or Error(device_unavailable) naming `op` (e.g. "relu") and the reason.
+// Called for every op and allocation: it builds no strings unless it throws.
+Backend& backend_for(Device device, const char* op);
 
 // Factories, one per backend folder. A backend compiled out links a stub returning nullptr.
-std::unique_ptr<Backend> make_cpu_backend(std::string& reason);
+std::unique_ptr<Backend> make_cpu_backend(std::string& reason, bool& built);
 std::unique_ptr<Backend> make_vulkan_backend(std::string& reason, bool& built);
 std::unique_ptr<Backend> make_cuda_backend(std::string& reason, bool& built);
 

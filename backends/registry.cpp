@@ -1,6 +1,6 @@
 // Finds the backends once, keeps them alive for the process, and maps devices to them.
 #include <memory>
-#include <mutex>
+#include <utility>
 
 #include "backends/backend.hpp"
 #include "trine/error.hpp"
@@ -13,31 +13,26 @@ Storage::~Storage() {
 
 namespace {
 
+using Factory = std::unique_ptr<Backend> (*)(std::string& reason, bool& built);
+
 struct Registry {
   std::vector<std::unique_ptr<Backend>> owned;
   std::vector<BackendSlot> slots;
 
   Registry() {
-    {
-      BackendSlot s{DeviceKind::cpu, true, nullptr, {}};
-      auto b = make_cpu_backend(s.reason);
+    const std::pair<DeviceKind, Factory> factories[] = {{DeviceKind::cpu, &make_cpu_backend},
+                                                        {DeviceKind::vulkan, &make_vulkan_backend},
+                                                        {DeviceKind::cuda, &make_cuda_backend}};
+    for (const auto& [kind, make] : factories) {
+      BackendSlot s{kind, false, nullptr, {}, {}};
+      auto b = make(s.reason, s.built);
       s.backend = b.get();
-      if (b) owned.push_back(std::move(b));
-      slots.push_back(s);
-    }
-    {
-      BackendSlot s{DeviceKind::vulkan, false, nullptr, {}};
-      auto b = make_vulkan_backend(s.reason, s.built);
-      s.backend = b.get();
-      if (b) owned.push_back(std::move(b));
-      slots.push_back(s);
-    }
-    {
-      BackendSlot s{DeviceKind::cuda, false, nullptr, {}};
-      auto b = make_cuda_backend(s.reason, s.built);
-      s.backend = b.get();
-      if (b) owned.push_back(std::move(b));
-      slots.push_back(s);
+      // Devices are enumerated once: every op looks its device up here.
+      if (b) {
+        s.devices = b->devices();
+        owned.push_back(std::move(b));
+      }
+      slots.push_back(std::move(s));
     }
   }
 };
@@ -51,22 +46,21 @@ Registry& registry() {
 
 const std::vector<BackendSlot>& backend_slots() { return registry().slots; }
 
-Backend& backend_for(Device device, const char* op_context) {
+Backend& backend_for(Device device, const char* op) {
   for (const auto& s : backend_slots()) {
     if (s.kind != device.kind) continue;
     if (!s.backend) {
       throw Error(ErrorCode::device_unavailable,
-                  std::string(op_context) + " device " + device.str() + " is unavailable: " + s.reason);
+                  std::string("[") + op + "] device " + device.str() + " is unavailable: " + s.reason);
     }
-    auto devs = s.backend->devices();
-    if (device.index < 0 || static_cast<std::size_t>(device.index) >= devs.size()) {
-      throw Error(ErrorCode::device_unavailable, std::string(op_context) + " device " + device.str() +
-                                                     " does not exist (" + std::to_string(devs.size()) + " " +
+    if (device.index < 0 || static_cast<std::size_t>(device.index) >= s.devices.size()) {
+      throw Error(ErrorCode::device_unavailable, std::string("[") + op + "] device " + device.str() +
+                                                     " does not exist (" + std::to_string(s.devices.size()) + " " +
                                                      device_kind_name(device.kind) + " device(s))");
     }
     return *s.backend;
   }
-  throw Error(ErrorCode::device_unavailable, std::string(op_context) + " unknown device " + device.str());
+  throw Error(ErrorCode::device_unavailable, std::string("[") + op + "] unknown device " + device.str());
 }
 
 }  // namespace trine::detail
@@ -75,11 +69,7 @@ namespace trine {
 
 std::vector<DeviceInfo> devices() {
   std::vector<DeviceInfo> out;
-  for (const auto& s : detail::backend_slots()) {
-    if (!s.backend) continue;
-    auto d = s.backend->devices();
-    out.insert(out.end(), d.begin(), d.end());
-  }
+  for (const auto& s : detail::backend_slots()) out.insert(out.end(), s.devices.begin(), s.devices.end());
   return out;
 }
 

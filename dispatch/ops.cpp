@@ -48,8 +48,7 @@ Tensor run_op(OpKind op, std::span<const Tensor> inputs, const OpParams& params)
   }
   detail::InferredOutput shape = detail::infer_op(op, inputs, params);
   const Device device = inputs[0].device();
-  const std::string tag = std::string("[") + op_info(op).name + "]";
-  detail::Backend& backend = detail::backend_for(device, tag.c_str());
+  detail::Backend& backend = detail::backend_for(device, op_info(op).name);
 
   detail::OpCall call;
   call.op = op;
@@ -57,8 +56,8 @@ Tensor run_op(OpKind op, std::span<const Tensor> inputs, const OpParams& params)
   call.params = params;
   call.output = Tensor::empty(shape.shape, shape.dtype, device);
   if (!backend.supports(call)) {
-    throw Error(ErrorCode::unsupported,
-                tag + " is not supported on " + device.str() + " for " + detail::describe_call(op, inputs));
+    throw Error(ErrorCode::unsupported, std::string("[") + op_info(op).name + "] is not supported on " + device.str() +
+                                            " for " + detail::describe_call(op, inputs));
   }
   // The sync path is the async path plus a wait: one submission of one op.
   auto submission = backend.encode(std::span<const detail::OpCall>(&call, 1));

@@ -9,7 +9,7 @@
 #include <string>
 #include <vector>
 
-#include "tests/reference/from_tensor.hpp"
+#include "tests/reference/bridge.hpp"
 #include "trine/debug.hpp"
 #include "trine/trine.hpp"
 
@@ -72,29 +72,6 @@ Case typical(OpKind op, Device d, std::int64_t s) {
   return {};
 }
 
-struct ErrorStats {
-  double nmse = 0;
-  double max_abs = 0;
-  bool specials_ok = true;
-};
-
-ErrorStats error_against(const std::vector<float>& got, const ref::Array& want) {
-  ErrorStats e;
-  double err = 0, norm = 0;
-  for (std::size_t i = 0; i < got.size(); ++i) {
-    double r = want.data[i], o = got[i];
-    if (!std::isfinite(r) || !std::isfinite(o)) {
-      if (!((std::isnan(r) && std::isnan(o)) || (r == o))) e.specials_ok = false;
-      continue;
-    }
-    err += (o - r) * (o - r);
-    norm += r * r;
-    e.max_abs = std::max(e.max_abs, std::abs(o - r));
-  }
-  e.nmse = norm > 0 ? err / norm : err;
-  return e;
-}
-
 std::string shapes_of(const std::vector<Tensor>& in) {
   std::string s;
   for (const auto& t : in) {
@@ -146,8 +123,8 @@ int main(int argc, char** argv) {
         const double t = times[times.size() / 2];
         std::vector<ref::Array> ref_in;
         for (const auto& in : c.inputs) ref_in.push_back(ref::from_tensor(in));
-        const ErrorStats e = error_against(out.to_vector(), ref::run(op, ref_in, c.params));
-        const bool ok = e.specials_ok && e.nmse <= c.bound;
+        const ref::Comparison e = ref::compare(out.to_vector(), ref::run(op, ref_in, c.params));
+        const bool ok = e.specials_match && e.nmse <= c.bound;
         char rate[32];
         if (cost.flops > 4 * cost.bytes) {
           std::snprintf(rate, sizeof rate, "%.1f GFLOP/s", cost.flops / t * 1e-9);

@@ -1,7 +1,7 @@
 // The differential harness (see harness.hpp).
 #include "tests/harness.hpp"
 
-#include "tests/reference/from_tensor.hpp"
+#include "tests/reference/bridge.hpp"
 
 #include <catch2/catch.hpp>
 
@@ -9,7 +9,6 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
-#include <sstream>
 
 namespace trine::test {
 
@@ -50,43 +49,6 @@ Tensor make_input(const Shape& shape, std::uint64_t seed, View view, DType dtype
   return Tensor::random(shape, seed, low, high, dtype);
 }
 
-ref::Array to_ref(const Tensor& t) { return ref::from_tensor(t); }
-
-Comparison compare(const std::vector<float>& out, const ref::Array& expect) {
-  Comparison c;
-  double err = 0, norm = 0, worst = -1;
-  std::size_t worst_i = 0;
-  for (std::size_t i = 0; i < out.size(); ++i) {
-    double r = expect.data[i];
-    double o = out[i];
-    if (std::isnan(r) || std::isinf(r) || std::isnan(o) || std::isinf(o)) {
-      bool same =
-          (std::isnan(r) && std::isnan(o)) || (std::isinf(r) && std::isinf(o) && std::signbit(r) == std::signbit(o));
-      if (!same && c.specials_match) {
-        c.specials_match = false;
-        std::ostringstream s;
-        s << "element " << i << ": got " << o << ", reference " << r;
-        c.first_mismatch = s.str();
-      }
-      continue;
-    }
-    double d = (o - r) * (o - r);
-    err += d;
-    norm += r * r;
-    if (d > worst) {
-      worst = d;
-      worst_i = i;
-    }
-  }
-  c.nmse = norm > 0 ? err / norm : err;
-  if (c.specials_match && worst >= 0) {
-    std::ostringstream s;
-    s << "worst element " << worst_i << ": got " << out[worst_i] << ", reference " << expect.data[worst_i];
-    c.first_mismatch = s.str();
-  }
-  return c;
-}
-
 namespace {
 std::array<bool, TRINE_OP_COUNT>& checked() {
   static std::array<bool, TRINE_OP_COUNT> c{};
@@ -108,7 +70,7 @@ void check_op(OpKind op, const std::vector<Tensor>& inputs, const OpParams& para
   std::vector<ref::Array> ref_in;
   for (const auto& t : inputs) {
     before.push_back(t.defined() ? t.to_vector() : std::vector<float>{});
-    ref_in.push_back(to_ref(t));
+    ref_in.push_back(ref::from_tensor(t));
   }
   INFO(op_info(op).name << " " << label << " seed " << base_seed());
   Tensor out = run_op(op, inputs, params);
@@ -133,7 +95,7 @@ void check_op(OpKind op, const std::vector<Tensor>& inputs, const OpParams& para
   }
   auto got = out.to_vector();
   REQUIRE(got.size() == expect.data.size());
-  Comparison c = compare(got, expect);
+  const ref::Comparison c = ref::compare(got, expect);
   INFO(c.first_mismatch);
   REQUIRE(c.specials_match);
   INFO("nmse " << c.nmse << " bound " << bound);

@@ -24,15 +24,6 @@ const char* view_name(View v);
 Tensor make_input(const Shape& shape, std::uint64_t seed, View view = View::contiguous, DType dtype = DType::f32,
                   float low = -1.0f, float high = 1.0f);
 
-ref::Array to_ref(const Tensor& t);  // undefined -> ref::absent()
-
-struct Comparison {
-  double nmse = 0;             // sum (out - ref)^2 / sum ref^2 over finite reference values
-  bool specials_match = true;  // NaN where the reference has NaN, same inf where it has inf
-  std::string first_mismatch;  // where specials differ, or the worst element
-};
-Comparison compare(const std::vector<float>& out, const ref::Array& expect);
-
 // Runs `op` through trine::run_op and checks: output shape, guards of the output and of every
 // input, inputs unchanged, NaN/Inf agreement and NMSE <= bound against the reference.
 // `label` says which case this is in the failure message.

@@ -29,45 +29,34 @@ struct IsaChoice {
 
 IsaChoice choose_isa() {
   const auto have = xsimd::available_architectures();
-  const bool has_avx512 = have.avx512bw && have.avx512dq && have.avx512cd && have.avx512f;
-  const bool has_avx2 = have.fma3_avx2;
-  const bool has_sse = have.sse4_2;
+  struct Isa {
+    const char* name;
+    bool present;
+    const KernelTable& (*table)();
+    const char* why_best;
+  };
+  // Best first: the default is the first one this CPU has.
+  const Isa isas[] = {
+      {"avx512", have.avx512bw && have.avx512dq && have.avx512cd && have.avx512f, &avx512::table,
+       "best this CPU supports (avx512f/cd/dq/bw present)"},
+      {"avx2", static_cast<bool>(have.fma3_avx2), &avx2::table,
+       "best this CPU supports (avx2+fma present, no avx512bw)"},
+      {"sse4_2", static_cast<bool>(have.sse4_2), &sse4_2::table, "best this CPU supports (no avx2+fma)"},
+  };
   IsaChoice c;
   const char* env = std::getenv("TRINE_CPU_ISA");
-  std::string want = env ? env : "";
-  if (!want.empty()) {
-    bool ok = false;
-    if (want == "avx512") {
-      ok = has_avx512;
-      c.table = &avx512::table();
-    } else if (want == "avx2") {
-      ok = has_avx2;
-      c.table = &avx2::table();
-    } else if (want == "sse4_2") {
-      ok = has_sse;
-      c.table = &sse4_2::table();
-    } else {
-      c.error = "TRINE_CPU_ISA='" + want + "' is not one of sse4_2, avx2, avx512";
-      return c;
-    }
-    if (!ok) {
+  const std::string want = env ? env : "";
+  for (const Isa& isa : isas) {
+    if (!want.empty() && want != isa.name) continue;
+    if (!isa.present) {
+      if (want.empty()) continue;
       c.error = "TRINE_CPU_ISA=" + want + " was requested but this CPU does not support it";
-      c.table = nullptr;
       return c;
     }
-    c.name = want;
-    c.reason = "TRINE_CPU_ISA=" + want;
-    return c;
+    return {&isa.table(), isa.name, want.empty() ? isa.why_best : "TRINE_CPU_ISA=" + want, {}};
   }
-  if (has_avx512) {
-    c = {&avx512::table(), "avx512", "best this CPU supports (avx512f/cd/dq/bw present)", {}};
-  } else if (has_avx2) {
-    c = {&avx2::table(), "avx2", "best this CPU supports (avx2+fma present, no avx512bw)", {}};
-  } else if (has_sse) {
-    c = {&sse4_2::table(), "sse4_2", "best this CPU supports (no avx2+fma)", {}};
-  } else {
-    c.error = "this CPU lacks SSE4.2, the oldest instruction set trine's kernels are built for";
-  }
+  c.error = want.empty() ? "this CPU lacks SSE4.2, the oldest instruction set trine's kernels are built for"
+                         : "TRINE_CPU_ISA='" + want + "' is not one of sse4_2, avx2, avx512";
   return c;
 }
 
@@ -197,7 +186,8 @@ class CpuBackend final : public detail::Backend {
 
 namespace trine::detail {
 
-std::unique_ptr<Backend> make_cpu_backend(std::string& reason) {
+std::unique_ptr<Backend> make_cpu_backend(std::string& reason, bool& built) {
+  built = true;
   const auto& c = cpu::isa_choice();
   if (!c.error.empty()) {
     reason = c.error;

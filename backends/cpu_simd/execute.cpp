@@ -156,16 +156,15 @@ void run_unary(const KernelTable& k, const detail::OpCall& call, Activation act)
   k.unary(act, p.alpha, p.beta, contiguous_f32(call.inputs[0], keep), out_f32(call), n);
 }
 
-// [outer, n, inner] around `axis` of `shape`.
+// [outer, n, inner] around `axis` of `shape` (negative counts from the end; validated already).
 void split_axis(const Shape& shape, int axis, i64& outer, i64& n, i64& inner) {
+  if (axis < 0) axis += shape.rank();
   outer = 1;
   inner = 1;
   for (int i = 0; i < axis; ++i) outer *= shape[i];
   n = shape[axis];
   for (int i = axis + 1; i < shape.rank(); ++i) inner *= shape[i];
 }
-
-int norm_axis(int axis, int rank) { return axis < 0 ? axis + rank : axis; }
 
 void run_matmul(const KernelTable& k, const detail::OpCall& call) {
   const auto& p = std::get<MatmulParams>(call.params);
@@ -303,7 +302,7 @@ void execute(const KernelTable& k, const detail::OpCall& call) {
     case OpKind::softmax:
     case OpKind::log_softmax: {
       i64 outer, n, inner;
-      split_axis(in[0].shape(), norm_axis(std::get<AxisParams>(call.params).axis, in[0].rank()), outer, n, inner);
+      split_axis(in[0].shape(), std::get<AxisParams>(call.params).axis, outer, n, inner);
       k.softmax(call.op == OpKind::log_softmax, contiguous_f32(in[0], keep0), out_f32(call), outer, n, inner);
       return;
     }
@@ -369,7 +368,7 @@ void execute(const KernelTable& k, const detail::OpCall& call) {
     case OpKind::mean:
     case OpKind::max: {
       i64 outer, n, inner;
-      split_axis(in[0].shape(), norm_axis(std::get<ReduceParams>(call.params).axis, in[0].rank()), outer, n, inner);
+      split_axis(in[0].shape(), std::get<ReduceParams>(call.params).axis, outer, n, inner);
       ReduceOp r = call.op == OpKind::sum ? ReduceOp::sum : call.op == OpKind::mean ? ReduceOp::mean : ReduceOp::max;
       k.reduce(r, contiguous_f32(in[0], keep0), out_f32(call), outer, n, inner);
       return;
