@@ -1,8 +1,6 @@
 // trine::Error and the names of its codes.
 #include "trine/error.hpp"
 
-#include "trine/version.hpp"
-
 namespace trine {
 
 const char* error_code_name(ErrorCode code) noexcept {
@@ -20,7 +18,5 @@ const char* error_code_name(ErrorCode code) noexcept {
 }
 
 Error::Error(ErrorCode code, const std::string& message) : std::runtime_error(message), code_(code) {}
-
-const char* version() noexcept { return "0.1.0"; }
 
 }  // namespace trine

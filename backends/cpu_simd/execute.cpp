@@ -5,7 +5,7 @@
 #include <cstring>
 #include <vector>
 
-#include "backends/cpu_simd/cpu_backend.hpp"
+#include "backends/cpu_simd/execute.hpp"
 #include "backends/cpu_simd/thread_pool.hpp"
 #include "trine/error.hpp"
 

@@ -7,7 +7,7 @@
 
 #include <xsimd/xsimd.hpp>
 
-#include "backends/cpu_simd/kernels.hpp"
+#include "backends/cpu_simd/kernel_table.hpp"
 #include "backends/cpu_simd/thread_pool.hpp"
 
 #if defined(TRINE_ISA_SSE4_2)

@@ -1,4 +1,4 @@
-// trine's version.
+// trine's version: the one place it is written (CMakeLists.txt reads it from here).
 #pragma once
 
 #define TRINE_VERSION_MAJOR 0
@@ -6,5 +6,5 @@
 #define TRINE_VERSION_PATCH 0
 
 namespace trine {
-const char* version() noexcept;  // "0.1.0"
+const char* version() noexcept;  // "MAJOR.MINOR.PATCH"
 }

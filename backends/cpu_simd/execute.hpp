@@ -2,7 +2,7 @@
 #pragma once
 
 #include "backends/backend.hpp"
-#include "backends/cpu_simd/kernels.hpp"
+#include "backends/cpu_simd/kernel_table.hpp"
 
 namespace trine::cpu {
 

@@ -7,7 +7,7 @@
 #include <xsimd/config/xsimd_cpuid.hpp>
 
 #include "backends/backend.hpp"
-#include "backends/cpu_simd/cpu_backend.hpp"
+#include "backends/cpu_simd/execute.hpp"
 #include "backends/cpu_simd/thread_pool.hpp"
 #include "trine/debug.hpp"
 #include "trine/error.hpp"

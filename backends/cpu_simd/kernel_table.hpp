@@ -1,7 +1,7 @@
 // The cpu_simd kernel table: what one instruction set's translation units provide.
 //
 // Every entry is filled by the per-ISA object libraries (kernels/*.cpp compiled three times, once
-// with each ISA's flags; see isa.hpp). The portable part of the backend (backend.cpp) validates
+// with each ISA's flags; see isa.hpp). The portable part of the backend (cpu_backend.cpp, execute.cpp) validates
 // nothing: shapes were checked by the op table, and it hands kernels contiguous f32 data except
 // where an argument struct says strides. Kernels parallelise themselves on the shared pool
 // (thread_pool.hpp) and must be correct for every size, including 1 and sizes that are not a
