@@ -6,8 +6,11 @@
 //   -> infer_op(...)                    dispatch/op_table.cpp: every shape/dtype/param check, in one
 //                                       place, before any backend is asked; gives the output shape
 //   -> Backend::supports(call)          the backend of the inputs' device; false = Error(unsupported)
-//   -> Backend::encode({call})          a Submission holding the op list (one op is a list of one)
-//   -> Backend::submit(...)->wait()     the sync call is submit + wait; async and batches reuse it
+//   -> submit_entries(...)              tensor/submit.cpp: collects the completions the call must
+//                                       wait for from its storages, Backend::encode + submit, and
+//                                       records the new completion on them
+//   -> Completion::wait()               only the sync call waits; async returns a Future, a batch
+//                                       submits many entries at once: one path
 //   -> the backend's kernel             e.g. cpu_simd: the per-ISA KernelTable entry
 #pragma once
 
@@ -16,36 +19,15 @@
 #include <optional>
 #include <span>
 #include <string>
+#include <variant>
 #include <vector>
 
+#include "tensor/storage.hpp"
 #include "trine/device.hpp"
 #include "trine/ops.hpp"
 #include "trine/tensor.hpp"
 
 namespace trine::detail {
-
-class Backend;
-
-// Memory on one device, owned by its backend's allocator. Destroying it returns the memory.
-class Storage {
- public:
-  Storage(Backend* backend, Device device, void* handle, std::size_t bytes) noexcept
-      : backend_(backend), device_(device), handle_(handle), bytes_(bytes) {}
-  ~Storage();
-  Storage(const Storage&) = delete;
-  Storage& operator=(const Storage&) = delete;
-
-  Backend& backend() const noexcept { return *backend_; }
-  Device device() const noexcept { return device_; }
-  void* handle() const noexcept { return handle_; }  // backend-defined (host pointer on cpu)
-  std::size_t bytes() const noexcept { return bytes_; }
-
- private:
-  Backend* backend_;
-  Device device_;
-  void* handle_;
-  std::size_t bytes_;
-};
 
 // One op with its inputs and its already-allocated output, shapes checked by the op table.
 struct OpCall {
@@ -53,23 +35,43 @@ struct OpCall {
   std::vector<Tensor> inputs;  // in the op's order; optional ones may be undefined
   Tensor output;               // contiguous, on the same device as the inputs
   OpParams params;
+  OpCost cost;  // the op table's estimate of its work (flops, bytes)
 };
 
-// A recorded list of op calls in a backend's own form (command buffer, stream launches, tasks).
+// Host memory -> [offset, offset + bytes) of `dst`. `src` stays valid until the submission completes.
+struct Upload {
+  std::shared_ptr<Storage> dst;
+  std::size_t offset = 0;
+  const void* src = nullptr;
+  std::size_t bytes = 0;
+};
+
+// [offset, offset + bytes) of `src` -> host memory `dst`, valid until the submission completes.
+struct Readback {
+  std::shared_ptr<Storage> src;
+  std::size_t offset = 0;
+  void* dst = nullptr;
+  std::size_t bytes = 0;
+};
+
+// Between two storages of the same backend.
+struct DeviceCopy {
+  std::shared_ptr<Storage> src;
+  std::size_t src_offset = 0;
+  std::shared_ptr<Storage> dst;
+  std::size_t dst_offset = 0;
+  std::size_t bytes = 0;
+};
+
+// One step of a submission. Entries run in order as far as anyone can observe: a later entry sees
+// everything earlier entries wrote (a backend may overlap entries that touch disjoint memory).
+using Entry = std::variant<OpCall, Upload, Readback, DeviceCopy>;
+
+// A recorded list of entries in a backend's own form (command buffer, stream launches, tasks).
 // The backend owns everything it needs until completion, temporaries included.
 class Submission {
  public:
   virtual ~Submission() = default;
-};
-
-// Completion of a submitted Submission.
-class Completion {
- public:
-  virtual ~Completion() = default;
-  // True when finished (successfully or not). Never blocks.
-  virtual bool poll() = 0;
-  // Blocks until finished; throws the Error the work failed with, if any.
-  virtual void wait() = 0;
 };
 
 class Backend {
@@ -82,16 +84,16 @@ class Backend {
   virtual std::vector<DeviceInfo> devices() const = 0;
 
   // Allocates `bytes` on device `index`; throws Error(out_of_memory) when it cannot. The handle
-  // is opaque to everyone but this backend. bytes may be 0.
+  // is opaque to everyone but this backend. bytes may be 0. Thread-safe.
   virtual void* allocate(int index, std::size_t bytes) = 0;
-  // Returns memory from allocate(). Never throws.
-  virtual void deallocate(void* handle) noexcept = 0;
+  // Returns memory from allocate(index, ...). Never throws. Only called once no submission uses it.
+  virtual void deallocate(int index, void* handle) noexcept = 0;
 
-  // Host pointer to the memory, or nullptr when it is not host-visible (then use the copies).
+  // A host pointer to the memory when host access is coherent and ordered: once the storage's last
+  // writer has completed, the host may read and write through it with no flush, invalidate or
+  // copy (cpu memory, host-visible coherent device memory). Otherwise nullptr: use Upload and
+  // Readback entries.
   virtual void* host_pointer(void* handle) const noexcept = 0;
-  // Blocking copies between host memory and [offset, offset + bytes) of a device allocation.
-  virtual void copy_from_host(void* handle, std::size_t offset, const void* src, std::size_t bytes) = 0;
-  virtual void copy_to_host(const void* handle, std::size_t offset, void* dst, std::size_t bytes) = 0;
 
   // Optional: whether the guard regions this backend keeps around an allocation are untouched
   // (tests check them after every op). nullopt when the backend keeps no guards.
@@ -104,11 +106,27 @@ class Backend {
   // when the device was pinned, fails with Error(unsupported) naming the op.
   virtual bool supports(const OpCall& call) const = 0;
 
-  // Records calls (in order; later calls may read earlier calls' outputs) into a submission.
-  virtual std::unique_ptr<Submission> encode(std::span<const OpCall> calls) = 0;
+  // Records entries (in order; later entries may read what earlier ones wrote) into a submission.
+  // Every storage the entries touch stays referenced by the submission until it completes.
+  virtual std::unique_ptr<Submission> encode(std::span<const Entry> entries) = 0;
 
-  // Starts a submission. The returned completion keeps the submission alive until it finishes.
-  virtual std::shared_ptr<Completion> submit(std::unique_ptr<Submission> submission) = 0;
+  // Starts a submission after every completion in `waits` has finished. A backend waits on its own
+  // completions on the device (timeline value, event, queue order) and on other backends' by
+  // whatever means it has, without blocking the submitting thread unless `caller_waits` (the caller
+  // is about to wait for the result anyway, so the backend may run the work on the calling
+  // thread). If a completion in `waits` failed, this submission fails with an error naming it.
+  // An entry that fails fails the submission: its error names the entry's op and, when there are
+  // several entries, its position. Thread-safe: many threads may submit at once.
+  virtual std::shared_ptr<Completion> submit(std::unique_ptr<Submission> submission,
+                                             std::span<const std::shared_ptr<Completion>> waits, bool caller_waits) = 0;
+
+  // Blocks until every submission made before the call has finished (failures are not rethrown
+  // here: they are raised where the results are read).
+  virtual void synchronize() = 0;
+
+  // Transfers this backend has performed since the process started (Upload, Readback and
+  // DeviceCopy entries, and their bytes), for tests and trine-bench.
+  virtual TransferStats transfer_stats() const noexcept = 0;
 };
 
 // Registry (backends/registry.cpp). Each backend folder has one factory that returns nullptr, and

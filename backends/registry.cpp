@@ -7,10 +7,6 @@
 
 namespace trine::detail {
 
-Storage::~Storage() {
-  if (backend_) backend_->deallocate(handle_);
-}
-
 namespace {
 
 using Factory = std::unique_ptr<Backend> (*)(std::string& reason, bool& built);
@@ -71,6 +67,13 @@ std::vector<DeviceInfo> devices() {
   std::vector<DeviceInfo> out;
   for (const auto& s : detail::backend_slots()) out.insert(out.end(), s.devices.begin(), s.devices.end());
   return out;
+}
+
+TransferStats transfer_stats(Device device) { return detail::backend_for(device, "transfer_stats").transfer_stats(); }
+
+void synchronize() {
+  for (const auto& s : detail::backend_slots())
+    if (s.backend) s.backend->synchronize();
 }
 
 std::vector<BackendStatus> backend_status() {

@@ -1,8 +1,11 @@
-// The public op functions: each builds an OpCall and runs it as a submission of one, then waits.
+// The public op functions: each builds an OpCall and submits it as one entry (waiting unless async),
+// or records it when an input belongs to a batch.
 #include <array>
 
 #include "backends/backend.hpp"
+#include "dispatch/batch_record.hpp"
 #include "dispatch/op_table.hpp"
+#include "tensor/submit.hpp"
 #include "trine/error.hpp"
 #include "trine/ops.hpp"
 
@@ -43,26 +46,34 @@ OpCost op_cost(OpKind op, std::span<const Tensor> inputs, const OpParams& params
 }
 
 Tensor run_op(OpKind op, std::span<const Tensor> inputs, const OpParams& params) {
-  if (inputs.empty()) {
-    throw Error(ErrorCode::invalid_argument, std::string("[") + op_info(op).name + "] called with no inputs");
+  const char* name = op_info(op).name;
+  if (inputs.empty()) throw Error(ErrorCode::invalid_argument, std::string("[") + name + "] called with no inputs");
+  if (auto batch = detail::recording_batch(op, inputs)) {
+    if (detail::async_mode()) {
+      throw Error(ErrorCode::invalid_argument,
+                  std::string("[") + name + "] inputs recorded in a trine::Batch take the sync spelling (the batch "
+                                            "runs them all at once); trine::async does not record");
+    }
+    return detail::record_op(*batch, op, inputs, params);
   }
   detail::InferredOutput shape = detail::infer_op(op, inputs, params);
   const Device device = inputs[0].device();
-  detail::Backend& backend = detail::backend_for(device, op_info(op).name);
+  detail::Backend& backend = detail::backend_for(device, name);
 
-  detail::OpCall call;
-  call.op = op;
-  call.inputs.assign(inputs.begin(), inputs.end());
-  call.params = params;
+  std::vector<detail::Entry> entries(1, detail::OpCall{op, {inputs.begin(), inputs.end()}, {}, params, {}});
+  auto& call = std::get<detail::OpCall>(entries[0]);
   call.output = Tensor::empty(shape.shape, shape.dtype, device);
+  call.cost = detail::op_cost(op, inputs, params, shape);
   if (!backend.supports(call)) {
-    throw Error(ErrorCode::unsupported, std::string("[") + op_info(op).name + "] is not supported on " + device.str() +
-                                            " for " + detail::describe_call(op, inputs));
+    throw Error(ErrorCode::unsupported,
+                std::string("[") + name + "] is not supported on " + device.str() + " for " + detail::describe_call(op, inputs));
   }
-  // The sync path is the async path plus a wait: one submission of one op.
-  auto submission = backend.encode(std::span<const detail::OpCall>(&call, 1));
-  backend.submit(std::move(submission))->wait();
-  return call.output;
+  Tensor out = call.output;
+  // Sync and async are one path: async just does not wait (the Future waits later).
+  const bool wait = !detail::async_mode();
+  auto done = detail::submit_entries(backend, entries, wait, name);
+  if (wait) done->wait();
+  return out;
 }
 
 namespace {
@@ -76,9 +87,7 @@ Tensor run2(OpKind op, const Tensor& a, const Tensor& b, const OpParams& p) {
 }
 }  // namespace
 
-Tensor matmul(const Tensor& a, const Tensor& b, MatmulOptions o) {
-  return run2(OpKind::matmul, a, b, MatmulParams{o.trans_a, o.trans_b});
-}
+Tensor matmul(const Tensor& a, const Tensor& b, MatmulParams p) { return run2(OpKind::matmul, a, b, p); }
 Tensor gemv(const Tensor& a, const Tensor& x, bool trans) { return run2(OpKind::gemv, a, x, GemvParams{trans}); }
 Tensor dot(const Tensor& x, const Tensor& y) { return run2(OpKind::dot, x, y, NoParams{}); }
 Tensor add(const Tensor& a, const Tensor& b) { return run2(OpKind::add, a, b, NoParams{}); }
@@ -108,15 +117,15 @@ Tensor layernorm(const Tensor& x, const Tensor& gamma, const Tensor& beta, float
 Tensor rmsnorm(const Tensor& x, const Tensor& gamma, float eps) {
   return run2(OpKind::rmsnorm, x, gamma, NormParams{eps});
 }
-Tensor conv2d(const Tensor& x, const Tensor& w, const Conv2dOptions& o) {
-  std::array<Tensor, 3> in{x, w, o.bias};
-  return run_op(OpKind::conv2d, in, Conv2dParams{o.stride, o.padding, o.dilation, o.groups});
+Tensor conv2d(const Tensor& x, const Tensor& w, Conv2dParams p, const Tensor& bias) {
+  std::array<Tensor, 3> in{x, w, bias};
+  return run_op(OpKind::conv2d, in, p);
 }
-Tensor attention(const Tensor& q, const Tensor& k, const Tensor& v, AttentionOptions o) {
+Tensor attention(const Tensor& q, const Tensor& k, const Tensor& v, AttentionParams p) {
   std::array<Tensor, 3> in{q, k, v};
-  return run_op(OpKind::attention, in, AttentionParams{o.causal, o.scale});
+  return run_op(OpKind::attention, in, p);
 }
-Tensor rope(const Tensor& x, RopeOptions o) { return run1(OpKind::rope, x, RopeParams{o.base, o.position_offset}); }
+Tensor rope(const Tensor& x, RopeParams p) { return run1(OpKind::rope, x, p); }
 Tensor sum(const Tensor& x, int axis, bool keepdims) { return run1(OpKind::sum, x, ReduceParams{axis, keepdims}); }
 Tensor mean(const Tensor& x, int axis, bool keepdims) { return run1(OpKind::mean, x, ReduceParams{axis, keepdims}); }
 Tensor max(const Tensor& x, int axis, bool keepdims) { return run1(OpKind::max, x, ReduceParams{axis, keepdims}); }

@@ -9,6 +9,7 @@
 #include <string>
 
 #include "backends/backend.hpp"
+#include "tensor/submit.hpp"
 #include "trine/error.hpp"
 #include "trine/ops.hpp"
 
@@ -36,34 +37,87 @@ std::size_t checked_bytes(const char* op, const Shape& shape, DType dtype, Devic
   return n * dtype_size(dtype);
 }
 
-// Host bytes of `count` floats converted to `dtype`.
-std::vector<unsigned char> encode_host(std::span<const float> data, DType dtype) {
-  std::vector<unsigned char> out(data.size() * dtype_size(dtype));
+// `count` floats converted to `dtype` into `dst`.
+void encode_host(const float* src, std::size_t count, DType dtype, unsigned char* dst) {
   switch (dtype) {
     case DType::f32:
-      if (!data.empty()) std::memcpy(out.data(), data.data(), out.size());
-      break;
+      if (count) std::memcpy(dst, src, count * 4);
+      return;
     case DType::f16:
-      for (std::size_t i = 0; i < data.size(); ++i) {
-        std::uint16_t h = f32_to_f16(data[i]);
-        std::memcpy(out.data() + 2 * i, &h, 2);
+      for (std::size_t i = 0; i < count; ++i) {
+        std::uint16_t h = f32_to_f16(src[i]);
+        std::memcpy(dst + 2 * i, &h, 2);
       }
-      break;
+      return;
     case DType::bf16:
-      for (std::size_t i = 0; i < data.size(); ++i) {
-        std::uint16_t h = f32_to_bf16(data[i]);
-        std::memcpy(out.data() + 2 * i, &h, 2);
+      for (std::size_t i = 0; i < count; ++i) {
+        std::uint16_t h = f32_to_bf16(src[i]);
+        std::memcpy(dst + 2 * i, &h, 2);
       }
-      break;
+      return;
   }
-  return out;
 }
 
-Tensor from_host_bytes(const Shape& shape, DType dtype, Device device, const void* bytes) {
-  Tensor t = Tensor::empty(shape, dtype, device);
-  std::size_t n = static_cast<std::size_t>(shape.numel()) * dtype_size(dtype);
-  if (n) t.storage()->backend().copy_from_host(t.storage()->handle(), 0, bytes, n);
-  return t;
+// Runs `entries` on `storage`'s backend and waits: the synchronous transfers of this file.
+void transfer(detail::Storage& storage, std::vector<detail::Entry>& entries, const char* what) {
+  if (entries.empty()) return;
+  detail::submit_entries(storage.backend(), entries, /*caller_waits=*/true, what)->wait();
+}
+
+// Fills the fresh tensor `t` with values gen(first, count, out) produces, converted to its dtype:
+// straight into memory the host can address, else in chunks of uploads, so no full-size host
+// temporary exists beside the tensor.
+template <class Gen>
+void fill_generated(const Tensor& t, const char* what, Gen&& gen) {
+  const std::size_t n = static_cast<std::size_t>(t.numel());
+  if (n == 0) return;
+  const std::size_t esz = dtype_size(t.dtype());
+  auto& storage = *t.storage();
+  constexpr std::size_t chunk = 1 << 16;
+  std::vector<float> values(std::min(n, chunk));
+  if (auto* p = static_cast<unsigned char*>(storage.backend().host_pointer(storage.handle()))) {
+    for (std::size_t i = 0; i < n; i += chunk) {
+      const std::size_t c = std::min(chunk, n - i);
+      gen(i, c, values.data());
+      encode_host(values.data(), c, t.dtype(), p + i * esz);
+    }
+    return;
+  }
+  std::vector<unsigned char> bytes(values.size() * esz);
+  for (std::size_t i = 0; i < n; i += chunk) {
+    const std::size_t c = std::min(chunk, n - i);
+    gen(i, c, values.data());
+    encode_host(values.data(), c, t.dtype(), bytes.data());
+    std::vector<detail::Entry> e{detail::Upload{t.storage(), i * esz, bytes.data(), c * esz}};
+    transfer(storage, e, what);
+  }
+}
+
+// The largest value of `dtype` below `v` (v finite, representable in dtype).
+float next_below(float v, DType dtype) {
+  if (dtype == DType::f32) return std::nextafter(v, -std::numeric_limits<float>::infinity());
+  const bool f16 = dtype == DType::f16;
+  std::uint16_t bits = f16 ? f32_to_f16(v) : f32_to_bf16(v);
+  if ((bits & 0x7fffu) == 0) {
+    bits = 0x8001u;  // below +-0: the smallest negative subnormal
+  } else if (bits & 0x8000u) {
+    ++bits;  // negative: away from zero
+  } else {
+    --bits;
+  }
+  return f16 ? f16_to_f32(bits) : bf16_to_f32(bits);
+}
+
+float next_above(float v, DType dtype) { return -next_below(-v, dtype); }
+
+// `v` rounded to the nearest value of `dtype`, as an f32.
+float ref_round(float v, DType dtype) {
+  switch (dtype) {
+    case DType::f32: return v;
+    case DType::f16: return f16_to_f32(f32_to_f16(v));
+    case DType::bf16: return bf16_to_f32(f32_to_bf16(v));
+  }
+  return v;
 }
 
 // splitmix64: a counter-based generator, so element i depends only on (seed, i).
@@ -103,30 +157,30 @@ Tensor Tensor::from(std::span<const float> data, const Shape& shape, DType dtype
     throw Error(ErrorCode::invalid_shape, "[from] " + std::to_string(data.size()) + " values for shape " + shape.str() +
                                               " (" + std::to_string(shape.numel()) + " elements) on " + device.str());
   }
-  auto bytes = encode_host(data, dtype);
-  return from_host_bytes(shape, dtype, device, bytes.data());
+  Tensor t = empty(shape, dtype, device);
+  if (data.empty()) return t;
+  if (dtype == DType::f32) {  // one upload straight from the caller's memory
+    std::vector<detail::Entry> e{detail::Upload{t.storage_, 0, data.data(), data.size() * 4}};
+    transfer(*t.storage_, e, "from");
+    return t;
+  }
+  // Converted on the host in chunks, each one upload.
+  const std::size_t esz = dtype_size(dtype), chunk = 1 << 16;
+  std::vector<unsigned char> bytes(std::min(data.size(), chunk) * esz);
+  for (std::size_t i = 0; i < data.size(); i += chunk) {
+    const std::size_t c = std::min(chunk, data.size() - i);
+    encode_host(data.data() + i, c, dtype, bytes.data());
+    std::vector<detail::Entry> e{detail::Upload{t.storage_, i * esz, bytes.data(), c * esz}};
+    transfer(*t.storage_, e, "from");
+  }
+  return t;
 }
 
 Tensor Tensor::zeros(const Shape& shape, DType dtype, Device device) { return full(shape, 0.0f, dtype, device); }
 
 Tensor Tensor::full(const Shape& shape, float value, DType dtype, Device device) {
   Tensor t = empty(shape, dtype, device);
-  std::size_t n = static_cast<std::size_t>(shape.numel());
-  if (n == 0) return t;
-  auto& be = t.storage_->backend();
-  auto one = encode_host(std::span<const float>(&value, 1), dtype);
-  if (void* p = be.host_pointer(t.storage_->handle())) {
-    auto* dst = static_cast<unsigned char*>(p);
-    if (value == 0.0f && !std::signbit(value)) {
-      std::memset(dst, 0, n * one.size());
-    } else {
-      for (std::size_t i = 0; i < n; ++i) std::memcpy(dst + i * one.size(), one.data(), one.size());
-    }
-  } else {
-    std::vector<unsigned char> host(n * one.size());
-    for (std::size_t i = 0; i < n; ++i) std::memcpy(host.data() + i * one.size(), one.data(), one.size());
-    be.copy_from_host(t.storage_->handle(), 0, host.data(), host.size());
-  }
+  fill_generated(t, "full", [&](std::size_t, std::size_t count, float* out) { std::fill_n(out, count, value); });
   return t;
 }
 
@@ -136,12 +190,19 @@ Tensor Tensor::arange(float start, float stop, float step, DType dtype, Device d
                                                  std::to_string(start) + ", " + std::to_string(stop) + ", " +
                                                  std::to_string(step) + ") on " + device.str());
   }
-  double count = std::ceil((static_cast<double>(stop) - start) / step);
-  std::int64_t n = count > 0 ? static_cast<std::int64_t>(count) : 0;
-  std::vector<float> v(static_cast<std::size_t>(n));
-  for (std::int64_t i = 0; i < n; ++i)
-    v[static_cast<std::size_t>(i)] = static_cast<float>(start + static_cast<double>(step) * i);
-  return from(v, Shape{n}, dtype, device);
+  const double count = std::ceil((static_cast<double>(stop) - start) / step);
+  // 2^56 elements is past any machine's memory; checking here keeps the conversion below defined.
+  if (count > 0x1p56) {
+    throw Error(ErrorCode::out_of_memory, "[arange] " + std::to_string(count) + " elements of " + dtype_name(dtype) +
+                                              " on " + device.str() + " do not fit in memory");
+  }
+  const std::int64_t n = count > 0 ? static_cast<std::int64_t>(count) : 0;
+  Tensor t = empty(Shape{n}, dtype, device);
+  fill_generated(t, "arange", [&](std::size_t first, std::size_t c, float* out) {
+    for (std::size_t i = 0; i < c; ++i)
+      out[i] = static_cast<float>(start + static_cast<double>(step) * static_cast<double>(first + i));
+  });
+  return t;
 }
 
 Tensor Tensor::random(const Shape& shape, std::uint64_t seed, float low, float high, DType dtype, Device device) {
@@ -149,15 +210,27 @@ Tensor Tensor::random(const Shape& shape, std::uint64_t seed, float low, float h
     throw Error(ErrorCode::invalid_argument, "[random] needs finite low < high, got [" + std::to_string(low) + ", " +
                                                  std::to_string(high) + ") for " + describe(shape, dtype, device));
   }
-  checked_bytes("random", shape, dtype, device);
-  std::vector<float> v(static_cast<std::size_t>(shape.numel()));
-  std::uint64_t key = mix(seed);
-  for (std::size_t i = 0; i < v.size(); ++i) {
-    double u = static_cast<double>(mix(key ^ mix(i)) >> 11) * 0x1.0p-53;  // [0, 1)
-    float x = static_cast<float>(low + (static_cast<double>(high) - low) * u);
-    v[i] = x < high ? x : low;  // rounding to float can reach high
+  // The range as the dtype holds it: lo the smallest value >= low, hi the largest < high, so a draw
+  // rounded to the dtype never leaves [low, high) (rounding to f16 or bf16 can reach high).
+  const float lo_rounded = ref_round(low, dtype);
+  const float lo = lo_rounded < low ? next_above(lo_rounded, dtype) : lo_rounded;
+  const float hi_rounded = ref_round(high, dtype);
+  const float hi = hi_rounded >= high ? next_below(hi_rounded, dtype) : hi_rounded;
+  if (!(lo <= hi)) {
+    throw Error(ErrorCode::invalid_argument, "[random] [" + std::to_string(low) + ", " + std::to_string(high) +
+                                                 ") holds no " + dtype_name(dtype) + " value, for " +
+                                                 describe(shape, dtype, device));
   }
-  return from(v, shape, dtype, device);
+  Tensor t = empty(shape, dtype, device);
+  const std::uint64_t key = mix(seed);
+  fill_generated(t, "random", [&](std::size_t first, std::size_t c, float* out) {
+    for (std::size_t i = 0; i < c; ++i) {
+      const double u = static_cast<double>(mix(key ^ mix(first + i)) >> 11) * 0x1.0p-53;  // [0, 1)
+      float x = ref_round(static_cast<float>(low + (static_cast<double>(high) - low) * u), dtype);
+      out[i] = std::clamp(x, lo, hi);
+    }
+  });
+  return t;
 }
 
 Device Tensor::device() const { return storage_ ? storage_->device() : Device::cpu(); }
@@ -181,13 +254,17 @@ Tensor Tensor::to(Device target) const {
   if (!defined()) throw Error(ErrorCode::invalid_argument, "[to] undefined tensor");
   if (device() == target) return *this;
   Tensor src = contiguous();
-  std::size_t bytes = static_cast<std::size_t>(numel()) * dtype_size(dtype_);
+  Tensor dst = empty(shape_, dtype_, target);
+  const std::size_t bytes = static_cast<std::size_t>(numel()) * dtype_size(dtype_);
+  if (bytes == 0) return dst;
+  // Through the host: one readback from the source's backend, one upload to the target's.
   std::vector<unsigned char> host(bytes);
-  auto& sbe = src.storage_->backend();
-  if (bytes)
-    sbe.copy_to_host(src.storage_->handle(), static_cast<std::size_t>(src.offset_) * dtype_size(dtype_), host.data(),
-                     bytes);
-  return from_host_bytes(shape_, dtype_, target, host.data());
+  std::vector<detail::Entry> r{
+      detail::Readback{src.storage_, static_cast<std::size_t>(src.offset_) * dtype_size(dtype_), host.data(), bytes}};
+  transfer(*src.storage_, r, "to");
+  std::vector<detail::Entry> u{detail::Upload{dst.storage_, 0, host.data(), bytes}};
+  transfer(*dst.storage_, u, "to");
+  return dst;
 }
 
 Tensor Tensor::astype(DType dtype) const { return trine::cast(*this, dtype); }
@@ -201,32 +278,20 @@ Tensor Tensor::contiguous() const {
 std::vector<float> Tensor::to_vector() const {
   if (!defined()) throw Error(ErrorCode::invalid_argument, "[to_vector] undefined tensor");
   Tensor src = contiguous();
-  std::size_t n = static_cast<std::size_t>(numel());
-  std::size_t esz = dtype_size(dtype_);
-  std::vector<unsigned char> host(n * esz);
-  if (n)
-    src.storage_->backend().copy_to_host(src.storage_->handle(), static_cast<std::size_t>(src.offset_) * esz,
-                                         host.data(), host.size());
+  const std::size_t n = static_cast<std::size_t>(numel());
   std::vector<float> out(n);
-  switch (dtype_) {
-    case DType::f32:
-      if (n) std::memcpy(out.data(), host.data(), host.size());
-      break;
-    case DType::f16:
-      for (std::size_t i = 0; i < n; ++i) {
-        std::uint16_t h;
-        std::memcpy(&h, host.data() + 2 * i, 2);
-        out[i] = f16_to_f32(h);
-      }
-      break;
-    case DType::bf16:
-      for (std::size_t i = 0; i < n; ++i) {
-        std::uint16_t h;
-        std::memcpy(&h, host.data() + 2 * i, 2);
-        out[i] = bf16_to_f32(h);
-      }
-      break;
+  if (n == 0) return out;
+  const std::size_t esz = dtype_size(dtype_);
+  const std::size_t at = static_cast<std::size_t>(src.offset_) * esz;
+  if (dtype_ == DType::f32) {  // straight into the result
+    std::vector<detail::Entry> e{detail::Readback{src.storage_, at, out.data(), n * 4}};
+    transfer(*src.storage_, e, "to_vector");
+    return out;
   }
+  std::vector<std::uint16_t> half(n);
+  std::vector<detail::Entry> e{detail::Readback{src.storage_, at, half.data(), n * 2}};
+  transfer(*src.storage_, e, "to_vector");
+  for (std::size_t i = 0; i < n; ++i) out[i] = dtype_ == DType::f16 ? f16_to_f32(half[i]) : bf16_to_f32(half[i]);
   return out;
 }
 

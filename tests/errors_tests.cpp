@@ -91,7 +91,7 @@ TEST_CASE("conv2d: groups that do not divide channels, kernel larger than the pa
   expect_error([] { conv2d(r({1, 3, 4, 4}), r({2, 2, 3, 3})); }, ErrorCode::invalid_shape, {"[conv2d]"});
   expect_error(
       [] {
-        conv2d(r({1, 3, 4, 4}), r({2, 3, 3, 3}), {.bias = r({3})});
+        conv2d(r({1, 3, 4, 4}), r({2, 3, 3, 3}), {}, r({3}));
       },
       ErrorCode::invalid_shape, {"[conv2d]", "bias"});
 }

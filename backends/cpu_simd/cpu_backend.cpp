@@ -3,11 +3,14 @@
 
 #include <cstdlib>
 #include <cstring>
+#include <atomic>
 #include <exception>
+#include <span>
 #include <xsimd/config/xsimd_cpuid.hpp>
 
 #include "backends/backend.hpp"
 #include "backends/cpu_simd/execute.hpp"
+#include "tensor/storage.hpp"
 #include "backends/cpu_simd/thread_pool.hpp"
 #include "trine/debug.hpp"
 #include "trine/error.hpp"
@@ -72,22 +75,58 @@ std::size_t physical_memory_bytes() {
   return static_cast<std::size_t>(pages) * static_cast<std::size_t>(size);
 }
 
-class CpuCompletion final : public detail::Completion {
- public:
-  explicit CpuCompletion(std::exception_ptr error) : error_(std::move(error)) {}
-  bool poll() override { return true; }
-  void wait() override {
-    if (error_) std::rethrow_exception(error_);
-  }
-
- private:
-  std::exception_ptr error_;
-};
-
 class CpuSubmission final : public detail::Submission {
  public:
-  std::vector<detail::OpCall> calls;
+  std::vector<detail::Entry> entries;
 };
+
+// Work below this runs on the submitting thread when nothing it depends on is pending: handing it
+// to the executor thread (a wake-up, tens of microseconds on these VMs) would cost more than it.
+constexpr double k_inline_flops = 2e5;
+constexpr double k_inline_bytes = 256 * 1024;
+
+bool is_tiny(const std::vector<detail::Entry>& entries) {
+  double flops = 0, bytes = 0;
+  for (const auto& e : entries) {
+    if (const auto* call = std::get_if<detail::OpCall>(&e)) {
+      flops += call->cost.flops;
+      bytes += call->cost.bytes;
+    } else if (const auto* u = std::get_if<detail::Upload>(&e)) {
+      bytes += static_cast<double>(u->bytes);
+    } else if (const auto* r = std::get_if<detail::Readback>(&e)) {
+      bytes += static_cast<double>(r->bytes);
+    } else {
+      bytes += 2.0 * static_cast<double>(std::get<detail::DeviceCopy>(e).bytes);
+    }
+  }
+  return flops < k_inline_flops && bytes < k_inline_bytes;
+}
+
+const char* entry_name(const detail::Entry& e) {
+  switch (e.index()) {
+    case 0: return op_info(std::get<detail::OpCall>(e).op).name;
+    case 1: return "upload";
+    case 2: return "readback";
+    default: return "device_copy";
+  }
+}
+
+// The first failed completion among `waits` as this work's error, or null.
+std::exception_ptr failed_dependency(std::span<const std::shared_ptr<detail::Completion>> waits, const char* what) {
+  for (const auto& w : waits) {
+    if (auto e = w->error()) {
+      try {
+        std::rethrow_exception(e);
+      } catch (const Error& err) {
+        return std::make_exception_ptr(
+            Error(err.code(), std::string("[") + what + "] an input comes from work that failed: " + err.what()));
+      } catch (...) {
+        return e;
+      }
+    }
+  }
+  return nullptr;
+}
 
 class CpuBackend final : public detail::Backend {
  public:
@@ -123,7 +162,7 @@ class CpuBackend final : public detail::Backend {
     return b + k_align + k_guard;
   }
 
-  void deallocate(void* handle) noexcept override {
+  void deallocate(int, void* handle) noexcept override {
     if (handle) std::free(static_cast<unsigned char*>(handle) - k_align - k_guard);
   }
 
@@ -140,14 +179,8 @@ class CpuBackend final : public detail::Backend {
     return true;
   }
 
+  // Host memory: coherent, and ordered once the writer's completion is observed.
   void* host_pointer(void* handle) const noexcept override { return handle; }
-
-  void copy_from_host(void* handle, std::size_t offset, const void* src, std::size_t bytes) override {
-    if (bytes) std::memcpy(static_cast<unsigned char*>(handle) + offset, src, bytes);
-  }
-  void copy_to_host(const void* handle, std::size_t offset, void* dst, std::size_t bytes) override {
-    if (bytes) std::memcpy(dst, static_cast<const unsigned char*>(handle) + offset, bytes);
-  }
 
   bool supports(const detail::OpCall& call) const override {
     // Every op of the table runs here, for every dtype the op table lets through.
@@ -157,28 +190,124 @@ class CpuBackend final : public detail::Backend {
     return call.output.defined() && call.output.is_contiguous() && call.output.device().kind == DeviceKind::cpu;
   }
 
-  std::unique_ptr<detail::Submission> encode(std::span<const detail::OpCall> calls) override {
+  std::unique_ptr<detail::Submission> encode(std::span<const detail::Entry> entries) override {
     auto s = std::make_unique<CpuSubmission>();
-    s->calls.assign(calls.begin(), calls.end());
+    s->entries.assign(entries.begin(), entries.end());
     return s;
   }
 
-  // Runs the ops in order on the calling thread, each kernel spreading itself over the pool.
-  // Completion is immediate; a later issue moves this onto a worker for true async.
-  std::shared_ptr<detail::Completion> submit(std::unique_ptr<detail::Submission> submission) override {
+  // Runs on the submitting thread when the work is tiny, or the caller waits anyway and the
+  // executor is idle, and nothing it depends on is pending; otherwise a task on the pool's executor
+  // (FIFO, so it runs after every earlier cpu submission), which first waits for other backends'
+  // completions it depends on.
+  std::shared_ptr<detail::Completion> submit(std::unique_ptr<detail::Submission> submission,
+                                             std::span<const std::shared_ptr<detail::Completion>> waits,
+                                             bool caller_waits) override {
     auto* s = dynamic_cast<CpuSubmission*>(submission.get());
     if (!s) throw Error(ErrorCode::internal, "[cpu] submit got a submission from another backend");
-    std::exception_ptr error;
-    try {
-      for (const auto& call : s->calls) execute(table_, call);
-    } catch (...) {
-      error = std::current_exception();
+    submissions_.fetch_add(1, std::memory_order_relaxed);
+    bool deps_done = true;
+    for (const auto& w : waits) deps_done = deps_done && w->poll();
+    if (deps_done && (is_tiny(s->entries) || (caller_waits && queue_idle()))) {
+      if (auto e = failed_dependency(waits, first_name(s->entries))) return detail::completed(e);
+      return detail::completed(run(s->entries));
     }
-    return std::make_shared<CpuCompletion>(error);
+    auto done = std::make_shared<detail::HostCompletion>();
+    std::shared_ptr<detail::Submission> owned(std::move(submission));
+    post([this, owned, waits = std::vector<std::shared_ptr<detail::Completion>>(waits.begin(), waits.end()), done] {
+      auto& entries = static_cast<CpuSubmission&>(*owned).entries;
+      for (const auto& w : waits) {
+        try {
+          w->wait();
+        } catch (...) {  // reported by failed_dependency below
+        }
+      }
+      std::exception_ptr error = failed_dependency(waits, first_name(entries));
+      if (!error) error = run(entries);
+      entries.clear();  // drop the storages before signalling, so memory is free when waiters wake
+      done->finish(error);
+    });
+    return done;
+  }
+
+  void synchronize() override {
+    auto marker = std::make_shared<detail::HostCompletion>();
+    post([marker] { marker->finish(nullptr); });
+    marker->wait();
+  }
+
+  TransferStats transfer_stats() const noexcept override {
+    TransferStats t;
+    t.uploads = uploads_.load();
+    t.upload_bytes = upload_bytes_.load();
+    t.readbacks = readbacks_.load();
+    t.readback_bytes = readback_bytes_.load();
+    t.device_copies = device_copies_.load();
+    t.device_copy_bytes = device_copy_bytes_.load();
+    t.submissions = submissions_.load();
+    return t;
   }
 
  private:
+  static const char* first_name(const std::vector<detail::Entry>& entries) {
+    return entries.empty() ? "cpu" : entry_name(entries.front());
+  }
+
+  static unsigned char* bytes_of(const detail::Storage& s) { return static_cast<unsigned char*>(s.handle()); }
+
+  void run_entry(const detail::Entry& e) {
+    switch (e.index()) {
+      case 0: execute(table_, std::get<detail::OpCall>(e)); return;
+      case 1: {
+        const auto& u = std::get<detail::Upload>(e);
+        if (u.bytes) std::memcpy(bytes_of(*u.dst) + u.offset, u.src, u.bytes);
+        uploads_.fetch_add(1, std::memory_order_relaxed);
+        upload_bytes_.fetch_add(u.bytes, std::memory_order_relaxed);
+        return;
+      }
+      case 2: {
+        const auto& r = std::get<detail::Readback>(e);
+        if (r.bytes) std::memcpy(r.dst, bytes_of(*r.src) + r.offset, r.bytes);
+        readbacks_.fetch_add(1, std::memory_order_relaxed);
+        readback_bytes_.fetch_add(r.bytes, std::memory_order_relaxed);
+        return;
+      }
+      default: {
+        const auto& c = std::get<detail::DeviceCopy>(e);
+        if (c.bytes) std::memmove(bytes_of(*c.dst) + c.dst_offset, bytes_of(*c.src) + c.src_offset, c.bytes);
+        device_copies_.fetch_add(1, std::memory_order_relaxed);
+        device_copy_bytes_.fetch_add(c.bytes, std::memory_order_relaxed);
+        return;
+      }
+    }
+  }
+
+  // Runs every entry in order; the first failure stops the submission and becomes its error, naming
+  // the entry's op and, in a batch, its position.
+  std::exception_ptr run(const std::vector<detail::Entry>& entries) noexcept {
+    std::size_t i = 0;
+    try {
+      for (; i < entries.size(); ++i) run_entry(entries[i]);
+      return nullptr;
+    } catch (const Error& e) {
+      if (entries.size() == 1) return std::current_exception();
+      const std::string tag = std::string("[") + entry_name(entries[i]) + "]";
+      std::string rest = e.what();
+      if (rest.starts_with(tag + " ")) rest.erase(0, tag.size() + 1);
+      return std::make_exception_ptr(Error(e.code(), tag + " batch entry " + std::to_string(i + 1) + " of " +
+                                                         std::to_string(entries.size()) + ": " + rest));
+    } catch (const std::bad_alloc&) {
+      return std::make_exception_ptr(Error(ErrorCode::out_of_memory, std::string("[") + entry_name(entries[i]) +
+                                                                         "] out of host memory for temporaries"));
+    } catch (const std::exception& e) {
+      return std::make_exception_ptr(
+          Error(ErrorCode::internal, std::string("[") + entry_name(entries[i]) + "] unexpected failure: " + e.what()));
+    }
+  }
+
   const KernelTable& table_;
+  std::atomic<std::uint64_t> uploads_{0}, upload_bytes_{0}, readbacks_{0}, readback_bytes_{0}, device_copies_{0},
+      device_copy_bytes_{0}, submissions_{0};
 };
 
 }  // namespace

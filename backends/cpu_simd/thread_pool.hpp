@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <type_traits>
 #include <utility>
 
@@ -19,6 +20,13 @@ int thread_count();
 // inside a pool task runs serially on the caller. An exception thrown by a chunk is rethrown here
 // after every chunk has finished.
 void parallel_for_raw(std::int64_t n, std::int64_t grain, RangeFn fn, void* ctx);
+
+// Runs `task` on the pool's executor thread, FIFO after every task posted before it; returns at
+// once. The executor takes part in parallel_for like a calling thread, so the pool stays
+// TRINE_NUM_THREADS threads in all. A task handles its own exceptions.
+void post(std::function<void()> task);
+// True when no posted task is queued or running.
+bool queue_idle();
 
 template <class F>
 void parallel_for(std::int64_t n, std::int64_t grain, F&& f) {

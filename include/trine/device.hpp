@@ -1,6 +1,7 @@
 // Devices: where storage lives and ops run.
 #pragma once
 
+#include <cstdint>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -38,5 +39,23 @@ struct BackendStatus {
   std::string reason;  // why it is unavailable, or what it runs on
 };
 std::vector<BackendStatus> backend_status();
+
+// What a device's backend has moved across the host boundary and within the device since the
+// process started: each Upload, Readback and device-to-device copy counted once, with its bytes.
+struct TransferStats {
+  std::uint64_t uploads = 0;
+  std::uint64_t upload_bytes = 0;
+  std::uint64_t readbacks = 0;
+  std::uint64_t readback_bytes = 0;
+  std::uint64_t device_copies = 0;
+  std::uint64_t device_copy_bytes = 0;
+  std::uint64_t submissions = 0;
+};
+// Throws Error(device_unavailable) for a device this machine does not have.
+TransferStats transfer_stats(Device device = Device::cpu());
+
+// Blocks until everything submitted before the call, on every device, has finished. Errors of that
+// work are not raised here but where its results are read (Future::get, to_vector, ...).
+void synchronize();
 
 }  // namespace trine

@@ -1,11 +1,13 @@
 // The ops: parameter structs, the OpKind enum generated from ops.def, and one free function per op.
 // Every function validates its inputs (trine::Error naming the op, shapes and device), runs on the
 // device its inputs live on, and returns a new contiguous tensor there. Semantics: docs/ops.md.
+// Inputs recorded in a trine::Batch make the call record into that batch instead (batch.hpp).
 #pragma once
 
 #include <cstdint>
 #include <variant>
 
+#include "trine/future.hpp"
 #include "trine/tensor.hpp"
 
 namespace trine {
@@ -136,68 +138,23 @@ OpCost op_cost(OpKind op, std::span<const Tensor> inputs, const OpParams& params
 // passed as undefined tensors.
 Tensor run_op(OpKind op, std::span<const Tensor> inputs, const OpParams& params);
 
-// ---- one free function per op ----
-struct MatmulOptions {
-  bool trans_a = false;
-  bool trans_b = false;
-};
-// a [..., M, K] @ b [..., K, N] -> f32 [..., M, N]; batch dims broadcast; f32/f16/bf16 inputs.
-Tensor matmul(const Tensor& a, const Tensor& b, MatmulOptions options = {});
-Tensor gemv(const Tensor& a, const Tensor& x, bool trans = false);  // [M, K] x [K] -> [M]
-Tensor dot(const Tensor& x, const Tensor& y);                       // [N] . [N] -> rank 0
-
-Tensor add(const Tensor& a, const Tensor& b);  // numpy broadcasting
-Tensor sub(const Tensor& a, const Tensor& b);
-Tensor mul(const Tensor& a, const Tensor& b);
-Tensor div(const Tensor& a, const Tensor& b);
-Tensor scale(const Tensor& x, float alpha, float beta = 0.0f);
-
-Tensor bias_act(const Tensor& x, const Tensor& bias, Activation act = Activation::identity, float alpha = 0.0f,
-                float beta = 0.0f);
-Tensor relu(const Tensor& x);
-Tensor leaky_relu(const Tensor& x, float slope = 0.01f);
-Tensor elu(const Tensor& x, float alpha = 1.0f);
-Tensor sigmoid(const Tensor& x);
-Tensor tanh(const Tensor& x);
-Tensor silu(const Tensor& x);
-inline Tensor swish(const Tensor& x) { return silu(x); }
 enum class GeluForm { erf, tanh };
-Tensor gelu(const Tensor& x, GeluForm form = GeluForm::erf);
-Tensor clip(const Tensor& x, float low, float high);
 
-Tensor softmax(const Tensor& x, int axis = -1);
-Tensor log_softmax(const Tensor& x, int axis = -1);
-Tensor layernorm(const Tensor& x, const Tensor& gamma = {}, const Tensor& beta = {}, float eps = 1e-5f);
-Tensor rmsnorm(const Tensor& x, const Tensor& gamma = {}, float eps = 1e-6f);
+// ---- one free function per op, sync and async (the list: op_functions.def) ----
+#define TRINE_FN(name, params, args) Tensor name params;
+#include "trine/op_functions.def"
+#undef TRINE_FN
+inline Tensor swish(const Tensor& x) { return silu(x); }
 
-struct Conv2dOptions {
-  Pair2 stride = 1;
-  Pair2 padding = 0;
-  Pair2 dilation = 1;
-  std::int64_t groups = 1;
-  Tensor bias = Tensor();  // optional, [K]
-};
-// x [N, C, H, W], w [K, C/groups, R, S] -> [N, K, P, Q]
-Tensor conv2d(const Tensor& x, const Tensor& w, const Conv2dOptions& options = {});
-
-struct AttentionOptions {
-  bool causal = false;
-  float scale = 0.0f;  // 0: 1/sqrt(D)
-};
-// q [..., Lq, D], k [..., Lk, D], v [..., Lk, Dv] -> [..., Lq, Dv]; leading dims equal.
-Tensor attention(const Tensor& q, const Tensor& k, const Tensor& v, AttentionOptions options = {});
-
-struct RopeOptions {
-  float base = 10000.0f;
-  std::int64_t position_offset = 0;
-};
-Tensor rope(const Tensor& x, RopeOptions options = {});  // x [..., L, D], D even
-
-Tensor sum(const Tensor& x, int axis = -1, bool keepdims = false);
-Tensor mean(const Tensor& x, int axis = -1, bool keepdims = false);
-Tensor max(const Tensor& x, int axis = -1, bool keepdims = false);
-
-Tensor copy(const Tensor& x);               // a contiguous copy
-Tensor cast(const Tensor& x, DType dtype);  // f32 <-> f16 <-> bf16, round to nearest even
+// The same functions returning at once with a Future. Inputs may be Futures (of earlier async ops):
+// the op orders itself after them on the device without blocking the caller. Safe to call from
+// many threads at once.
+namespace async {
+#define TRINE_FN(name, params, args) \
+  inline Future<Tensor> name params { return detail::launch_async([&] { return ::trine::name args; }); }
+#include "trine/op_functions.def"
+#undef TRINE_FN
+inline Future<Tensor> swish(const Tensor& x) { return ::trine::async::silu(x); }
+}  // namespace async
 
 }  // namespace trine

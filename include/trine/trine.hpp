@@ -4,6 +4,8 @@
 #include "trine/device.hpp"
 #include "trine/dtype.hpp"
 #include "trine/error.hpp"
+#include "trine/batch.hpp"
+#include "trine/future.hpp"
 #include "trine/ops.hpp"
 #include "trine/shape.hpp"
 #include "trine/tensor.hpp"

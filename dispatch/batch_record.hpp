@@ -1,0 +1,49 @@
+// Internal to dispatch/: what a trine::Batch records, and how run_op records into it.
+#pragma once
+
+#include <memory>
+#include <span>
+#include <vector>
+
+#include "backends/backend.hpp"
+#include "trine/batch.hpp"
+
+namespace trine::detail {
+
+struct ReadState {
+  Shape shape;
+  DType dtype = DType::f32;
+  std::vector<unsigned char> host;   // filled by the readback of each run
+  std::shared_ptr<Completion> done;  // the last run that fills it; null before the first
+};
+
+struct BatchRecord {
+  Device device;
+  Backend* backend = nullptr;
+  std::vector<Entry> entries;                          // uploads, ops and readbacks, in record order
+  std::vector<std::shared_ptr<Storage>> storages;      // placed (given memory) by the first run
+  struct Input {
+    std::vector<unsigned char> host;  // the data each run uploads, in the input's dtype
+    DType dtype = DType::f32;
+    std::size_t entry = 0;  // index of its Upload in entries
+  };
+  std::vector<Input> inputs;  // in record order
+  std::vector<std::shared_ptr<ReadState>> reads;
+  std::shared_ptr<Completion> last;                    // the last run submitted
+  bool placed = false;
+};
+
+// The batch an op with these inputs records into (one of them was recorded and not yet placed),
+// or null: the op runs now.
+std::shared_ptr<BatchRecord> recording_batch(OpKind op, std::span<const Tensor> inputs);
+
+// Records `op` into `batch` and returns its (not yet computed) output.
+Tensor record_op(BatchRecord& batch, OpKind op, std::span<const Tensor> inputs, const OpParams& params);
+
+// A Future<void> that is ready when `done` is (dispatch/future.cpp).
+Future<void> future_of_completion(std::shared_ptr<Completion> done);
+
+// Whether this thread is inside trine::async (ops submit without waiting).
+bool async_mode() noexcept;
+
+}  // namespace trine::detail
