@@ -12,4 +12,16 @@ int main() {
                          {.stride = 1, .padding = 1});
   std::vector<float> host = p.to_vector();  // row-major f32
   std::printf("softmax row sums to %f; conv2d gave %s\n", trine::sum(p, -1).to_vector()[0], y.str().c_str());
+
+  // Async: returns at once; a Future can feed further ops without waiting.
+  trine::Future<trine::Tensor> m = trine::async::matmul(x, w);
+  trine::Future<trine::Tensor> r = trine::async::relu(m);
+  std::printf("async relu(matmul) gave %s\n", r.get().str().c_str());  // get() waits (and throws errors)
+
+  // A batch: one upload, three ops, one readback, as one submission; run() again with new data.
+  trine::Batch batch;
+  trine::Tensor in = batch.upload(host, {64, 128});
+  trine::BatchRead out = batch.read(trine::rmsnorm(trine::add(trine::silu(in), in)));
+  batch.run();
+  std::printf("batch gave %zu values, first %f\n", out.get().size(), out.get()[0]);
 }

@@ -38,7 +38,7 @@ bad:
 
 std::string Device::str() const {
   std::string s = device_kind_name(kind);
-  if (kind != DeviceKind::cpu || index != 0) s += ":" + std::to_string(index);
+  if (kind != DeviceKind::cpu || index != 0) s.append(":").append(std::to_string(index));
   return s;
 }
 
