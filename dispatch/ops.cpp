@@ -87,6 +87,15 @@ Tensor run2(OpKind op, const Tensor& a, const Tensor& b, const OpParams& p) {
 }
 }  // namespace
 
+// The Tensor members that are ops.
+Tensor Tensor::astype(DType dtype) const { return trine::cast(*this, dtype); }
+
+Tensor Tensor::contiguous() const {
+  if (!defined()) throw Error(ErrorCode::invalid_argument, "[contiguous] undefined tensor");
+  if (is_contiguous()) return *this;
+  return trine::copy(*this);
+}
+
 Tensor matmul(const Tensor& a, const Tensor& b, MatmulParams p) { return run2(OpKind::matmul, a, b, p); }
 Tensor gemv(const Tensor& a, const Tensor& x, bool trans) { return run2(OpKind::gemv, a, x, GemvParams{trans}); }
 Tensor dot(const Tensor& x, const Tensor& y) { return run2(OpKind::dot, x, y, NoParams{}); }

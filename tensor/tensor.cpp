@@ -1,4 +1,5 @@
-// Tensor: creation, host<->device movement and views. Ops on tensors live in dispatch/.
+// Tensor: creation, host<->device movement (as Upload / Readback entries) and views. Ops on tensors,
+// contiguous() and astype() included, live in dispatch/.
 #include "trine/tensor.hpp"
 
 #include <algorithm>
@@ -11,7 +12,6 @@
 #include "backends/backend.hpp"
 #include "tensor/submit.hpp"
 #include "trine/error.hpp"
-#include "trine/ops.hpp"
 
 namespace trine {
 namespace {
@@ -265,14 +265,6 @@ Tensor Tensor::to(Device target) const {
   std::vector<detail::Entry> u{detail::Upload{dst.storage_, 0, host.data(), bytes}};
   transfer(*dst.storage_, u, "to");
   return dst;
-}
-
-Tensor Tensor::astype(DType dtype) const { return trine::cast(*this, dtype); }
-
-Tensor Tensor::contiguous() const {
-  if (!defined()) throw Error(ErrorCode::invalid_argument, "[contiguous] undefined tensor");
-  if (is_contiguous()) return *this;
-  return trine::copy(*this);
 }
 
 std::vector<float> Tensor::to_vector() const {
