@@ -107,8 +107,9 @@ class Backend {
   virtual bool supports(const OpCall& call) const = 0;
 
   // Records entries (in order; later entries may read what earlier ones wrote) into a submission.
-  // Every storage the entries touch stays referenced by the submission until it completes.
-  virtual std::unique_ptr<Submission> encode(std::span<const Entry> entries) = 0;
+  // Every storage the entries touch stays referenced by the submission until it completes. Taken
+  // by value: a single op moves its one entry in, a batch that replays keeps its own copy.
+  virtual std::unique_ptr<Submission> encode(std::vector<Entry> entries) = 0;
 
   // Starts a submission after every completion in `waits` has finished. A backend waits on its own
   // completions on the device (timeline value, event, queue order) and on other backends' by

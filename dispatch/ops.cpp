@@ -60,8 +60,12 @@ Tensor run_op(OpKind op, std::span<const Tensor> inputs, const OpParams& params)
   const Device device = inputs[0].device();
   detail::Backend& backend = detail::backend_for(device, name);
 
-  std::vector<detail::Entry> entries(1, detail::OpCall{op, {inputs.begin(), inputs.end()}, {}, params, {}});
-  auto& call = std::get<detail::OpCall>(entries[0]);
+  std::vector<detail::Entry> entries;
+  entries.reserve(1);
+  auto& call = std::get<detail::OpCall>(entries.emplace_back(std::in_place_type<detail::OpCall>));
+  call.op = op;
+  call.inputs.assign(inputs.begin(), inputs.end());
+  call.params = params;
   call.output = Tensor::empty(shape.shape, shape.dtype, device);
   call.cost = detail::op_cost(op, inputs, params, shape);
   if (!backend.supports(call)) {
@@ -71,7 +75,7 @@ Tensor run_op(OpKind op, std::span<const Tensor> inputs, const OpParams& params)
   Tensor out = call.output;
   // Sync and async are one path: async just does not wait (the Future waits later).
   const bool wait = !detail::async_mode();
-  auto done = detail::submit_entries(backend, entries, wait, name);
+  auto done = detail::submit_entries(backend, std::move(entries), wait, name);
   if (wait) done->wait();
   return out;
 }

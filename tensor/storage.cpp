@@ -64,6 +64,7 @@ Storage::~Storage() {
 }
 
 void Storage::collect_waits(bool write, std::vector<std::shared_ptr<Completion>>& out) {
+  if (!pending_.load(std::memory_order_acquire)) return;
   std::lock_guard<std::mutex> lock(mu_);
   if (writer_ && settled(writer_)) writer_.reset();
   if (writer_) out.push_back(writer_);
@@ -74,19 +75,22 @@ void Storage::collect_waits(bool write, std::vector<std::shared_ptr<Completion>>
 }
 
 void Storage::add_use(const std::shared_ptr<Completion>& c, bool write) {
+  const bool done = settled(c);
+  if (done && !pending_.load(std::memory_order_acquire)) return;  // nothing to remember or forget
   std::lock_guard<std::mutex> lock(mu_);
   if (write) {
     // The new writer ran after every earlier use, so they need no remembering.
     readers_.clear();
-    writer_ = settled(c) ? nullptr : c;
-    return;
+    writer_ = done ? nullptr : c;
+  } else if (!c->poll()) {  // a finished reader orders nothing
+    std::erase_if(readers_, [](const std::shared_ptr<Completion>& r) { return r->poll(); });
+    readers_.push_back(c);
   }
-  if (c->poll()) return;  // a finished reader orders nothing
-  std::erase_if(readers_, [](const std::shared_ptr<Completion>& r) { return r->poll(); });
-  readers_.push_back(c);
+  pending_.store(writer_ || !readers_.empty(), std::memory_order_release);
 }
 
 std::shared_ptr<Completion> Storage::writer() {
+  if (!pending_.load(std::memory_order_acquire)) return nullptr;
   std::lock_guard<std::mutex> lock(mu_);
   if (writer_ && settled(writer_)) writer_.reset();
   return writer_;

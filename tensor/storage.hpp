@@ -103,6 +103,9 @@ class Storage {
   std::mutex mu_;
   std::shared_ptr<Completion> writer_;
   std::vector<std::shared_ptr<Completion>> readers_;
+  // False while writer_ and readers_ are empty, so the sync path (all work already finished) skips
+  // the lock. Written under mu_.
+  std::atomic<bool> pending_{false};
 };
 
 }  // namespace trine::detail

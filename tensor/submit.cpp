@@ -2,6 +2,7 @@
 #include "tensor/submit.hpp"
 
 #include <algorithm>
+#include <array>
 #include <string>
 
 #include "trine/error.hpp"
@@ -14,18 +15,37 @@ struct Use {
   bool write;
 };
 
-// Every storage the entries touch, once, written if any entry writes it.
-void collect_uses(const std::vector<Entry>& entries, std::vector<Use>& uses) {
-  auto add = [&](Storage* s, bool write) {
+// The storages one submission touches: a few inline (a single op touches at most four), more on
+// the heap (batches), so the sync call allocates nothing here.
+class Uses {
+ public:
+  void add(Storage* s, bool write) {
     if (!s) return;
-    for (auto& u : uses) {
+    for (auto& u : *this) {
       if (u.storage == s) {
         u.write = u.write || write;
         return;
       }
     }
-    uses.push_back({s, write});
-  };
+    if (n_ < small_.size()) {
+      small_[n_++] = {s, write};
+    } else {
+      more_.push_back({s, write});
+    }
+  }
+  Use* begin() { return small_.data(); }
+  Use* end() { return small_.data() + n_; }
+  std::vector<Use>& more() { return more_; }
+
+ private:
+  std::array<Use, 6> small_{};
+  std::size_t n_ = 0;
+  std::vector<Use> more_;
+};
+
+// Every storage the entries touch, once, written if any entry writes it.
+void collect_uses(const std::vector<Entry>& entries, Uses& uses) {
+  auto add = [&](Storage* s, bool write) { uses.add(s, write); };
   for (const Entry& e : entries) {
     std::visit(
         [&](const auto& x) {
@@ -49,13 +69,16 @@ void collect_uses(const std::vector<Entry>& entries, std::vector<Use>& uses) {
 
 }  // namespace
 
-std::shared_ptr<Completion> submit_entries(Backend& backend, std::vector<Entry>& entries, bool caller_waits,
+std::shared_ptr<Completion> submit_entries(Backend& backend, std::vector<Entry> entries, bool caller_waits,
                                            const char* what) {
-  std::vector<Use> uses;
-  uses.reserve(4);
+  Uses uses;
   collect_uses(entries, uses);
   std::vector<std::shared_ptr<Completion>> waits;
-  for (const auto& u : uses) {
+  auto each_use = [&](auto&& f) {
+    for (auto& u : uses) f(u);
+    for (auto& u : uses.more()) f(u);
+  };
+  each_use([&](const Use& u) {
     if (!u.storage->handle() && u.storage->recording()) {
       throw Error(ErrorCode::invalid_argument,
                   std::string("[") + what +
@@ -63,14 +86,13 @@ std::shared_ptr<Completion> submit_entries(Backend& backend, std::vector<Entry>&
                       "first, or read it with batch.read()");
     }
     u.storage->collect_waits(u.write, waits);
-  }
+  });
   if (waits.size() > 1) {
     std::sort(waits.begin(), waits.end());
     waits.erase(std::unique(waits.begin(), waits.end()), waits.end());
   }
-  auto submission = backend.encode(entries);
-  auto done = backend.submit(std::move(submission), waits, caller_waits);
-  for (const auto& u : uses) u.storage->add_use(done, u.write);
+  auto done = backend.submit(backend.encode(std::move(entries)), waits, caller_waits);
+  each_use([&](const Use& u) { u.storage->add_use(done, u.write); });
   return done;
 }
 

@@ -61,7 +61,7 @@ void encode_host(const float* src, std::size_t count, DType dtype, unsigned char
 // Runs `entries` on `storage`'s backend and waits: the synchronous transfers of this file.
 void transfer(detail::Storage& storage, std::vector<detail::Entry>& entries, const char* what) {
   if (entries.empty()) return;
-  detail::submit_entries(storage.backend(), entries, /*caller_waits=*/true, what)->wait();
+  detail::submit_entries(storage.backend(), std::move(entries), /*caller_waits=*/true, what)->wait();
 }
 
 // Fills the fresh tensor `t` with values gen(first, count, out) produces, converted to its dtype:
