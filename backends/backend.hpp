@@ -84,10 +84,19 @@ class Backend {
   virtual std::vector<DeviceInfo> devices() const = 0;
 
   // Allocates `bytes` on device `index`; throws Error(out_of_memory) when it cannot. The handle
-  // is opaque to everyone but this backend. bytes may be 0. Thread-safe.
+  // is opaque to everyone but this backend. bytes may be 0. Thread-safe. Called through the memory
+  // cache (tensor/memory_cache.hpp), never directly by the layers above.
   virtual void* allocate(int index, std::size_t bytes) = 0;
   // Returns memory from allocate(index, ...). Never throws. Only called once no submission uses it.
   virtual void deallocate(int index, void* handle) noexcept = 0;
+
+  // Optional: the memory cache hands out `handle` (from allocate(), possibly for a larger size, or
+  // used before) to hold `bytes`; a backend that keeps per-allocation bookkeeping (the cpu
+  // backend's guards) updates it here. Never throws.
+  virtual void prepare(void* handle, std::size_t bytes) noexcept {
+    (void)handle;
+    (void)bytes;
+  }
 
   // A host pointer to the memory when host access is coherent and ordered: once the storage's last
   // writer has completed, the host may read and write through it with no flush, invalidate or

@@ -5,6 +5,7 @@
 
 #include "dispatch/batch_record.hpp"
 #include "dispatch/op_table.hpp"
+#include "tensor/memory_cache.hpp"
 #include "tensor/submit.hpp"
 #include "trine/error.hpp"
 
@@ -50,12 +51,12 @@ void place(BatchRecord& b) {
   try {
     for (; done < b.storages.size(); ++done) {
       auto& s = *b.storages[done];
-      s.place(b.backend, b.backend->allocate(b.device.index, s.bytes()));
+      s.place(b.backend, cached_allocate(*b.backend, b.device, s.bytes()));
     }
   } catch (const Error& e) {
     for (std::size_t i = 0; i < done; ++i) {
       auto& s = *b.storages[i];
-      b.backend->deallocate(b.device.index, s.handle());
+      cached_deallocate(*b.backend, b.device, s.handle(), s.bytes());
       s.place(b.backend, nullptr);
     }
     throw Error(e.code(), std::string("[batch] placing its tensors on ") + b.device.str() + ": " + e.what());

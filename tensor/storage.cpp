@@ -4,6 +4,7 @@
 #include <algorithm>
 
 #include "backends/backend.hpp"
+#include "tensor/memory_cache.hpp"
 
 namespace trine::detail {
 
@@ -60,7 +61,7 @@ std::shared_ptr<Completion> completed(std::exception_ptr error) {
 }
 
 Storage::~Storage() {
-  if (backend_ && handle_) backend_->deallocate(device_.index, handle_);
+  if (backend_ && handle_) cached_deallocate(*backend_, device_, handle_, bytes_);
 }
 
 void Storage::collect_waits(bool write, std::vector<std::shared_ptr<Completion>>& out) {

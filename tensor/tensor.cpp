@@ -10,6 +10,7 @@
 #include <string>
 
 #include "backends/backend.hpp"
+#include "tensor/memory_cache.hpp"
 #include "tensor/submit.hpp"
 #include "trine/error.hpp"
 
@@ -146,7 +147,7 @@ Tensor::Tensor(std::shared_ptr<detail::Storage> storage, const Shape& shape, con
 Tensor Tensor::empty(const Shape& shape, DType dtype, Device device) {
   std::size_t bytes = checked_bytes("empty", shape, dtype, device);
   auto& be = detail::backend_for(device, "empty");
-  void* handle = be.allocate(device.index, bytes);
+  void* handle = detail::cached_allocate(be, device, bytes);
   auto storage = std::make_shared<detail::Storage>(&be, device, handle, bytes);
   return Tensor(std::move(storage), shape, contiguous_strides(shape), 0, dtype);
 }

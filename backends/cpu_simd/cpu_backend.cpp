@@ -156,10 +156,18 @@ class CpuBackend final : public detail::Backend {
       throw Error(ErrorCode::out_of_memory, "[allocate] cpu could not allocate " + std::to_string(bytes) + " bytes");
     }
     auto* b = static_cast<unsigned char*>(base);
-    std::memcpy(b, &bytes, sizeof(bytes));
+    std::memcpy(b, &bytes, sizeof(bytes));  // bytes in use (prepare() updates it)
     std::memset(b + k_align, k_sentinel, k_guard);
     std::memset(b + k_align + k_guard + bytes, k_sentinel, padded - bytes + k_guard);
     return b + k_align + k_guard;
+  }
+
+  // Guards follow the bytes in use: the front guard stays, a back guard is written right after them
+  // (the block may be a larger size class, or reused).
+  void prepare(void* handle, std::size_t bytes) noexcept override {
+    auto* data = static_cast<unsigned char*>(handle);
+    std::memcpy(data - k_align - k_guard, &bytes, sizeof(bytes));
+    std::memset(data + bytes, k_sentinel, k_guard);  // inside the block: bytes <= its capacity
   }
 
   void deallocate(int, void* handle) noexcept override {
@@ -171,10 +179,9 @@ class CpuBackend final : public detail::Backend {
     const unsigned char* base = data - k_align - k_guard;
     std::size_t bytes;
     std::memcpy(&bytes, base, sizeof(bytes));
-    std::size_t padded = (bytes + k_align - 1) / k_align * k_align;
     for (std::size_t i = 0; i < k_guard; ++i)
       if (base[k_align + i] != k_sentinel) return false;
-    for (std::size_t i = bytes; i < padded + k_guard; ++i)
+    for (std::size_t i = bytes; i < bytes + k_guard; ++i)
       if (data[i] != k_sentinel) return false;
     return true;
   }

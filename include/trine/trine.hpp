@@ -6,6 +6,7 @@
 #include "trine/error.hpp"
 #include "trine/batch.hpp"
 #include "trine/future.hpp"
+#include "trine/memory.hpp"
 #include "trine/ops.hpp"
 #include "trine/shape.hpp"
 #include "trine/tensor.hpp"

@@ -1,0 +1,167 @@
+// The per-device memory cache: size classes of 1/8 of a power of two, a bound, release on failure.
+#include "tensor/memory_cache.hpp"
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <bit>
+#include <cstdlib>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "backends/backend.hpp"
+#include "trine/error.hpp"
+#include "trine/memory.hpp"
+
+namespace trine::detail {
+namespace {
+
+// Large requests round up to a multiple of 1/8 of their power of two: at most 12.5% more memory,
+// and a tensor of the same shape always finds the block its predecessor left.
+std::size_t size_class(std::size_t bytes) {
+  if (bytes < memory::cache_min_block) return bytes;
+  const std::size_t step = std::bit_floor(bytes) / 8;
+  return (bytes + step - 1) / step * step;
+}
+
+std::size_t default_limit() {
+  if (const char* env = std::getenv("TRINE_CACHE_LIMIT"); env && *env) {
+    char* end = nullptr;
+    const unsigned long long v = std::strtoull(env, &end, 10);
+    if (*end == '\0') return static_cast<std::size_t>(v);
+  }
+  const long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGE_SIZE);
+  const std::size_t phys = pages > 0 && page > 0 ? static_cast<std::size_t>(pages) * static_cast<std::size_t>(page)
+                                                 : std::size_t{1} << 33;
+  return std::min<std::size_t>(phys / 8, std::size_t{4} << 30);
+}
+
+struct DeviceCache {
+  std::mutex mu;
+  std::multimap<std::size_t, void*> free;  // size class -> block
+  memory::Stats stats;
+  Backend* backend = nullptr;
+};
+
+struct Caches {
+  std::mutex mu;
+  std::map<std::pair<int, int>, std::unique_ptr<DeviceCache>> by_device;  // (kind, index)
+
+  DeviceCache& of(Device d, Backend* backend) {
+    std::lock_guard<std::mutex> lock(mu);
+    auto& c = by_device[{static_cast<int>(d.kind), d.index}];
+    if (!c) {
+      c = std::make_unique<DeviceCache>();
+      c->stats.cache_limit = default_limit();
+    }
+    if (backend) c->backend = backend;
+    return *c;
+  }
+};
+
+Caches& caches() {
+  // Never destroyed: Storage destructors of static tensors may still return memory at exit.
+  static Caches* c = new Caches;
+  return *c;
+}
+
+// Returns every block of `c` to its backend; the caller holds c.mu.
+void release_locked(DeviceCache& c, Device d) {
+  for (auto& [size, handle] : c.free) c.backend->deallocate(d.index, handle);
+  c.free.clear();
+  c.stats.cached_bytes = 0;
+}
+
+}  // namespace
+
+void* cached_allocate(Backend& backend, Device device, std::size_t bytes) {
+  const std::size_t cls = size_class(bytes);
+  if (cls == bytes && bytes < memory::cache_min_block) return backend.allocate(device.index, bytes);
+  DeviceCache& c = caches().of(device, &backend);
+  {
+    std::lock_guard<std::mutex> lock(c.mu);
+    if (auto it = c.free.find(cls); it != c.free.end()) {
+      void* handle = it->second;
+      c.free.erase(it);
+      c.stats.cached_bytes -= cls;
+      ++c.stats.hits;
+      backend.prepare(handle, bytes);
+      return handle;
+    }
+    ++c.stats.misses;
+  }
+  void* handle = nullptr;
+  try {
+    handle = backend.allocate(device.index, cls);
+  } catch (const Error& e) {
+    if (e.code() != ErrorCode::out_of_memory) throw;
+    {
+      std::lock_guard<std::mutex> lock(c.mu);
+      if (c.free.empty()) throw;
+      release_locked(c, device);
+      ++c.stats.releases;
+    }
+    handle = backend.allocate(device.index, cls);  // once more; its out_of_memory is final
+  }
+  backend.prepare(handle, bytes);
+  return handle;
+}
+
+void cached_deallocate(Backend& backend, Device device, void* handle, std::size_t bytes) noexcept {
+  const std::size_t cls = size_class(bytes);
+  if (cls == bytes && bytes < memory::cache_min_block) {
+    backend.deallocate(device.index, handle);
+    return;
+  }
+  DeviceCache& c = caches().of(device, &backend);
+  std::lock_guard<std::mutex> lock(c.mu);
+  if (c.stats.cached_bytes + cls > c.stats.cache_limit) {
+    backend.deallocate(device.index, handle);
+    return;
+  }
+  try {
+    c.free.emplace(cls, handle);
+    c.stats.cached_bytes += cls;
+  } catch (...) {  // no memory for the map node: give the block back instead
+    backend.deallocate(device.index, handle);
+  }
+}
+
+}  // namespace trine::detail
+
+namespace trine::memory {
+
+void set_cache_limit(std::size_t bytes, Device device) {
+  detail::backend_for(device, "set_cache_limit");
+  auto& c = detail::caches().of(device, nullptr);
+  std::lock_guard<std::mutex> lock(c.mu);
+  c.stats.cache_limit = bytes;
+  if (c.backend) {
+    // The largest blocks go first: fewest calls to get under the new limit.
+    while (c.stats.cached_bytes > bytes && !c.free.empty()) {
+      auto it = std::prev(c.free.end());
+      c.backend->deallocate(device.index, it->second);
+      c.stats.cached_bytes -= it->first;
+      c.free.erase(it);
+    }
+  }
+}
+
+void clear_cache(Device device) {
+  detail::backend_for(device, "clear_cache");
+  auto& c = detail::caches().of(device, nullptr);
+  std::lock_guard<std::mutex> lock(c.mu);
+  if (c.backend) detail::release_locked(c, device);
+}
+
+Stats stats(Device device) {
+  detail::backend_for(device, "memory_stats");
+  auto& c = detail::caches().of(device, nullptr);
+  std::lock_guard<std::mutex> lock(c.mu);
+  return c.stats;
+}
+
+}  // namespace trine::memory

@@ -1,0 +1,21 @@
+// Internal: allocation through the per-device memory cache (trine/memory.hpp).
+#pragma once
+
+#include <cstddef>
+
+#include "trine/device.hpp"
+
+namespace trine::detail {
+
+class Backend;
+
+// `bytes` on `device`: a cached block of the same size class when there is one, else the backend's
+// allocate (rounded up to the size class when the block is large enough to be cached). When the
+// backend is out of memory, the device's cache is released and the allocation tried once more
+// before Error(out_of_memory) reaches the caller.
+void* cached_allocate(Backend& backend, Device device, std::size_t bytes);
+// Back to the cache, or to the backend when the block is small or the cache is full. Never throws.
+// Only called once no submission uses the memory (Storage's destructor, a failed placement).
+void cached_deallocate(Backend& backend, Device device, void* handle, std::size_t bytes) noexcept;
+
+}  // namespace trine::detail
