@@ -132,6 +132,12 @@ TEST_CASE("an allocation larger than memory is out_of_memory, not a crash", "[er
       },
       ErrorCode::out_of_memory, {});
   expect_error([] { Tensor::empty({std::int64_t{1} << 62, 16}); }, ErrorCode::out_of_memory, {});
+  // Creation with host-side generation: no std::bad_alloc or std::length_error escapes.
+  expect_error([] { Tensor::random({std::int64_t{1} << 40}, 1); }, ErrorCode::out_of_memory, {"cpu"});
+  expect_error([] { Tensor::random({std::int64_t{1} << 36}, 1, -1, 1, DType::f16); }, ErrorCode::out_of_memory, {});
+  expect_error([] { Tensor::arange(0.0f, 1e12f, 1.0f); }, ErrorCode::out_of_memory, {"[allocate]"});
+  expect_error([] { Tensor::arange(0.0f, 3e38f, 1e-30f); }, ErrorCode::out_of_memory, {"[arange]"});
+  expect_error([] { Tensor::full({std::int64_t{1} << 40}, 1.0f); }, ErrorCode::out_of_memory, {});
   // The library is still usable afterwards.
   CHECK(add(r({3}), r({3})).numel() == 3);
 }

@@ -1,6 +1,7 @@
 // Tensor: creation, views sharing storage, host round trips, dtype conversion, devices.
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <cmath>
 
 #include "trine/debug.hpp"
@@ -36,6 +37,23 @@ TEST_CASE("creation: from, zeros, full, arange, random", "[tensor]") {
   CHECK(std::abs(mean / 1000) < 0.1);
   auto r4 = Tensor::random({10}, 1, 2.0f, 3.0f).to_vector();
   for (float v : r4) CHECK((v >= 2.0f && v < 3.0f));
+}
+
+TEST_CASE("random stays in its half-open range after rounding to f16 and bf16", "[tensor]") {
+  // high = 1 is representable: draws just below it round up to it unless trine steps them back.
+  for (DType t : {DType::f32, DType::f16, DType::bf16}) {
+    for (auto [low, high] : {std::pair{-1.0f, 1.0f}, std::pair{0.0f, 0.001f}, std::pair{1000.0f, 1001.0f},
+                              std::pair{-0.3f, 0.7f}}) {
+      const auto v = Tensor::random({1 << 16}, 5, low, high, t).to_vector();
+      float lo = v[0], hi = v[0];
+      for (float x : v) lo = std::min(lo, x), hi = std::max(hi, x);
+      INFO(dtype_name(t) << " [" << low << ", " << high << "): drew [" << lo << ", " << hi << "]");
+      CHECK(lo >= low);
+      CHECK(hi < high);
+    }
+  }
+  // a range that holds no bf16 value is an error, not a silent value outside it
+  CHECK_THROWS_AS(Tensor::random({4}, 1, 1000.1f, 1000.2f, DType::bf16), Error);
 }
 
 TEST_CASE("views share storage: reshape, slice, transpose, permute, broadcast_to", "[tensor]") {
