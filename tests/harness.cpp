@@ -155,7 +155,7 @@ void check_op(OpKind op, const std::vector<Tensor>& inputs, const OpParams& para
   std::vector<ref::Array> ref_in;
   for (const auto& t : inputs) {
     before.push_back(t.defined() ? debug::storage_bytes(t) : std::vector<std::uint8_t>{});
-    ref_in.push_back(ref::from_tensor(t));
+    ref_in.push_back(t.defined() ? ref::from_tensor(t, before.back()) : ref::absent());
   }
   // The device the inputs live on (make_input's default: the device under test) is where the op
   // must run and leave its result.

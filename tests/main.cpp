@@ -28,6 +28,7 @@ int main(int argc, char** argv) {
     return 1;
   }
   std::printf("device under test: %s\n", trine::test::test_device().str().c_str());
+  (void)trine::test::base_seed();  // prints the seed first, so even a crash leaves it to replay
   const int failed = Catch::Session().run(argc, argv);
   // A full differential run must have exercised every op of the table.
   if (argc == 2 && std::string(argv[1]) == "[ops]") {

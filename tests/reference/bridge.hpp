@@ -67,11 +67,12 @@ inline double decode_element(const std::vector<std::uint8_t>& bytes, std::int64_
 // view's own shape, strides, offset and dtype, row-major. Nothing of trine's conversion or
 // strided-copy code runs, so a strided input is not checked against the code under test.
 // An undefined tensor is an absent optional input.
-inline Array from_tensor(const Tensor& t) {
+// `bytes` is the whole storage as debug::storage_bytes gives it (a caller that already holds it
+// saves a copy).
+inline Array from_tensor(const Tensor& t, const std::vector<std::uint8_t>& bytes) {
   if (!t.defined()) return absent();
   Array a;
   a.shape.assign(t.shape().dims().begin(), t.shape().dims().end());
-  const std::vector<std::uint8_t> bytes = debug::storage_bytes(t);
   const std::int64_t n = t.numel();
   a.data.resize(static_cast<std::size_t>(n));
   if (n == 0) return a;
@@ -92,6 +93,10 @@ inline Array from_tensor(const Tensor& t) {
     }
   }
   return a;
+}
+
+inline Array from_tensor(const Tensor& t) {
+  return t.defined() ? from_tensor(t, debug::storage_bytes(t)) : absent();
 }
 
 // The error measure. Each output element i is compared with the reference rounded to f32 (the
