@@ -5,6 +5,7 @@
 #include <catch2/catch.hpp>
 
 #include <algorithm>
+#include <cfloat>
 #include <cmath>
 #include <cstdint>
 #include <limits>
@@ -104,6 +105,13 @@ TEST_CASE("the measure passes the reference rounded to f32 and normalizes cancel
   CHECK_FALSE(ref::compare({0.0, std::numeric_limits<double>::infinity()}, r).specials_match);
   CHECK_FALSE(ref::compare({std::numeric_limits<double>::quiet_NaN(), -std::numeric_limits<double>::infinity()}, r)
                   .specials_match);
+  // A finite reference beyond f32's range is the infinity an f32 result must give.
+  Array huge{{2}, {1e39, -0x1.ffffffp127}};  // the second: a tie with 2^128, to even: inf
+  CHECK(ref::compare({std::numeric_limits<double>::infinity(), -std::numeric_limits<double>::infinity()}, huge)
+            .specials_match);
+  CHECK_FALSE(ref::compare({FLT_MAX, -std::numeric_limits<double>::infinity()}, huge).specials_match);
+  Array largest{{1}, {0x1.fffffe7p127}};  // below the halfway point: rounds to FLT_MAX
+  CHECK(ref::compare({FLT_MAX}, largest).error == 0);
 }
 
 TEST_CASE("the measure fails a 10x error in one probability near 1e-9", "[harness]") {
