@@ -1,7 +1,8 @@
 // The main job until trine-bench exists: trine-info's summary, then every op of the table on every
 // available device at a typical size, one line each: shapes, device, time, rate, error against the
-// reference beside its bound (tests/reference/bounds.hpp, the table the tests use; the error is
-// ref::compare's, in units of f32 epsilon). --check exits non-zero when an op's error exceeds its bound; --quick uses small sizes.
+// reference beside its bound (ref::compare's error and tests/reference/bounds.hpp's bound, the
+// ones the tests use, in units of f32 epsilon). --check exits non-zero when an op's error exceeds
+// its bound; --quick uses small sizes.
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -133,8 +134,8 @@ int main(int argc, char** argv) {
         } else {
           std::snprintf(rate, sizeof rate, "%.1f GB/s", cost.bytes / t * 1e-9);
         }
-        std::printf("%-12s %-44s %8.3fms %14s %10.3g %10.3g %10.2e%s\n", op_info(op).name,
-                    shapes_of(c.inputs).c_str(), t * 1e3, rate, e.error / ref::f32_eps, bound / ref::f32_eps, e.max_abs,
+        std::printf("%-12s %-44s %8.3fms %14s %10.3g %10.3g %10.2e%s\n", op_info(op).name, shapes_of(c.inputs).c_str(),
+                    t * 1e3, rate, e.error / ref::f32_eps, bound / ref::f32_eps, e.max_abs,
                     ok ? "" : "  ERROR ABOVE BOUND");
         std::fflush(stdout);
         if (!ok) ++failures;

@@ -197,8 +197,8 @@ void check_op(OpKind op, const std::vector<Tensor>& inputs, const OpParams& para
   // so one run reports every case above its bound.
   INFO(c.first_mismatch);
   CHECK(c.specials_match);
-  INFO("error " << c.error << " (" << c.error / ref::f32_eps << " eps) bound " << bound << " ("
-                << bound / ref::f32_eps << " eps, " << expect.terms << " terms)");
+  INFO("error " << c.error << " (" << c.error / ref::f32_eps << " eps) bound " << bound << " (" << bound / ref::f32_eps
+                << " eps, " << expect.terms << " terms)");
   CHECK(c.error <= bound);
 }
 

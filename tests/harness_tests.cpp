@@ -205,7 +205,8 @@ TEST_CASE("the measure fails a wrong index", "[harness]") {
   const Array mm = ref::matmul(p, q);
   Array q_shift = q;
   for (int k = 0; k < 31; ++k) {
-    for (int j = 0; j < 8; ++j) q_shift.data[static_cast<std::size_t>(k * 8 + j)] = q.data[static_cast<std::size_t>(k * 8 + (j + 1) % 8)];
+    for (int j = 0; j < 8; ++j)
+      q_shift.data[static_cast<std::size_t>(k * 8 + j)] = q.data[static_cast<std::size_t>(k * 8 + (j + 1) % 8)];
   }
   CHECK(error_of(rounded(ref::matmul(p, q_shift)), mm) > bound_of(OpKind::matmul, MatmulParams{}, mm));
   // two neighbours of an element-wise result swapped

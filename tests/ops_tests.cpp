@@ -34,8 +34,7 @@ TEST_CASE("matmul over a shape grid, batches, transposes and dtypes", "[ops][mat
   auto run = [](const Shape& as, const Shape& bs, MatmulParams p, View va = View::contiguous,
                 View vb = View::contiguous, DType ta = DType::f32, DType tb = DType::f32) {
     std::vector<Tensor> in{make_input(as, seq(), va, ta), make_input(bs, seq(), vb, tb)};
-    check_op(OpKind::matmul, in, p,
-             shape_label(in, std::string(p.trans_a ? "ta " : "") + (p.trans_b ? "tb" : "")));
+    check_op(OpKind::matmul, in, p, shape_label(in, std::string(p.trans_a ? "ta " : "") + (p.trans_b ? "tb" : "")));
   };
   for (auto s : k_sizes) {
     if (s <= 256) run({s, s}, {s, s}, {});
@@ -283,8 +282,7 @@ TEST_CASE("attention, causal and not", "[ops][attention]") {
     vs.push_back(a.lk), vs.push_back(a.dv);
     std::vector<Tensor> in{make_input(qs, seq(), View::contiguous, DType::f32, -2, 2),
                            make_input(ks, seq(), View::contiguous, DType::f32, -2, 2), make_input(vs, seq())};
-    check_op(OpKind::attention, in, AttentionParams{a.causal, a.scale},
-             shape_label(in, a.causal ? "causal" : ""));
+    check_op(OpKind::attention, in, AttentionParams{a.causal, a.scale}, shape_label(in, a.causal ? "causal" : ""));
   }
   std::vector<Tensor> view{make_input({2, 9, 16}, seq(), View::strided),
                            make_input({2, 11, 16}, seq(), View::transposed),

@@ -73,7 +73,8 @@ inline BoundRule bound_rule(OpKind op, const OpParams& params) {
     case OpKind::silu:
     case OpKind::gelu:
     case OpKind::gelu_tanh: return {3, Growth::none};
-    case OpKind::rope: return {3, Growth::none};  // sin/cos of an f32 angle (1.20 seen)
+    case OpKind::rope:
+      return {3, Growth::none};  // sin/cos of an f32 angle (1.20 seen)
     // a reduction along the axis, then a few operations per element
     case OpKind::softmax: return {2, Growth::log_n};      // 0.92 units seen (sse4_2, rows of 32000)
     case OpKind::log_softmax: return {1, Growth::log_n};  // 0.46

@@ -28,7 +28,8 @@ inline double decode_binary(std::uint32_t bits, int exponent_bits, int fraction_
   const std::uint32_t fraction = bits & ((1u << fraction_bits) - 1u);
   const int bias = (1 << (exponent_bits - 1)) - 1;
   if (exponent == (1u << exponent_bits) - 1u) {
-    const double special = fraction ? std::numeric_limits<double>::quiet_NaN() : std::numeric_limits<double>::infinity();
+    const double special =
+        fraction ? std::numeric_limits<double>::quiet_NaN() : std::numeric_limits<double>::infinity();
     return negative ? -special : special;
   }
   if (exponent == 0) {  // zero and subnormals: no implicit leading 1
@@ -94,9 +95,7 @@ inline Array from_tensor(const Tensor& t, const std::vector<std::uint8_t>& bytes
   return a;
 }
 
-inline Array from_tensor(const Tensor& t) {
-  return t.defined() ? from_tensor(t, debug::storage_bytes(t)) : absent();
-}
+inline Array from_tensor(const Tensor& t) { return t.defined() ? from_tensor(t, debug::storage_bytes(t)) : absent(); }
 
 // The error measure. Each output element i is compared with the reference rounded to f32 (the
 // best an f32 result can be) and normalized by the element's scale s_i, the magnitude of the terms
@@ -128,7 +127,7 @@ inline Comparison compare(const std::vector<double>& out, const Array& expect) {
     // ulp (2^128 - 2^103) on, round to nearest gives inf (and the conversion would be undefined).
     // A finite reference beyond f32's range must come out as that infinity.
     const double r32 = std::isfinite(r) && std::fabs(r) >= 0x1.ffffffp127 ? std::copysign(HUGE_VAL, r)
-                                                                            : static_cast<double>(static_cast<float>(r));
+                                                                          : static_cast<double>(static_cast<float>(r));
     if (!std::isfinite(r32) || !std::isfinite(o)) {
       const bool same = (std::isnan(r32) && std::isnan(o)) || r32 == o;  // r32 == o: the same infinity
       if (!same && c.specials_match) {
@@ -154,8 +153,8 @@ inline Comparison compare(const std::vector<double>& out, const Array& expect) {
   if (c.specials_match && worst >= 0) {
     std::ostringstream s;
     s.precision(9);
-    s << "worst element " << worst_i << ": got " << out[worst_i] << ", reference " << expect.data[worst_i]
-      << ", scale " << (expect.scale.empty() ? std::fabs(expect.data[worst_i]) : expect.scale[worst_i]);
+    s << "worst element " << worst_i << ": got " << out[worst_i] << ", reference " << expect.data[worst_i] << ", scale "
+      << (expect.scale.empty() ? std::fabs(expect.data[worst_i]) : expect.scale[worst_i]);
     c.first_mismatch = s.str();
   }
   return c;

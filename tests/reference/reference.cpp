@@ -220,8 +220,7 @@ double activation_slope(Activation act, double x, double alpha, double beta) {
 
 // scale (optional) receives each output's scale: for p_i = exp(x_i - m) / S, p_i (1 + |x_i - m|),
 // since x_i - m is rounded before exp magnifies its error; for log p_i, |x_i - m| + |log S| + 1.
-std::vector<double> softmax_row(const std::vector<double>& row, bool log_output,
-                                std::vector<double>* scale = nullptr) {
+std::vector<double> softmax_row(const std::vector<double>& row, bool log_output, std::vector<double>* scale = nullptr) {
   bool poisoned = false;  // +inf or NaN makes the whole row NaN (inf - inf)
   double m = -kInf;
   for (double v : row) {
@@ -557,11 +556,13 @@ static auto function_scale(Activation act, double alpha = 0.0) {
 }
 
 Array elu(const Array& x, double alpha) {
-  return map(x, "elu", [&](double v) { return elu_value(v, alpha); }, function_scale(Activation::elu, alpha));
+  return map(
+      x, "elu", [&](double v) { return elu_value(v, alpha); }, function_scale(Activation::elu, alpha));
 }
 Array sigmoid(const Array& x) { return map(x, "sigmoid", sigmoid_value, function_scale(Activation::sigmoid)); }
 Array tanh(const Array& x) {
-  return map(x, "tanh", [](double v) { return std::tanh(v); }, function_scale(Activation::tanh));
+  return map(
+      x, "tanh", [](double v) { return std::tanh(v); }, function_scale(Activation::tanh));
 }
 Array silu(const Array& x) { return map(x, "silu", silu_value, function_scale(Activation::silu)); }
 Array gelu(const Array& x) { return map(x, "gelu", gelu_value, function_scale(Activation::gelu)); }
@@ -798,9 +799,7 @@ Array rope(const Array& x, const RopeParams& params) {
 
 // ---- reductions, copy, cast ----
 
-Array sum(const Array& x, int axis, bool keepdims) {
-  return reduce(x, axis, keepdims, "sum", row_sum, row_abs_sum);
-}
+Array sum(const Array& x, int axis, bool keepdims) { return reduce(x, axis, keepdims, "sum", row_sum, row_abs_sum); }
 
 Array mean(const Array& x, int axis, bool keepdims) {
   const auto n = [](const std::vector<double>& row) { return static_cast<double>(row.size()); };
