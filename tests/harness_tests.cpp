@@ -221,3 +221,24 @@ TEST_CASE("the measure fails a wrong index", "[harness]") {
   cout[7] = std::nextafter(static_cast<float>(cout[7]), 10.0f);
   CHECK(error_of(cout, c) > bound_of(OpKind::cast, CastParams{DType::f16}, c));
 }
+
+TEST_CASE("the oracle's scales are the magnitudes of the terms", "[harness]") {
+  const Array x{{3}, {1, -2, 0.5}}, y{{3}, {4, 1, -2}};
+  const Array d = ref::dot(x, y);  // 4 - 2 - 1
+  CHECK(d.data == std::vector<double>{1});
+  CHECK(d.scale == std::vector<double>{7});
+  CHECK(d.terms == 3);
+  const Array s = ref::sum(Array{{2, 2}, {1, -1, 3, 2}}, 0, false);
+  CHECK(s.data == std::vector<double>{4, 1});
+  CHECK(s.scale == std::vector<double>{4, 3});
+  CHECK(s.terms == 2);
+  const Array a = ref::add(x, y);  // one rounding: measured against |a + b| itself
+  CHECK(a.scale.empty());
+  const Array p = ref::softmax(Array{{2}, {0, -3}}, -1);
+  REQUIRE(p.scale.size() == 2);
+  CHECK(p.scale[0] == Approx(p.data[0]));
+  CHECK(p.scale[1] == Approx(4 * p.data[1]));  // p (1 + |x - max|)
+  const Array mm = ref::matmul(Array{{1, 2}, {1, -1}}, Array{{2, 2}, {2, 3, 2, 5}});
+  CHECK(mm.data == std::vector<double>{0, -2});
+  CHECK(mm.scale == std::vector<double>{4, 8});
+}
