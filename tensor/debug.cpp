@@ -10,6 +10,7 @@ std::vector<std::uint8_t> storage_bytes(const Tensor& t) {
   if (!t.defined()) throw Error(ErrorCode::invalid_argument, "[storage_bytes] undefined tensor");
   const auto& storage = t.storage();
   std::vector<std::uint8_t> bytes(storage->bytes());
+  if (bytes.empty()) return bytes;  // no copy call with a null destination, whatever the backend
   // The one place that reads a whole storage back: the backend interface may change how copies
   // are ordered after in-flight work, and only this call then needs to follow.
   storage->backend().copy_to_host(storage->handle(), 0, bytes.data(), storage->bytes());
