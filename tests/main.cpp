@@ -1,4 +1,5 @@
-// The test runner: Catch2's main, after checking that the ISA requested through TRINE_CPU_ISA exists here.
+// The test runner: Catch2's main, after checking that the ISA requested through TRINE_CPU_ISA exists
+// here and that the device named by TRINE_TEST_DEVICE is available.
 #define CATCH_CONFIG_RUNNER
 #include <catch2/catch.hpp>
 
@@ -21,6 +22,13 @@ int main(int argc, char** argv) {
     return 1;
   }
   std::printf("cpu isa: %s (%s)\n", trine::debug::cpu_isa().c_str(), trine::debug::cpu_isa_reason().c_str());
+  // A device named but unavailable fails the run: a GPU job that silently tested nothing would pass.
+  if (const std::string problem = trine::test::test_device_problem(); !problem.empty()) {
+    std::printf("ERROR: %s\n", problem.c_str());
+    return 1;
+  }
+  std::printf("device under test: %s\n", trine::test::test_device().str().c_str());
+  (void)trine::test::base_seed();  // prints the seed first, so even a crash leaves it to replay
   const int failed = Catch::Session().run(argc, argv);
   // A full differential run must have exercised every op of the table.
   if (argc == 2 && std::string(argv[1]) == "[ops]") {

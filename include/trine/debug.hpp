@@ -1,7 +1,9 @@
 // Checks for tests and tools: allocation guards and the CPU's chosen instruction set.
 #pragma once
 
+#include <cstdint>
 #include <string>
+#include <vector>
 
 #include "trine/tensor.hpp"
 
@@ -10,6 +12,10 @@ namespace trine::debug {
 // Whether the sentinel regions before and after `t`'s storage are untouched (an op wrote only
 // inside its output). Throws Error(unsupported) for devices whose backend keeps no guards.
 bool guards_intact(const Tensor& t);
+
+// Every byte of `t`'s storage, copied to the host as it lies (the whole allocation, not only the
+// view's elements), so a test can decode the values with its own index arithmetic.
+std::vector<std::uint8_t> storage_bytes(const Tensor& t);
 
 // The instruction set the cpu_simd backend runs ("sse4_2", "avx2", "avx512") and why.
 std::string cpu_isa();

@@ -120,23 +120,40 @@ AxisSplit split_at(const Dims& shape, int axis) {
   return {product(shape, 0, a), shape[a], product(shape, a + 1, shape.size())};
 }
 
-template <class F>
-Array map(const Array& x, const std::string& op, F f) {
+// A value with no scale of its own: one rounding or a select, measured against |value|.
+constexpr auto no_scale = [](auto...) { return -1.0; };
+
+// y = f(x) element by element; scale_of(x, y) is the element's scale, negative for none.
+template <class F, class S = decltype(no_scale)>
+Array map(const Array& x, const std::string& op, F f, S scale_of = no_scale) {
   check_array(x, op, "x");
   Array y = x;
-  for (double& v : y.data) v = f(v);
+  y.scale.assign(y.data.size(), 0.0);
+  bool scaled = false;
+  for (std::size_t i = 0; i < y.data.size(); ++i) {
+    y.data[i] = f(x.data[i]);
+    y.scale[i] = scale_of(x.data[i], y.data[i]);
+    scaled = scaled || y.scale[i] >= 0;
+  }
+  if (!scaled) y.scale.clear();
   return y;
 }
 
-template <class F>
-Array zip_broadcast(const Array& a, const Array& b, const std::string& op, F f) {
+template <class F, class S = decltype(no_scale)>
+Array zip_broadcast(const Array& a, const Array& b, const std::string& op, F f, S scale_of = no_scale) {
   check_array(a, op, "a");
   check_array(b, op, "b");
   Array out = zeros(broadcast_shapes(a.shape, b.shape));
+  out.scale.assign(out.data.size(), 0.0);
+  bool scaled = false;
   Dims index(out.shape.size(), 0);
   for (std::int64_t i = 0; i < out.numel(); ++i, advance(index, out.shape)) {
-    out.data[i] = f(a.data[broadcast_source(index, a.shape)], b.data[broadcast_source(index, b.shape)]);
+    const double u = a.data[broadcast_source(index, a.shape)], v = b.data[broadcast_source(index, b.shape)];
+    out.data[i] = f(u, v);
+    out.scale[i] = scale_of(u, v, out.data[i]);
+    scaled = scaled || out.scale[i] >= 0;
   }
+  if (!scaled) out.scale.clear();
   return out;
 }
 
@@ -170,9 +187,50 @@ double clip_value(double x, double low, double high) {
   return std::min(std::max(x, low), high);
 }
 
+// An upper bound of |f'(x)| for an activation, written as a sum of magnitudes so it never
+// vanishes where f' crosses zero. An argument error of d moves f by about |f'(x)| d: with d the
+// rounding of x (or of x + bias) this is the part of the error no f32 kernel can avoid.
+double activation_slope(Activation act, double x, double alpha, double beta) {
+  if (!std::isfinite(x)) return 0.0;
+  // Each case computes only what it needs: the oracle evaluates this for millions of elements.
+  const double ax = std::fabs(x);
+  switch (act) {
+    case Activation::identity: return 1.0;
+    case Activation::relu: return x < 0 ? 0.0 : 1.0;
+    case Activation::leaky_relu: return x < 0 ? std::fabs(alpha) : 1.0;
+    case Activation::elu: return x < 0 ? std::fabs(alpha) * std::exp(x) : 1.0;
+    case Activation::sigmoid: {
+      const double sig = sigmoid_value(x);
+      return sig * (1.0 - sig);
+    }
+    case Activation::tanh: {
+      const double t = std::tanh(x);
+      return 1.0 - t * t;
+    }
+    case Activation::silu: {
+      const double sig = sigmoid_value(x);
+      return sig + ax * sig * (1.0 - sig);
+    }
+    case Activation::gelu: {
+      const double pdf = std::exp(-0.5 * x * x) / std::sqrt(2.0 * std::numbers::pi);
+      return 0.5 * std::erfc(-x / std::numbers::sqrt2) + ax * pdf;
+    }
+    case Activation::gelu_tanh: {
+      // x * sigmoid(2y), y = c (x + 0.044715 x^3)
+      const double c = std::sqrt(2.0 / std::numbers::pi);
+      const double s2 = sigmoid_value(2.0 * c * (x + 0.044715 * x * x * x));
+      return s2 + ax * s2 * (1.0 - s2) * 2.0 * c * (1.0 + 3.0 * 0.044715 * x * x);
+    }
+    case Activation::clip: return (x < alpha || x > beta) ? 0.0 : 1.0;
+  }
+  return 1.0;
+}
+
 // ---- softmax of one row (shared by softmax, log_softmax and attention) ----
 
-std::vector<double> softmax_row(const std::vector<double>& row, bool log_output) {
+// scale (optional) receives each output's scale: for p_i = exp(x_i - m) / S, p_i (1 + |x_i - m|),
+// since x_i - m is rounded before exp magnifies its error; for log p_i, |x_i - m| + |log S| + 1.
+std::vector<double> softmax_row(const std::vector<double>& row, bool log_output, std::vector<double>* scale = nullptr) {
   bool poisoned = false;  // +inf or NaN makes the whole row NaN (inf - inf)
   double m = -kInf;
   for (double v : row) {
@@ -183,12 +241,17 @@ std::vector<double> softmax_row(const std::vector<double>& row, bool log_output)
     }
   }
   // All -inf is 0/0, as numpy and PyTorch give.
+  if (scale) scale->assign(row.size(), 0.0);
   if (poisoned || m == -kInf) return std::vector<double>(row.size(), kNaN);
   double total = 0.0;
   for (double v : row) total += std::exp(v - m);  // -inf entries add exp(-inf) = 0
   std::vector<double> out(row.size());
   for (std::size_t i = 0; i < row.size(); ++i) {
     out[i] = log_output ? (row[i] - m) - std::log(total) : std::exp(row[i] - m) / total;
+    if (scale && std::isfinite(row[i])) {
+      const double shift = std::fabs(row[i] - m);
+      (*scale)[i] = log_output ? shift + std::fabs(std::log(total)) + 1.0 : out[i] * (1.0 + shift);
+    }
   }
   return out;
 }
@@ -199,12 +262,17 @@ Array softmax_along(const Array& x, int axis, bool log_output, const std::string
   check_non_empty(x, op, "x");
   const AxisSplit s = split_at(x.shape, normalize_axis(axis, rank(x), op));
   Array y = x;
-  std::vector<double> row(static_cast<std::size_t>(s.n));
+  y.scale.resize(y.data.size());
+  y.terms = s.n;
+  std::vector<double> row(static_cast<std::size_t>(s.n)), scale;
   for (std::int64_t o = 0; o < s.outer; ++o) {
     for (std::int64_t j = 0; j < s.inner; ++j) {
       for (std::int64_t i = 0; i < s.n; ++i) row[i] = x.data[s.at(o, i, j)];
-      const std::vector<double> r = softmax_row(row, log_output);
-      for (std::int64_t i = 0; i < s.n; ++i) y.data[s.at(o, i, j)] = r[i];
+      const std::vector<double> r = softmax_row(row, log_output, &scale);
+      for (std::int64_t i = 0; i < s.n; ++i) {
+        y.data[s.at(o, i, j)] = r[i];
+        y.scale[s.at(o, i, j)] = scale[i];
+      }
     }
   }
   return y;
@@ -212,8 +280,9 @@ Array softmax_along(const Array& x, int axis, bool log_output, const std::string
 
 // ---- reductions ----
 
-template <class F>
-Array reduce(const Array& x, int axis, bool keepdims, const std::string& op, F reduce_row) {
+// reduce_row gives an output's value; scale_row its scale (negative for none).
+template <class F, class S = decltype(no_scale)>
+Array reduce(const Array& x, int axis, bool keepdims, const std::string& op, F reduce_row, S scale_row = no_scale) {
   check_array(x, op, "x");
   check_rank(x, op, "x", 1);
   check_non_empty(x, op, "x");
@@ -226,19 +295,31 @@ Array reduce(const Array& x, int axis, bool keepdims, const std::string& op, F r
     out_shape.erase(out_shape.begin() + a);
   }
   Array y = zeros(out_shape);
+  y.scale.resize(y.data.size());
+  y.terms = s.n;
+  bool scaled = false;
   std::vector<double> row(static_cast<std::size_t>(s.n));
   for (std::int64_t o = 0; o < s.outer; ++o) {
     for (std::int64_t j = 0; j < s.inner; ++j) {
       for (std::int64_t i = 0; i < s.n; ++i) row[i] = x.data[s.at(o, i, j)];
       y.data[o * s.inner + j] = reduce_row(row);
+      y.scale[o * s.inner + j] = scale_row(row);
+      scaled = scaled || y.scale[o * s.inner + j] >= 0;
     }
   }
+  if (!scaled) y.scale.clear();
   return y;
 }
 
 double row_sum(const std::vector<double>& row) {
   double total = 0.0;
   for (double v : row) total += v;
+  return total;
+}
+
+double row_abs_sum(const std::vector<double>& row) {
+  double total = 0.0;
+  for (double v : row) total += std::fabs(v);
   return total;
 }
 
@@ -344,6 +425,8 @@ Array matmul(const Array& a, const Array& b, const MatmulParams& params) {
   out_shape.push_back(m);
   out_shape.push_back(n);
   Array out = zeros(out_shape);
+  out.scale.resize(out.data.size());
+  out.terms = k;
 
   Dims index(batch.size(), 0);
   for (std::int64_t bi = 0; bi < product(batch); ++bi, advance(index, batch)) {
@@ -357,9 +440,13 @@ Array matmul(const Array& a, const Array& b, const MatmulParams& params) {
     };
     for (std::int64_t i = 0; i < m; ++i) {
       for (std::int64_t j = 0; j < n; ++j) {
-        double total = 0.0;  // K == 0 leaves the empty sum, 0
-        for (std::int64_t kk = 0; kk < k; ++kk) total += a_at(i, kk) * b_at(kk, j);
+        double total = 0.0, magnitude = 0.0;  // K == 0 leaves the empty sum, 0
+        for (std::int64_t kk = 0; kk < k; ++kk) {
+          total += a_at(i, kk) * b_at(kk, j);
+          magnitude += std::fabs(a_at(i, kk) * b_at(kk, j));
+        }
         out.data[(bi * m + i) * n + j] = total;
+        out.scale[(bi * m + i) * n + j] = magnitude;
       }
     }
   }
@@ -377,13 +464,17 @@ Array gemv(const Array& a, const Array& x, const GemvParams& params) {
   const std::int64_t k = params.trans ? rows : cols;
   if (x.shape[0] != k) fail(op, "a " + dims_str(a.shape) + " does not fit x " + dims_str(x.shape));
   Array y = zeros({m});
+  y.scale.resize(y.data.size());
+  y.terms = k;
   for (std::int64_t i = 0; i < m; ++i) {
-    double total = 0.0;
+    double total = 0.0, magnitude = 0.0;
     for (std::int64_t kk = 0; kk < k; ++kk) {
       const double a_ik = params.trans ? a.data[kk * cols + i] : a.data[i * cols + kk];
       total += a_ik * x.data[kk];
+      magnitude += std::fabs(a_ik * x.data[kk]);
     }
     y.data[i] = total;
+    y.scale[i] = magnitude;
   }
   return y;
 }
@@ -395,9 +486,15 @@ Array dot(const Array& x, const Array& y) {
   check_rank(x, op, "x", 1, 1);
   check_rank(y, op, "y", 1, 1);
   if (x.shape != y.shape) fail(op, "x " + dims_str(x.shape) + " and y " + dims_str(y.shape) + " differ");
-  double total = 0.0;
-  for (std::int64_t i = 0; i < x.numel(); ++i) total += x.data[i] * y.data[i];
-  return Array{{}, {total}};
+  double total = 0.0, magnitude = 0.0;
+  for (std::int64_t i = 0; i < x.numel(); ++i) {
+    total += x.data[i] * y.data[i];
+    magnitude += std::fabs(x.data[i] * y.data[i]);
+  }
+  Array out{{}, {total}};
+  out.scale = {magnitude};
+  out.terms = x.numel();
+  return out;
 }
 
 // ---- element-wise ----
@@ -417,7 +514,10 @@ Array div(const Array& a, const Array& b) {
 
 Array scale(const Array& x, const ScaleParams& params) {
   const double alpha = params.alpha, beta = params.beta;
-  return map(x, "scale", [&](double v) { return alpha * v + beta; });
+  // Two roundings without FMA: the product's is relative to |alpha x|, which may exceed |y|.
+  return map(
+      x, "scale", [&](double v) { return alpha * v + beta; },
+      [&](double v, double) { return std::fabs(alpha * v) + std::fabs(beta); });
 }
 
 double activation(Activation act, double x, double alpha, double beta) {
@@ -444,8 +544,13 @@ Array bias_act(const Array& x, const Array& bias, const BiasActParams& params) {
   const std::int64_t n = x.shape.back();
   if (bias.shape != Dims{n}) fail(op, "bias " + dims_str(bias.shape) + " does not fit x " + dims_str(x.shape));
   Array y = x;
+  y.scale.resize(y.data.size());
   for (std::int64_t i = 0; i < y.numel(); ++i) {
-    y.data[i] = activation(params.act, x.data[i] + bias.data[i % n], params.alpha, params.beta);
+    const double z = x.data[i] + bias.data[i % n];
+    y.data[i] = activation(params.act, z, params.alpha, params.beta);
+    // x + bias is rounded before the activation sees it: an error relative to |x| + |bias|.
+    const double spread = std::fabs(z) + std::fabs(x.data[i]) + std::fabs(bias.data[i % n]);
+    y.scale[i] = std::fabs(y.data[i]) + activation_slope(params.act, z, params.alpha, params.beta) * spread;
   }
   return y;
 }
@@ -454,16 +559,24 @@ Array relu(const Array& x) { return map(x, "relu", relu_value); }
 Array leaky_relu(const Array& x, double slope) {
   return map(x, "leaky_relu", [&](double v) { return leaky_relu_value(v, slope); });
 }
+// A function of one value, measured as an f32 kernel can reach it: |f(x)| + |x f'(x)|, the
+// result's size plus what the rounding of x (relative 2^-24) moves it by.
+static auto function_scale(Activation act, double alpha = 0.0) {
+  return [=](double x, double y) { return std::fabs(y) + std::fabs(x) * activation_slope(act, x, alpha, 0.0); };
+}
+
 Array elu(const Array& x, double alpha) {
-  return map(x, "elu", [&](double v) { return elu_value(v, alpha); });
+  return map(
+      x, "elu", [&](double v) { return elu_value(v, alpha); }, function_scale(Activation::elu, alpha));
 }
-Array sigmoid(const Array& x) { return map(x, "sigmoid", sigmoid_value); }
+Array sigmoid(const Array& x) { return map(x, "sigmoid", sigmoid_value, function_scale(Activation::sigmoid)); }
 Array tanh(const Array& x) {
-  return map(x, "tanh", [](double v) { return std::tanh(v); });
+  return map(
+      x, "tanh", [](double v) { return std::tanh(v); }, function_scale(Activation::tanh));
 }
-Array silu(const Array& x) { return map(x, "silu", silu_value); }
-Array gelu(const Array& x) { return map(x, "gelu", gelu_value); }
-Array gelu_tanh(const Array& x) { return map(x, "gelu_tanh", gelu_tanh_value); }
+Array silu(const Array& x) { return map(x, "silu", silu_value, function_scale(Activation::silu)); }
+Array gelu(const Array& x) { return map(x, "gelu", gelu_value, function_scale(Activation::gelu)); }
+Array gelu_tanh(const Array& x) { return map(x, "gelu_tanh", gelu_tanh_value, function_scale(Activation::gelu_tanh)); }
 Array clip(const Array& x, double low, double high) {
   if (low > high) fail("clip", "low " + std::to_string(low) + " > high " + std::to_string(high));
   return map(x, "clip", [&](double v) { return clip_value(v, low, high); });
@@ -484,11 +597,16 @@ Array layernorm(const Array& x, const Array& gamma, const Array& beta, double ep
   check_optional_vector(gamma, n, op, "gamma");
   check_optional_vector(beta, n, op, "beta");
   Array y = x;
+  y.scale.resize(y.data.size());
+  y.terms = n;
   for (std::int64_t row = 0; row < x.numel() / n; ++row) {
     const double* v = x.data.data() + row * n;
     double mean = 0.0;
     for (std::int64_t i = 0; i < n; ++i) mean += v[i];
     mean /= static_cast<double>(n);
+    double mean_abs = 0.0;  // the mean's own scale: its rounding is relative to mean |x|, not |mean|
+    for (std::int64_t i = 0; i < n; ++i) mean_abs += std::fabs(v[i]);
+    mean_abs /= static_cast<double>(n);
     double var = 0.0;  // biased: divided by N, not N - 1
     for (std::int64_t i = 0; i < n; ++i) var += (v[i] - mean) * (v[i] - mean);
     var /= static_cast<double>(n);
@@ -496,6 +614,9 @@ Array layernorm(const Array& x, const Array& gamma, const Array& beta, double ep
       const double g = gamma.present ? gamma.data[i] : 1.0;
       const double b = beta.present ? beta.data[i] : 0.0;
       y.data[row * n + i] = (v[i] - mean) / std::sqrt(var + eps) * g + b;
+      // x - mean carries x's rounding and the mean's (relative to mean |x|), then is scaled by
+      // g / sigma; beta adds its own.
+      y.scale[row * n + i] = (std::fabs(v[i]) + mean_abs) / std::sqrt(var + eps) * std::fabs(g) + std::fabs(b);
     }
   }
   return y;
@@ -510,6 +631,8 @@ Array rmsnorm(const Array& x, const Array& gamma, double eps) {
   const std::int64_t n = x.shape.back();
   check_optional_vector(gamma, n, op, "gamma");
   Array y = x;
+  y.scale.clear();  // a product of well-conditioned factors: relative to |y|
+  y.terms = n;
   for (std::int64_t row = 0; row < x.numel() / n; ++row) {
     const double* v = x.data.data() + row * n;
     double mean_square = 0.0;
@@ -556,13 +679,15 @@ Array conv2d(const Array& x, const Array& w, const Array& bias, const Conv2dPara
   const std::int64_t out_h = span_h / stride.h + 1, out_w = span_w / stride.w + 1;
 
   Array y = zeros({batch, filters, out_h, out_w});
+  y.scale.resize(y.data.size());
+  y.terms = group_channels * kh * kw + (bias.present ? 1 : 0);
   const std::int64_t filters_per_group = filters / groups;
   for (std::int64_t n = 0; n < batch; ++n) {
     for (std::int64_t k = 0; k < filters; ++k) {
       const std::int64_t first_channel = (k / filters_per_group) * group_channels;
       for (std::int64_t p = 0; p < out_h; ++p) {
         for (std::int64_t q = 0; q < out_w; ++q) {
-          double total = 0.0;
+          double total = 0.0, magnitude = 0.0;
           for (std::int64_t c = 0; c < group_channels; ++c) {
             for (std::int64_t r = 0; r < kh; ++r) {
               const std::int64_t h = p * stride.h - pad.h + r * dil.h;
@@ -573,11 +698,13 @@ Array conv2d(const Array& x, const Array& w, const Array& bias, const Conv2dPara
                 const double xv = x.data[((n * channels + first_channel + c) * height + h) * width + col];
                 const double wv = w.data[((k * group_channels + c) * kh + r) * kw + s];
                 total += xv * wv;
+                magnitude += std::fabs(xv * wv);
               }
             }
           }
-          if (bias.present) total += bias.data[k];
+          if (bias.present) total += bias.data[k], magnitude += std::fabs(bias.data[k]);
           y.data[((n * filters + k) * out_h + p) * out_w + q] = total;
+          y.scale[((n * filters + k) * out_h + p) * out_w + q] = magnitude;
         }
       }
     }
@@ -614,7 +741,9 @@ Array attention(const Array& q, const Array& k, const Array& v, const AttentionP
     s.push_back(dv);
     return s;
   }());
-  std::vector<double> scores(static_cast<std::size_t>(lk));
+  out.scale.resize(out.data.size());
+  out.terms = std::max(lk, d);
+  std::vector<double> scores(static_cast<std::size_t>(lk)), score_scale(static_cast<std::size_t>(lk)), p_scale;
   for (std::int64_t b = 0; b < product(lead); ++b) {
     const double* qb = q.data.data() + b * lq * d;
     const double* kb = k.data.data() + b * lk * d;
@@ -624,18 +753,26 @@ Array attention(const Array& q, const Array& k, const Array& v, const AttentionP
       // Causal alignment is to the end: the last query sees every key.
       auto visible = [&](std::int64_t j) { return !params.causal || j <= i + (lk - lq); };
       for (std::int64_t j = 0; j < lk; ++j) {
-        double s = 0.0;
-        for (std::int64_t c = 0; c < d; ++c) s += qb[i * d + c] * kb[j * d + c];
+        double s = 0.0, magnitude = 0.0;
+        for (std::int64_t c = 0; c < d; ++c) {
+          s += qb[i * d + c] * kb[j * d + c];
+          magnitude += std::fabs(qb[i * d + c] * kb[j * d + c]);
+        }
         scores[j] = visible(j) ? s * scale : -kInf;
+        score_scale[j] = magnitude * std::fabs(scale);
       }
-      const std::vector<double> p = softmax_row(scores, false);
+      const std::vector<double> p = softmax_row(scores, false, &p_scale);
       for (std::int64_t c = 0; c < dv; ++c) {
-        double total = 0.0;
+        double total = 0.0, magnitude = 0.0;
         // Masked keys are skipped rather than weighted by 0, so an inf or a NaN in their value rows does not leak in.
         for (std::int64_t j = 0; j < lk; ++j) {
-          if (visible(j)) total += p[j] * vb[j * dv + c];
+          if (!visible(j)) continue;
+          total += p[j] * vb[j * dv + c];
+          // p_j is off by its own scale, plus the score's rounding (relative to sum |q k|) that exp turns relative.
+          magnitude += (p_scale[j] + p[j] * score_scale[j]) * std::fabs(vb[j * dv + c]);
         }
         ob[i * dv + c] = total;
+        out.scale[static_cast<std::size_t>(ob - out.data.data() + i * dv + c)] = magnitude;
       }
     }
   }
@@ -651,6 +788,7 @@ Array rope(const Array& x, const RopeParams& params) {
   if (d % 2 != 0) fail(op, "D " + std::to_string(d) + " is odd");
   const double base = params.base;
   Array y = x;
+  y.scale.resize(y.data.size());
   for (std::int64_t row = 0; row < x.numel() / d; ++row) {
     const double position = static_cast<double>(params.position_offset + row % len);
     for (std::int64_t i = 0; i < d / 2; ++i) {
@@ -658,6 +796,12 @@ Array rope(const Array& x, const RopeParams& params) {
       const double x0 = x.data[row * d + 2 * i], x1 = x.data[row * d + 2 * i + 1];
       y.data[row * d + 2 * i] = x0 * std::cos(angle) - x1 * std::sin(angle);
       y.data[row * d + 2 * i + 1] = x0 * std::sin(angle) + x1 * std::cos(angle);
+      // The angle is position * base^(-2i/D), computed in f32: an error relative to |angle|, which
+      // moves the pair by |angle| times its derivative; plus the two products' roundings.
+      const double c = std::fabs(std::cos(angle)), sn = std::fabs(std::sin(angle)), ax0 = std::fabs(x0),
+                   ax1 = std::fabs(x1);
+      y.scale[row * d + 2 * i] = ax0 * c + ax1 * sn + angle * (ax0 * sn + ax1 * c);
+      y.scale[row * d + 2 * i + 1] = ax0 * sn + ax1 * c + angle * (ax0 * c + ax1 * sn);
     }
   }
   return y;
@@ -665,11 +809,13 @@ Array rope(const Array& x, const RopeParams& params) {
 
 // ---- reductions, copy, cast ----
 
-Array sum(const Array& x, int axis, bool keepdims) { return reduce(x, axis, keepdims, "sum", row_sum); }
+Array sum(const Array& x, int axis, bool keepdims) { return reduce(x, axis, keepdims, "sum", row_sum, row_abs_sum); }
 
 Array mean(const Array& x, int axis, bool keepdims) {
-  return reduce(x, axis, keepdims, "mean",
-                [](const std::vector<double>& row) { return row_sum(row) / static_cast<double>(row.size()); });
+  const auto n = [](const std::vector<double>& row) { return static_cast<double>(row.size()); };
+  return reduce(
+      x, axis, keepdims, "mean", [&](const std::vector<double>& row) { return row_sum(row) / n(row); },
+      [&](const std::vector<double>& row) { return row_abs_sum(row) / n(row); });
 }
 
 Array max(const Array& x, int axis, bool keepdims) {

@@ -12,6 +12,12 @@ struct Array {                      // row-major, contiguous
   std::vector<std::int64_t> shape;  // empty = rank 0 (one element)
   std::vector<double> data;
   bool present = true;  // false for an absent optional input (conv2d bias, layernorm gamma/beta, rmsnorm gamma)
+  // What an op's result carries for the error measure (tests/reference/bridge.hpp): per element,
+  // the magnitude of the terms that produced it, the scale an f32 rounding error is relative to
+  // (sum |a_i b_i| for a dot product, sum |x_i| for a sum, |f(x)| + |x f'(x)| for a function of x).
+  // Empty means |data| (the op is one rounding or a select). Inputs leave it empty.
+  std::vector<double> scale = {};
+  std::int64_t terms = 1;  // the length of the longest reduction behind one element (bounds grow with it)
   std::int64_t numel() const;
 };
 Array absent();

@@ -1,0 +1,102 @@
+// The error bound of every op, in one table shared by the conformance tests and the tour: what
+// an f32 kernel can reach, in units of f32 epsilon, growing with the reduction length.
+// The measure they bound is ref::compare's (bridge.hpp); docs/ops.md explains both.
+#pragma once
+
+#include <cfloat>
+#include <cmath>
+#include <cstdint>
+#include <variant>
+
+#include "trine/ops.hpp"
+
+namespace trine::ref {
+
+inline constexpr double f32_eps = FLT_EPSILON;  // 2^-23
+
+// How a bound grows with n, the length of the longest reduction behind one output element
+// (Array::terms). Relative to sum |terms| (the measure's scale), a blocked, pairwise or
+// multi-accumulator f32 sum errs by a few eps whatever n is: the measured errors barely grow
+// (docs/ops.md has the table). log2(2n) leaves room for reduction trees deeper by one level per
+// doubling; sqrt(n) or n, the textbook bounds of a sequential sum, would let a dropped term or a
+// 3e-5 bias through at the sizes the suite uses. A sequential f32 loop over a long row of
+// positive terms (softmax, norms) errs by about eps * sqrt(n) and fails these bounds: such a
+// kernel is less accurate than f32 allows, and should block its sum.
+enum class Growth { none, log_n };
+struct BoundRule {
+  double units;  // multiples of f32_eps; 0 means the result must equal the reference rounded to f32
+  Growth growth;
+};
+
+// The rule for one op, set about 2x above the largest error the cpu kernels made over seeds
+// 1..90 on avx512 (2 threads), 1..40 on sse4_2, 1..30 on avx2 and with one thread (docs/ops.md
+// has the table; the comments give the largest error seen, in units of the rule).
+// bias_act depends on its activation: identity and the selects are one rounding (the add).
+inline BoundRule bound_rule(OpKind op, const OpParams& params) {
+  switch (op) {
+    // one dot product per element, blocked and threaded (0.50 seen: matmul at K = 2)
+    case OpKind::matmul:
+    case OpKind::gemv:
+    case OpKind::dot:
+    case OpKind::conv2d: return {1, Growth::log_n};
+    // one correctly rounded IEEE operation, or a select
+    case OpKind::add:
+    case OpKind::sub:
+    case OpKind::mul:
+    case OpKind::div:
+    case OpKind::relu:
+    case OpKind::leaky_relu:
+    case OpKind::clip:
+    case OpKind::max:
+    case OpKind::copy:
+    case OpKind::cast: return {0, Growth::none};
+    case OpKind::scale: return {2, Growth::none};  // alpha x + beta: two roundings without FMA (1.0 seen)
+    case OpKind::bias_act: {
+      const auto* p = std::get_if<BiasActParams>(&params);
+      switch (p ? p->act : Activation::identity) {
+        case Activation::identity:
+        case Activation::relu:
+        case Activation::clip: return {0, Growth::none};
+        case Activation::leaky_relu: return {1, Growth::none};  // the add, then the product (0.33 seen)
+        case Activation::elu:
+        case Activation::sigmoid:
+        case Activation::tanh:
+        case Activation::silu:
+        case Activation::gelu:
+        case Activation::gelu_tanh: return {2, Growth::none};  // 1.00 seen (sigmoid)
+      }
+      return {2, Growth::none};
+    }
+    // vectorized exp / tanh / erf, relative to their scale (1.44 seen, gelu)
+    case OpKind::elu:
+    case OpKind::sigmoid:
+    case OpKind::tanh:
+    case OpKind::silu:
+    case OpKind::gelu:
+    case OpKind::gelu_tanh: return {3, Growth::none};
+    // sin and cos of an angle computed in f32 (1.28 seen)
+    case OpKind::rope: return {3, Growth::none};
+    // a reduction along the axis, then a few operations per element
+    case OpKind::softmax: return {2, Growth::log_n};      // 0.94 (sse4_2, rows of 32000: 14.9 eps)
+    case OpKind::log_softmax: return {1, Growth::log_n};  // 0.46
+    case OpKind::layernorm: return {1.5, Growth::log_n};  // 0.57
+    case OpKind::rmsnorm: return {4, Growth::log_n};      // 1.78 at N = 1: square, add, sqrt, divide, gamma
+    case OpKind::attention: return {0.5, Growth::log_n};  // 0.18 (0.72 eps at D = 8)
+    case OpKind::sum: return {1, Growth::log_n};          // 0.42
+    case OpKind::mean: return {1.5, Growth::log_n};       // 0.56: the sum, then the division
+  }
+  return {0, Growth::none};
+}
+
+// The bound on ref::compare's error for one result whose longest reduction has `terms` terms.
+inline double error_bound(OpKind op, const OpParams& params, std::int64_t terms) {
+  const BoundRule rule = bound_rule(op, params);
+  const double n = static_cast<double>(terms < 1 ? 1 : terms);
+  switch (rule.growth) {
+    case Growth::none: return rule.units * f32_eps;
+    case Growth::log_n: return rule.units * f32_eps * std::log2(2 * n);
+  }
+  return 0;
+}
+
+}  // namespace trine::ref
