@@ -11,15 +11,15 @@
 #include <thread>
 #include <vector>
 
-#include "tests/device_under_test.hpp"
+#include "tests/harness.hpp"
 #include "trine/trine.hpp"
 
 using namespace trine;
-using trine::test::device_under_test;
+using trine::test::test_device;
 
 namespace {
 
-Tensor rnd(const Shape& s, std::uint64_t seed) { return Tensor::random(s, seed, -1, 1, DType::f32, device_under_test()); }
+Tensor rnd(const Shape& s, std::uint64_t seed) { return Tensor::random(s, seed, -1, 1, DType::f32, test_device()); }
 
 bool same(const std::vector<float>& a, const std::vector<float>& b) {
   if (a.size() != b.size()) return false;
@@ -192,7 +192,7 @@ TEST_CASE("8 threads each submit thousands of async ops, every result checked", 
           const float v = static_cast<float>(t * k_ops + i);
           // a small chain per op: (v * 2 + 1) through relu; every 64th is large enough to go async
           const std::int64_t n = i % 64 == 0 ? 70000 : 8;
-          Tensor x = Tensor::full({n}, v, DType::f32, device_under_test());
+          Tensor x = Tensor::full({n}, v, DType::f32, test_device());
           out.push_back(async::relu(async::scale(x, 2.0f, 1.0f)));
           expect.push_back(2.0f * v + 1.0f);
         }

@@ -6,11 +6,11 @@
 #include <string>
 #include <vector>
 
-#include "tests/device_under_test.hpp"
+#include "tests/harness.hpp"
 #include "trine/trine.hpp"
 
 using namespace trine;
-using trine::test::device_under_test;
+using trine::test::test_device;
 
 namespace {
 
@@ -26,7 +26,7 @@ bool same(const std::vector<float>& a, const std::vector<float>& b) {
 }
 
 TransferStats delta(const TransferStats& before) {
-  TransferStats now = transfer_stats(device_under_test());
+  TransferStats now = transfer_stats(test_device());
   now.uploads -= before.uploads;
   now.upload_bytes -= before.upload_bytes;
   now.readbacks -= before.readbacks;
@@ -46,7 +46,7 @@ Tensor block(const Tensor& x, const Tensor& w1, const Tensor& b1, const Tensor& 
 }  // namespace
 
 TEST_CASE("a recorded chain and DAG give exactly what the sync calls give", "[batch]") {
-  const Device dev = device_under_test();
+  const Device dev = test_device();
   const auto xs = values(8 * 64, 1);
   const Tensor w1 = Tensor::random({64, 96}, 2, -0.2f, 0.2f, DType::f32, dev);
   const Tensor b1 = Tensor::random({96}, 3, -1, 1, DType::f32, dev);
@@ -77,12 +77,12 @@ TEST_CASE("a recorded chain and DAG give exactly what the sync calls give", "[ba
 
 TEST_CASE("a batch of N ops on one uploaded input with one read is one upload and one readback", "[batch]") {
   const auto xs = values(4096, 7);
-  Batch batch(device_under_test());
+  Batch batch(test_device());
   Tensor t = batch.upload(xs, {4096});
   for (int i = 0; i < 64; ++i) t = i % 2 ? relu(t) : scale(t, 0.9f, 0.01f);
   BatchRead out = batch.read(t);
 
-  const TransferStats before = transfer_stats(device_under_test());
+  const TransferStats before = transfer_stats(test_device());
   batch.run();
   const TransferStats d = delta(before);
   CHECK(d.uploads == 1);
@@ -101,7 +101,7 @@ TEST_CASE("a batch of N ops on one uploaded input with one read is one upload an
 }
 
 TEST_CASE("a batch replays with new inputs, synchronously and as a Future", "[batch]") {
-  const Device dev = device_under_test();
+  const Device dev = test_device();
   const Tensor w = Tensor::random({32, 16}, 9, -1, 1, DType::f32, dev);
   Batch batch(dev);
   Tensor a = batch.upload(values(10 * 32, 10), {10, 32});
@@ -129,7 +129,7 @@ TEST_CASE("a batch replays with new inputs, synchronously and as a Future", "[ba
 
 TEST_CASE("an error in the middle of a batch names the op and its position, and the device stays usable",
           "[batch]") {
-  const Device dev = device_under_test();
+  const Device dev = test_device();
   Batch batch(dev);
   Tensor x = batch.upload(values(12, 1), {3, 4});
   Tensor y = relu(x);
@@ -163,7 +163,7 @@ TEST_CASE("an error in the middle of a batch names the op and its position, and 
 }
 
 TEST_CASE("batch misuse gives clear errors", "[batch]") {
-  Batch a(device_under_test()), b(device_under_test());
+  Batch a(test_device()), b(test_device());
   Tensor x = a.upload(values(4, 1), {4});
   Tensor y = b.upload(values(4, 2), {4});
   CHECK_THROWS_AS(add(x, y), Error);                       // two batches
