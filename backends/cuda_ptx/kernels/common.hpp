@@ -2,6 +2,7 @@
 // NaN-propagating max, and f16/bf16 loads and stores through f32.
 #pragma once
 
+#include <limits>
 #include <string>
 
 #include "backends/cuda_ptx/kernels/registry.hpp"

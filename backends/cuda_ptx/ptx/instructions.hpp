@@ -30,6 +30,14 @@ constexpr std::string_view mem_suffix() {
   else if constexpr (std::is_same_v<T, F16x2> || std::is_same_v<T, BF16x2>) return "b32";
   else return T::ptx;
 }
+// Logic ops name only the width (and.b32), or .pred.
+template <RegType T>
+constexpr std::string_view bits_suffix() {
+  if constexpr (std::is_same_v<T, Pred>) return "pred";
+  else if constexpr (T::bytes == 2) return "b16";
+  else if constexpr (T::bytes == 4) return "b32";
+  else return "b64";
+}
 template <class T>
 constexpr std::string_view arith_suffix() {  // mul/mad on integers need .lo; floats round to nearest
   if constexpr (FloatType<T>) return "rn";
@@ -139,26 +147,26 @@ Reg<T> abs(Kernel& k, Reg<T> a) {
 template <BitsType T>
 Reg<T> and_(Kernel& k, Reg<T> a, V<T> b) {
   Reg<T> d = k.reg<T>();
-  k.emit(detail::op({"and", detail::mem_suffix<T>()}), {k.text(d), k.text(a), k.text(b)});
+  k.emit(detail::op({"and", detail::bits_suffix<T>()}), {k.text(d), k.text(a), k.text(b)});
   return d;
 }
 template <BitsType T>
 Reg<T> or_(Kernel& k, Reg<T> a, V<T> b) {
   Reg<T> d = k.reg<T>();
-  k.emit(detail::op({"or", detail::mem_suffix<T>()}), {k.text(d), k.text(a), k.text(b)});
+  k.emit(detail::op({"or", detail::bits_suffix<T>()}), {k.text(d), k.text(a), k.text(b)});
   return d;
 }
 template <BitsType T>
 Reg<T> xor_(Kernel& k, Reg<T> a, V<T> b) {
   Reg<T> d = k.reg<T>();
-  k.emit(detail::op({"xor", detail::mem_suffix<T>()}), {k.text(d), k.text(a), k.text(b)});
+  k.emit(detail::op({"xor", detail::bits_suffix<T>()}), {k.text(d), k.text(a), k.text(b)});
   return d;
 }
 template <BitsType T>
   requires(!std::is_same_v<T, Pred>)
 Reg<T> shl(Kernel& k, Reg<T> a, V<U32> bits) {
   Reg<T> d = k.reg<T>();
-  k.emit(detail::op({"shl", "b" + std::to_string(T::bytes * 8)}), {k.text(d), k.text(a), k.text(bits)});
+  k.emit(detail::op({"shl", detail::bits_suffix<T>()}), {k.text(d), k.text(a), k.text(bits)});
   return d;
 }
 template <BitsType T>
@@ -232,6 +240,12 @@ Reg<T> ld(Kernel& k, const Ptr<S, T>& p) {
   k.emit(detail::op({"ld", S::name, detail::mem_suffix<T>()}), {k.text(d), k.address(p)});
   return d;
 }
+// Loads into an existing register: under a guard, the register keeps its value where the guard is
+// false (a bounds-checked load with a default).
+template <StateSpace S, MemType T>
+void ld_to(Kernel& k, Reg<T> dst, const Ptr<S, T>& p) {
+  k.emit(detail::op({"ld", S::name, detail::mem_suffix<T>()}), {k.text(dst), k.address(p)});
+}
 template <StateSpace S, MemType T>
   requires(!std::is_same_v<S, Param>)
 void st(Kernel& k, const Ptr<S, T>& p, V<T> v) {
@@ -265,12 +279,16 @@ Reg<T> param(Kernel& k, std::string_view name) {
   return ld(k, k.declare_param<T>(name));
 }
 // A global pointer parameter (a CUdeviceptr), converted to the global window.
+// A generic address (what cuMemAlloc returns) as a pointer into the global window.
 template <MemType T>
-Ptr<Global, T> param_ptr(Kernel& k, std::string_view name) {
-  Reg<U64> generic = param<U64>(k, name);
+Ptr<Global, T> global_ptr(Kernel& k, Reg<U64> generic) {
   Reg<U64> g = k.reg<U64>();
   k.emit("cvta.to.global.u64", {k.text(g), k.text(generic)});
   return Ptr<Global, T>{g, 0};
+}
+template <MemType T>
+Ptr<Global, T> param_ptr(Kernel& k, std::string_view name) {
+  return global_ptr<T>(k, param<U64>(k, name));
 }
 // A shared array of count elements of T, and the pointer to its start.
 template <MemType T>
