@@ -2,22 +2,12 @@
 // widening half), and rope on interleaved pairs with the angle reduced in f64.
 #include <cmath>
 
-#include "backends/cuda_ptx/kernels/common.hpp"
+#include "backends/cuda_ptx/kernels/gemm_tile.hpp"
 
 namespace trine::cuda::kernels {
 namespace {
 
 constexpr int block_threads = 256;
-
-bool parse_elem(std::string_view s, Elem& e) {
-  for (Elem c : {Elem::f32, Elem::f16, Elem::bf16}) {
-    if (elem_name(c) == s) {
-      e = c;
-      return true;
-    }
-  }
-  return false;
-}
 
 std::string generate_cast(const std::string& config, Target target) {
   Kernel k(kernel_name("cast", config), target);

@@ -8,7 +8,7 @@ const std::vector<Generator>& generators() {
     return std::vector<Generator>{
         unary_generator(), binary_generator(), bias_act_generator(), reduce_generator(),
         softmax_generator(), norm_generator(),  dot_generator(),     gemv_generator(),
-        cast_generator(),  rope_generator(),
+        cast_generator(),  rope_generator(), matmul_simple_generator(), matmul_tiled_generator(),
     };
   }();
   return table;

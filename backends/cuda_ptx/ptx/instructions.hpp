@@ -94,6 +94,11 @@ Reg<T> fma(Kernel& k, Reg<T> a, V<T> b, V<T> c) {
          {k.text(d), k.text(a), k.text(b), k.text(c)});
   return d;
 }
+// dst = a * b + dst: accumulates in place (a loop-carried accumulator without a copy).
+template <FloatType T>
+void fma_to(Kernel& k, Reg<T> dst, Reg<T> a, V<T> b) {
+  k.emit(detail::op({"fma", "rn", T::ptx}), {k.text(dst), k.text(a), k.text(b), k.text(dst)});
+}
 // The full product of two 32-bit integers as 64 bits (mul.wide).
 template <class T>
   requires(std::is_same_v<T, U32> || std::is_same_v<T, S32>)
