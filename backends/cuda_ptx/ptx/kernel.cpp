@@ -148,6 +148,7 @@ std::string Kernel::text() const {
   }
   s += "\n)\n";
   if (max_threads_ > 0) s += ".maxntid " + std::to_string(max_threads_) + ", 1, 1\n";
+  if (min_blocks_ > 0) s += ".minnctapersm " + std::to_string(min_blocks_) + "\n";
   s += "{\n";
   // Declared after the body was built: each type's counter is final now.
   static constexpr std::array<std::pair<std::string_view, std::string_view>, type_slot_count> decls = {{

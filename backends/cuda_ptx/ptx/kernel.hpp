@@ -34,8 +34,12 @@ class Kernel {
     return Symbol{add_shared(name, count * T::bytes, align)};
   }
   Label new_label() { return Label{labels_++}; }
-  // Caps the CTA size (.maxntid), which lets ptxas budget registers for it.
-  void set_max_threads(int threads) { max_threads_ = threads; }
+  // Caps the CTA size (.maxntid), which lets ptxas budget registers for it; min_blocks (.minnctapersm)
+  // says how many CTAs must fit on an SM, otherwise ptxas picks its own occupancy goal.
+  void set_max_threads(int threads, int min_blocks = 0) {
+    max_threads_ = threads;
+    min_blocks_ = min_blocks;
+  }
 
   // Records that the kernel uses something that needs PTX ISA `version` (major*10+minor) and at least
   // sm `min_sm`; throws Error(unsupported) naming `what` when the target is older.
@@ -119,6 +123,7 @@ class Kernel {
   int labels_ = 0;
   int version_ = 0;
   int max_threads_ = 0;
+  int min_blocks_ = 0;
   std::optional<std::string> guard_;
 };
 
