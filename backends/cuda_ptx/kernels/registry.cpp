@@ -9,7 +9,7 @@ const std::vector<Generator>& generators() {
         unary_generator(), binary_generator(), bias_act_generator(), reduce_generator(),
         softmax_generator(), norm_generator(),  dot_generator(),     gemv_generator(),
         cast_generator(),  rope_generator(), matmul_simple_generator(), matmul_tiled_generator(),
-        conv2d_generator(),
+        conv2d_generator(), attention_generator(),
     };
   }();
   return table;

@@ -338,6 +338,11 @@ inline void bra_if(Kernel& k, Reg<Pred> p, Label l, bool negate = false) {
   k.emit("bra", {k.label_text(l)});
 }
 inline void bar_sync(Kernel& k) { k.emit("bar.sync", {"0"}); }
+// Orders shared-memory accesses among the lanes of one warp (all 32 take part).
+inline void bar_warp_sync(Kernel& k) {
+  k.require(60, 0, "bar.warp.sync");
+  k.emit("bar.warp.sync", {"-1"});
+}
 
 enum class Shfl { up, down, bfly, idx };
 std::string_view shfl_name(Shfl m) noexcept;
