@@ -4,6 +4,7 @@
 #define CATCH_CONFIG_MAIN
 #include <catch2/catch.hpp>
 
+#include <unistd.h>
 #include <array>
 #include <atomic>
 #include <cstdio>
@@ -14,7 +15,6 @@
 #include <regex>
 #include <sstream>
 #include <thread>
-#include <unistd.h>
 
 #include "backends/cuda_ptx/driver/libcuda_loader.hpp"
 #include "backends/cuda_ptx/kernels/registry.hpp"
@@ -36,7 +36,8 @@ std::string small_kernel(Target target) {
   Ptr<Shared, F32> tile = shared_array<F32>(k, "tile", 128, 16);
   Reg<U32> tid = special(k, Special::tid_x);
   Reg<F32> acc = mov<F32>(k, 0.0f);
-  for_range<U32>(k, tid, n, 128u, [&](Reg<U32> i) { assign(k, acc, V<F32>(add(k, acc, V<F32>(ld(k, element(k, x, i)))))); });
+  for_range<U32>(k, tid, n, 128u,
+                 [&](Reg<U32> i) { assign(k, acc, V<F32>(add(k, acc, V<F32>(ld(k, element(k, x, i)))))); });
   st(k, element(k, tile, tid), V<F32>(acc));
   bar_sync(k);
   auto v = ld_v<4>(k, tile.at(4));
@@ -315,9 +316,8 @@ TEST_CASE("driver calls fail as trine::Error naming the op, the call and the err
   api.cuMemAlloc = [](CUdeviceptr*, std::size_t) { return CUDA_ERROR_OUT_OF_MEMORY; };
   CUdeviceptr p = 0;
   CHECK_THROWS_MATCHES(TRINE_CU(&api, "copy", cuMemAlloc, &p, 1), trine::Error,
-                       Catch::Predicate<trine::Error>([](const trine::Error& e) {
-                         return e.code() == trine::ErrorCode::out_of_memory;
-                       }));
+                       Catch::Predicate<trine::Error>(
+                           [](const trine::Error& e) { return e.code() == trine::ErrorCode::out_of_memory; }));
   CHECK(std::string(result_name(nullptr, 12345)) == "CUDA_ERROR_(unnamed)");
   CHECK(std::string(result_name(nullptr, CUDA_ERROR_INVALID_PTX)) == "CUDA_ERROR_INVALID_PTX");
 }

@@ -24,6 +24,6 @@ inline constexpr CUresult CUDA_ERROR_ENTRY_MISSING = CUDA_ERROR_NOT_SUPPORTED;
 
 // Calls one table entry and checks it: TRINE_CU(api, "matmul", cuMemAlloc, &ptr, bytes).
 // The error names the op, the call as written and the driver's error name.
-#define TRINE_CU(api, op, fn, ...)                                                                                \
+#define TRINE_CU(api, op, fn, ...)                                                                                 \
   ::trine::cuda::check_driver((api), (api)->fn ? (api)->fn(__VA_ARGS__) : ::trine::cuda::CUDA_ERROR_ENTRY_MISSING, \
                               (op), #fn "(" #__VA_ARGS__ ")")

@@ -19,8 +19,10 @@ std::string generate_cast(const std::string& config, Target target) {
     Ptr<Global, U32> x32 = global_ptr<U32>(k, x), y32 = global_ptr<U32>(k, y);
     Ptr<Global, U16> x16 = global_ptr<U16>(k, x), y16 = global_ptr<U16>(k, y);
     grid_stride(k, n, [&](Reg<U64> i) {
-      if (config == "copy_b32") st(k, element(k, y32, i), V<U32>(ld(k, element(k, x32, i))));
-      else st(k, element(k, y16, i), V<U16>(ld(k, element(k, x16, i))));
+      if (config == "copy_b32")
+        st(k, element(k, y32, i), V<U32>(ld(k, element(k, x32, i))));
+      else
+        st(k, element(k, y16, i), V<U16>(ld(k, element(k, x16, i))));
     });
     return module_text(k);
   }

@@ -25,12 +25,12 @@ std::string generate(const std::string& config, Target target) {
   Reg<Pred> has_bias = setp(k, Cmp::ne, bias_raw, V<U64>(0u));
 
   Reg<U32> g = special(k, Special::ctaid_z);
-  Reg<U32> cg = div(k, channels, V<U32>(groups));   // channels per group
-  Reg<U32> kg = div(k, filters, V<U32>(groups));    // filters per group
+  Reg<U32> cg = div(k, channels, V<U32>(groups));  // channels per group
+  Reg<U32> kg = div(k, filters, V<U32>(groups));   // filters per group
   Reg<U32> rs = mul(k, kh, V<U32>(kw));
-  Reg<U32> krs = mul(k, cg, V<U32>(rs));            // GEMM reduced length
+  Reg<U32> krs = mul(k, cg, V<U32>(rs));  // GEMM reduced length
   Reg<U32> pq = mul(k, out_h, V<U32>(out_w));
-  Reg<U32> cols = mul(k, batch, V<U32>(pq));        // GEMM columns
+  Reg<U32> cols = mul(k, batch, V<U32>(pq));  // GEMM columns
   Reg<U32> m0 = mul(k, special(k, Special::ctaid_y), V<U32>(std::uint32_t(t.bm)));
   Reg<U32> n0 = mul(k, special(k, Special::ctaid_x), V<U32>(std::uint32_t(t.bn)));
   Reg<U32> first_filter = mul(k, g, V<U32>(kg));
@@ -39,7 +39,8 @@ std::string generate(const std::string& config, Target target) {
   gemm_tiled(
       k, t, kg, cols, krs, m0, n0,
       [&](Reg<U32> row, Reg<U32> col, Reg<Pred> inside) {  // w[g*kg + row][col], rows of length krs
-        Reg<U64> idx = fma(k, to_u64(k, add(k, first_filter, V<U32>(row))), V<U64>(to_u64(k, krs)), V<U64>(to_u64(k, col)));
+        Reg<U64> idx =
+            fma(k, to_u64(k, add(k, first_filter, V<U32>(row))), V<U64>(to_u64(k, krs)), V<U64>(to_u64(k, col)));
         return load_f32_if(k, Elem::f32, w, idx, inside);
       },
       [&](Reg<U32> row, Reg<U32> col, Reg<Pred> inside) {  // x[image][g*cg + c][h][w] for (c, r, s) x (image, p, q)

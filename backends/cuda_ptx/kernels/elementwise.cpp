@@ -12,9 +12,9 @@ constexpr std::int64_t grid_cap = 8192;  // a grid-stride loop covers the rest
 
 std::vector<std::string> activation_configs() {
   std::vector<std::string> c;
-  for (Activation a : {Activation::identity, Activation::relu, Activation::leaky_relu, Activation::elu,
-                       Activation::sigmoid, Activation::tanh, Activation::silu, Activation::gelu,
-                       Activation::gelu_tanh, Activation::clip}) {
+  for (Activation a :
+       {Activation::identity, Activation::relu, Activation::leaky_relu, Activation::elu, Activation::sigmoid,
+        Activation::tanh, Activation::silu, Activation::gelu, Activation::gelu_tanh, Activation::clip}) {
     c.emplace_back(activation_name(a));
   }
   return c;

@@ -4,37 +4,9 @@
 #include "backends/cuda_ptx/kernels/gemm_tile.hpp"
 
 namespace trine::cuda::kernels {
-namespace {
 
-struct Config {
-  Elem a = Elem::f32, b = Elem::f32;
-  std::string tile;  // "" (simple), "64", "128"
-};
-
-// "<a>_<b>" (simple) or "<a>_<b>_<tile>" (tiled).
-bool parse(const std::string& config, bool tiled, Config& c) {
-  auto first = config.find('_');
-  if (first == std::string::npos) return false;
-  auto second = config.find('_', first + 1);
-  std::string b = config.substr(first + 1, second == std::string::npos ? std::string::npos : second - first - 1);
-  if (!parse_elem(config.substr(0, first), c.a) || !parse_elem(b, c.b)) return false;
-  c.tile = second == std::string::npos ? "" : config.substr(second + 1);
-  return tiled ? (c.tile == "64" || c.tile == "128") : c.tile.empty();
-}
-
-struct Operands {
-  Reg<U64> a, b;
-  Ptr<Global, F32> c;
-  Reg<U32> m, n, kdim;
-  Reg<U64> a_row, a_col, b_row, b_col;  // element strides (two's complement)
-  Reg<U64> a_batch;                      // where this CTA's batch starts in A and B (elements)
-  Reg<U64> b_batch;
-  Reg<U64> c_batch;
-};
-
-// Declares the family's parameters (the same list for every matmul kernel) and resolves the batch.
-Operands load_operands(Kernel& k) {
-  Operands o;
+MatmulOperands load_matmul_operands(Kernel& k) {
+  MatmulOperands o;
   o.a = global_ptr<F32>(k, param<U64>(k, "a")).base;
   o.b = global_ptr<F32>(k, param<U64>(k, "b")).base;
   o.c = param_ptr<F32>(k, "c");
@@ -58,13 +30,47 @@ Operands load_operands(Kernel& k) {
   return o;
 }
 
-Reg<U64> offset2(Kernel& k, Reg<U64> start, Reg<U32> i, Reg<U64> si, Reg<U32> j, Reg<U64> sj) {
+Reg<U64> matmul_offset(Kernel& k, Reg<U64> start, Reg<U32> i, Reg<U64> si, Reg<U32> j, Reg<U64> sj) {
   return fma(k, to_u64(k, i), V<U64>(si), V<U64>(fma(k, to_u64(k, j), V<U64>(sj), V<U64>(start))));
 }
 
-void store_c(Kernel& k, const Operands& o, Reg<U32> row, Reg<U32> col, Reg<F32> v) {
+void matmul_store(Kernel& k, const MatmulOperands& o, Reg<U32> row, Reg<U32> col, Reg<F32> v) {
   Reg<U64> idx = add(k, o.c_batch, V<U64>(add(k, mul_wide(k, row, V<U32>(o.n)), V<U64>(to_u64(k, col)))));
   st(k, element(k, o.c, idx), V<F32>(v));
+}
+
+void matmul_tiled_body(Kernel& k, const TileShape& t, Elem ea, Elem eb) {
+  k.set_max_threads(t.threads());
+  MatmulOperands o = load_matmul_operands(k);
+  Reg<U32> m0 = mul(k, special(k, Special::ctaid_y), V<U32>(std::uint32_t(t.bm)));
+  Reg<U32> n0 = mul(k, special(k, Special::ctaid_x), V<U32>(std::uint32_t(t.bn)));
+  gemm_tiled(
+      k, t, o.m, o.n, o.kdim, m0, n0,
+      [&](Reg<U32> row, Reg<U32> col, Reg<Pred> inside) {
+        return load_f32_if(k, ea, o.a, matmul_offset(k, o.a_batch, row, o.a_row, col, o.a_col), inside);
+      },
+      [&](Reg<U32> row, Reg<U32> col, Reg<Pred> inside) {
+        return load_f32_if(k, eb, o.b, matmul_offset(k, o.b_batch, row, o.b_row, col, o.b_col), inside);
+      },
+      [&](Reg<U32> row, Reg<U32> col, Reg<F32> v) { matmul_store(k, o, row, col, v); });
+}
+
+namespace {
+
+struct Config {
+  Elem a = Elem::f32, b = Elem::f32;
+  std::string tile;  // "" (simple), "64", "128"
+};
+
+// "<a>_<b>" (simple) or "<a>_<b>_<tile>" (tiled).
+bool parse(const std::string& config, bool tiled, Config& c) {
+  auto first = config.find('_');
+  if (first == std::string::npos) return false;
+  auto second = config.find('_', first + 1);
+  std::string b = config.substr(first + 1, second == std::string::npos ? std::string::npos : second - first - 1);
+  if (!parse_elem(config.substr(0, first), c.a) || !parse_elem(b, c.b)) return false;
+  c.tile = second == std::string::npos ? "" : config.substr(second + 1);
+  return tiled ? (c.tile == "64" || c.tile == "128") : c.tile.empty();
 }
 
 std::string generate_simple(const std::string& config, Target target) {
@@ -72,21 +78,21 @@ std::string generate_simple(const std::string& config, Target target) {
   if (!parse(config, false, c)) unknown_config("matmul_simple", config);
   Kernel k(kernel_name("matmul_simple", config), target);
   k.set_max_threads(256);
-  Operands o = load_operands(k);
-  Reg<U32> col = fma(k, special(k, Special::ctaid_x), V<U32>(special(k, Special::ntid_x)),
-                     V<U32>(special(k, Special::tid_x)));
-  Reg<U32> row = fma(k, special(k, Special::ctaid_y), V<U32>(special(k, Special::ntid_y)),
-                     V<U32>(special(k, Special::tid_y)));
+  MatmulOperands o = load_matmul_operands(k);
+  Reg<U32> col =
+      fma(k, special(k, Special::ctaid_x), V<U32>(special(k, Special::ntid_x)), V<U32>(special(k, Special::tid_x)));
+  Reg<U32> row =
+      fma(k, special(k, Special::ctaid_y), V<U32>(special(k, Special::ntid_y)), V<U32>(special(k, Special::tid_y)));
   Label done = k.new_label();
   Reg<Pred> inside = and_(k, setp(k, Cmp::lt, row, V<U32>(o.m)), V<Pred>(setp(k, Cmp::lt, col, V<U32>(o.n))));
   bra_if(k, inside, done, true);
   Reg<F32> acc = mov<F32>(k, 0.0f);
   for_range<U32>(k, 0u, o.kdim, 1u, [&](Reg<U32> kk) {
-    Reg<F32> av = load_f32(k, c.a, o.a, offset2(k, o.a_batch, row, o.a_row, kk, o.a_col));
-    Reg<F32> bv = load_f32(k, c.b, o.b, offset2(k, o.b_batch, kk, o.b_row, col, o.b_col));
+    Reg<F32> av = load_f32(k, c.a, o.a, matmul_offset(k, o.a_batch, row, o.a_row, kk, o.a_col));
+    Reg<F32> bv = load_f32(k, c.b, o.b, matmul_offset(k, o.b_batch, kk, o.b_row, col, o.b_col));
     fma_to(k, acc, av, V<F32>(bv));
   });
-  store_c(k, o, row, col, acc);
+  matmul_store(k, o, row, col, acc);
   place(k, done);
   return module_text(k);
 }
@@ -98,21 +104,8 @@ TileShape tile_shape(const std::string& tile) {
 std::string generate_tiled(const std::string& config, Target target) {
   Config c;
   if (!parse(config, true, c)) unknown_config("matmul_tiled", config);
-  TileShape t = tile_shape(c.tile);
   Kernel k(kernel_name("matmul_tiled", config), target);
-  k.set_max_threads(t.threads());
-  Operands o = load_operands(k);
-  Reg<U32> m0 = mul(k, special(k, Special::ctaid_y), V<U32>(std::uint32_t(t.bm)));
-  Reg<U32> n0 = mul(k, special(k, Special::ctaid_x), V<U32>(std::uint32_t(t.bn)));
-  gemm_tiled(
-      k, t, o.m, o.n, o.kdim, m0, n0,
-      [&](Reg<U32> row, Reg<U32> col, Reg<Pred> inside) {
-        return load_f32_if(k, c.a, o.a, offset2(k, o.a_batch, row, o.a_row, col, o.a_col), inside);
-      },
-      [&](Reg<U32> row, Reg<U32> col, Reg<Pred> inside) {
-        return load_f32_if(k, c.b, o.b, offset2(k, o.b_batch, row, o.b_row, col, o.b_col), inside);
-      },
-      [&](Reg<U32> row, Reg<U32> col, Reg<F32> v) { store_c(k, o, row, col, v); });
+  matmul_tiled_body(k, tile_shape(c.tile), c.a, c.b);
   return module_text(k);
 }
 
@@ -134,13 +127,13 @@ Launch geometry_tiled(const std::string& config, std::span<const std::int64_t> s
   return l;
 }
 
-constexpr std::string_view matmul_params =
+}  // namespace
+
+const std::string_view matmul_params =
     "a, b: pointers (dtype per config), c: f32* (contiguous [batch, m, n]), m, n, k: u32, "
     "sa_m, sa_k, sb_k, sb_n: s64 element strides of A[m, k] and B[k, n] (a transpose swaps them), "
     "batch_inner: u32 (z = outer * batch_inner + inner), sa_outer, sa_inner, sb_outer, sb_inner: s64 batch "
     "strides (0 where that input broadcasts)";
-
-}  // namespace
 
 Generator matmul_simple_generator() {
   return Generator{"matmul_simple",

@@ -37,7 +37,8 @@ std::string generate(const std::string& config, Target target) {
     Reg<F32> mean = mov<F32>(k, 0.0f);
     if (layer) {
       Reg<F32> acc = mov<F32>(k, 0.0f);
-      for_range<U32>(k, lane, n, 32u, [&](Reg<U32> j) { assign(k, acc, V<F32>(add(k, acc, V<F32>(ld(k, element(k, x, at(j))))))); });
+      for_range<U32>(k, lane, n, 32u,
+                     [&](Reg<U32> j) { assign(k, acc, V<F32>(add(k, acc, V<F32>(ld(k, element(k, x, at(j))))))); });
       mean = mul(k, warp_sum(k, acc), V<F32>(inv_n));
     }
     Reg<F32> sq = mov<F32>(k, 0.0f);

@@ -37,7 +37,8 @@ std::string generate(const std::string& config, Target target) {
     Reg<U32> tid = special(k, Special::tid_x);
     Reg<U32> lane = and_(k, tid, V<U32>(31u));
     Reg<U32> warp = shr(k, tid, 5u);
-    Reg<U64> first = add(k, mul_wide(k, special(k, Special::ctaid_x), V<U32>(warps_per_block)), V<U64>(to_u64(k, warp)));
+    Reg<U64> first =
+        add(k, mul_wide(k, special(k, Special::ctaid_x), V<U32>(warps_per_block)), V<U64>(to_u64(k, warp)));
     Reg<U64> stride = mul_wide(k, special(k, Special::nctaid_x), V<U32>(warps_per_block));
     for_range<U64>(k, first, outer, stride, [&](Reg<U64> row) {  // warp-uniform
       Reg<U64> base = mul(k, row, V<U64>(to_u64(k, r)));

@@ -6,10 +6,10 @@ namespace trine::cuda::kernels {
 const std::vector<Generator>& generators() {
   static const std::vector<Generator> table = [] {
     return std::vector<Generator>{
-        unary_generator(), binary_generator(), bias_act_generator(), reduce_generator(),
-        softmax_generator(), norm_generator(),  dot_generator(),     gemv_generator(),
-        cast_generator(),  rope_generator(), matmul_simple_generator(), matmul_tiled_generator(),
-        conv2d_generator(), attention_generator(),
+        unary_generator(),      binary_generator(), bias_act_generator(),      reduce_generator(),
+        softmax_generator(),    norm_generator(),   dot_generator(),           gemv_generator(),
+        cast_generator(),       rope_generator(),   matmul_simple_generator(), matmul_tiled_generator(),
+        matmul_mma_generator(), conv2d_generator(), attention_generator(),
     };
   }();
   return table;

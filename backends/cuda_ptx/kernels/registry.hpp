@@ -20,8 +20,8 @@ struct Launch {
 };
 
 struct Generator {
-  std::string_view name;     // the family: "unary", "matmul_tiled", ...
-  std::string_view ops;      // the ops of ops.def it serves
+  std::string_view name;             // the family: "unary", "matmul_tiled", ...
+  std::string_view ops;              // the ops of ops.def it serves
   std::vector<std::string> configs;  // shipped configurations
   // The module's PTX for one configuration and target: one .entry named kernel_name(name, config).
   // Throws Error(invalid_argument) for an unknown configuration, Error(unsupported) for a target

@@ -43,7 +43,8 @@ Reg<F32> final_sum(Kernel& k, Online o) {
 std::string generate(const std::string& config, Target target) {
   bool is_log = config.starts_with("log_softmax_");
   std::string layout = config.substr(config.rfind('_') + 1);
-  if (config != "softmax_row" && config != "softmax_col" && config != "log_softmax_row" && config != "log_softmax_col") {
+  if (config != "softmax_row" && config != "softmax_col" && config != "log_softmax_row" &&
+      config != "log_softmax_col") {
     unknown_config("softmax", config);
   }
   Kernel k(kernel_name("softmax", config), target);
@@ -68,14 +69,14 @@ std::string generate(const std::string& config, Target target) {
     Reg<U32> tid = special(k, Special::tid_x);
     Reg<U32> lane = and_(k, tid, V<U32>(31u));
     Reg<U32> warp = shr(k, tid, 5u);
-    Reg<U64> first = add(k, mul_wide(k, special(k, Special::ctaid_x), V<U32>(warps_per_block)), V<U64>(to_u64(k, warp)));
+    Reg<U64> first =
+        add(k, mul_wide(k, special(k, Special::ctaid_x), V<U32>(warps_per_block)), V<U64>(to_u64(k, warp)));
     Reg<U64> stride = mul_wide(k, special(k, Special::nctaid_x), V<U32>(warps_per_block));
     for_range<U64>(k, first, outer, stride, [&](Reg<U64> row) {
       Reg<U64> base = mul(k, row, V<U64>(to_u64(k, r)));
       Online o{mov<F32>(k, neg_inf), mov<F32>(k, 0.0f)};
-      for_range<U32>(k, lane, r, 32u, [&](Reg<U32> j) {
-        online_add(k, o, ld(k, element(k, x, add(k, base, V<U64>(to_u64(k, j))))));
-      });
+      for_range<U32>(k, lane, r, 32u,
+                     [&](Reg<U32> j) { online_add(k, o, ld(k, element(k, x, add(k, base, V<U64>(to_u64(k, j)))))); });
       Online all = o;
       for (std::uint32_t offset = 16; offset >= 1; offset /= 2) {
         all = merge(k, all, Online{shfl(k, Shfl::bfly, all.m, offset), shfl(k, Shfl::bfly, all.s, offset)});
@@ -93,9 +94,8 @@ std::string generate(const std::string& config, Target target) {
         online_add(k, on, ld(k, element(k, x, fma(k, to_u64(k, j), V<U64>(inner), V<U64>(base)))));
       });
       Reg<F32> scale = row_scale(final_sum(k, on));
-      for_range<U32>(k, 0u, r, 1u, [&](Reg<U32> j) {
-        write(fma(k, to_u64(k, j), V<U64>(inner), V<U64>(base)), on.m, scale);
-      });
+      for_range<U32>(k, 0u, r, 1u,
+                     [&](Reg<U32> j) { write(fma(k, to_u64(k, j), V<U64>(inner), V<U64>(base)), on.m, scale); });
     });
   }
   return module_text(k);
@@ -105,8 +105,9 @@ Launch geometry(const std::string& config, std::span<const std::int64_t> sizes) 
   Launch l;
   l.block = {block_threads, 1, 1};
   std::int64_t outer = sizes.size() > 0 ? sizes[0] : 1, inner = sizes.size() > 2 ? sizes[2] : 1;
-  l.grid = {config.ends_with("_row") ? blocks_for(outer, warps_per_block) : blocks_for(outer * inner, block_threads, 8192),
-            1, 1};
+  l.grid = {
+      config.ends_with("_row") ? blocks_for(outer, warps_per_block) : blocks_for(outer * inner, block_threads, 8192), 1,
+      1};
   return l;
 }
 

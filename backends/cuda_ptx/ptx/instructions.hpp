@@ -26,22 +26,31 @@ inline std::string op(std::initializer_list<std::string_view> parts) {
 // How ld/st name a type: 16-bit floats and packed pairs move as raw bits.
 template <RegType T>
 constexpr std::string_view mem_suffix() {
-  if constexpr (std::is_same_v<T, F16> || std::is_same_v<T, BF16>) return "b16";
-  else if constexpr (std::is_same_v<T, F16x2> || std::is_same_v<T, BF16x2>) return "b32";
-  else return T::ptx;
+  if constexpr (std::is_same_v<T, F16> || std::is_same_v<T, BF16>)
+    return "b16";
+  else if constexpr (std::is_same_v<T, F16x2> || std::is_same_v<T, BF16x2>)
+    return "b32";
+  else
+    return T::ptx;
 }
 // Logic ops name only the width (and.b32), or .pred.
 template <RegType T>
 constexpr std::string_view bits_suffix() {
-  if constexpr (std::is_same_v<T, Pred>) return "pred";
-  else if constexpr (T::bytes == 2) return "b16";
-  else if constexpr (T::bytes == 4) return "b32";
-  else return "b64";
+  if constexpr (std::is_same_v<T, Pred>)
+    return "pred";
+  else if constexpr (T::bytes == 2)
+    return "b16";
+  else if constexpr (T::bytes == 4)
+    return "b32";
+  else
+    return "b64";
 }
 template <class T>
 constexpr std::string_view arith_suffix() {  // mul/mad on integers need .lo; floats round to nearest
-  if constexpr (FloatType<T>) return "rn";
-  else return "lo";
+  if constexpr (FloatType<T>)
+    return "rn";
+  else
+    return "lo";
 }
 }  // namespace detail
 
@@ -59,8 +68,7 @@ void assign(Kernel& k, Reg<T> dst, V<T> a) {
 }
 // Reinterprets the bits of a register as another type of the same size.
 template <RegType To, RegType From>
-  requires(To::bytes == From::bytes && To::bytes > 0)
-Reg<To> bitcast(Kernel& k, Reg<From> a) {
+requires(To::bytes == From::bytes && To::bytes > 0) Reg<To> bitcast(Kernel& k, Reg<From> a) {
   Reg<To> d = k.reg<To>();
   std::string t = "b" + std::to_string(To::bytes * 8);
   k.emit(detail::op({"mov", t}), {k.text(d), k.text(a)});
@@ -101,8 +109,7 @@ void fma_to(Kernel& k, Reg<T> dst, Reg<T> a, V<T> b) {
 }
 // The full product of two 32-bit integers as 64 bits (mul.wide).
 template <class T>
-  requires(std::is_same_v<T, U32> || std::is_same_v<T, S32>)
-auto mul_wide(Kernel& k, Reg<T> a, V<T> b) {
+requires(std::is_same_v<T, U32> || std::is_same_v<T, S32>) auto mul_wide(Kernel& k, Reg<T> a, V<T> b) {
   using W = std::conditional_t<std::is_same_v<T, U32>, U64, S64>;
   Reg<W> d = k.reg<W>();
   k.emit(detail::op({"mul", "wide", T::ptx}), {k.text(d), k.text(a), k.text(b)});
@@ -134,15 +141,13 @@ Reg<T> max(Kernel& k, Reg<T> a, V<T> b) {
   return d;
 }
 template <NumericType T>
-  requires(FloatType<T> || SignedType<T>)
-Reg<T> neg(Kernel& k, Reg<T> a) {
+requires(FloatType<T> || SignedType<T>) Reg<T> neg(Kernel& k, Reg<T> a) {
   Reg<T> d = k.reg<T>();
   k.emit(detail::op({"neg", T::ptx}), {k.text(d), k.text(a)});
   return d;
 }
 template <NumericType T>
-  requires(FloatType<T> || SignedType<T>)
-Reg<T> abs(Kernel& k, Reg<T> a) {
+requires(FloatType<T> || SignedType<T>) Reg<T> abs(Kernel& k, Reg<T> a) {
   Reg<T> d = k.reg<T>();
   k.emit(detail::op({"abs", T::ptx}), {k.text(d), k.text(a)});
   return d;
@@ -168,15 +173,14 @@ Reg<T> xor_(Kernel& k, Reg<T> a, V<T> b) {
   return d;
 }
 template <BitsType T>
-  requires(!std::is_same_v<T, Pred>)
-Reg<T> shl(Kernel& k, Reg<T> a, V<U32> bits) {
+requires(!std::is_same_v<T, Pred>) Reg<T> shl(Kernel& k, Reg<T> a, V<U32> bits) {
   Reg<T> d = k.reg<T>();
   k.emit(detail::op({"shl", detail::bits_suffix<T>()}), {k.text(d), k.text(a), k.text(bits)});
   return d;
 }
 template <BitsType T>
-  requires(!std::is_same_v<T, Pred>)
-Reg<T> shr(Kernel& k, Reg<T> a, V<U32> bits) {  // logical for unsigned/bits, arithmetic for signed
+requires(!std::is_same_v<T, Pred>) Reg<T> shr(Kernel& k, Reg<T> a,
+                                              V<U32> bits) {  // logical for unsigned/bits, arithmetic for signed
   Reg<T> d = k.reg<T>();
   k.emit(detail::op({"shr", T::ptx}), {k.text(d), k.text(a), k.text(bits)});
   return d;
@@ -193,8 +197,7 @@ Reg<Pred> setp(Kernel& k, Cmp c, Reg<T> a, V<T> b) {
   return d;
 }
 template <RegType T>
-  requires(!std::is_same_v<T, Pred>)
-Reg<T> selp(Kernel& k, V<T> if_true, V<T> if_false, Reg<Pred> p) {
+requires(!std::is_same_v<T, Pred>) Reg<T> selp(Kernel& k, V<T> if_true, V<T> if_false, Reg<Pred> p) {
   Reg<T> d = k.reg<T>();
   k.emit(detail::op({"selp", detail::mem_suffix<T>()}), {k.text(d), k.text(if_true), k.text(if_false), k.text(p)});
   return d;
@@ -210,8 +213,8 @@ enum class Round { none, rn, rz, rni, rzi, rmi };
 std::string_view round_name(Round r) noexcept;
 
 template <RegType To, RegType From>
-  requires(!std::is_same_v<To, Pred> && !std::is_same_v<From, Pred>)
-Reg<To> cvt(Kernel& k, Reg<From> a, Round r = Round::none) {
+requires(!std::is_same_v<To, Pred> && !std::is_same_v<From, Pred>) Reg<To> cvt(Kernel& k, Reg<From> a,
+                                                                               Round r = Round::none) {
   if constexpr (std::is_same_v<To, BF16>) k.require(70, 80, "cvt to bf16");
   if constexpr (std::is_same_v<From, BF16>) k.require(78, 90, "cvt from bf16");
   Reg<To> d = k.reg<To>();
@@ -252,14 +255,12 @@ void ld_to(Kernel& k, Reg<T> dst, const Ptr<S, T>& p) {
   k.emit(detail::op({"ld", S::name, detail::mem_suffix<T>()}), {k.text(dst), k.address(p)});
 }
 template <StateSpace S, MemType T>
-  requires(!std::is_same_v<S, Param>)
-void st(Kernel& k, const Ptr<S, T>& p, V<T> v) {
+requires(!std::is_same_v<S, Param>) void st(Kernel& k, const Ptr<S, T>& p, V<T> v) {
   k.emit(detail::op({"st", S::name, detail::mem_suffix<T>()}), {k.address(p), k.text(v)});
 }
 // Vector loads and stores of 2 or 4 elements; the address must be aligned to N * sizeof(T).
 template <int N, StateSpace S, MemType T>
-  requires((N == 2 || N == 4) && !std::is_same_v<S, Param>)
-std::array<Reg<T>, N> ld_v(Kernel& k, const Ptr<S, T>& p) {
+requires((N == 2 || N == 4) && !std::is_same_v<S, Param>) std::array<Reg<T>, N> ld_v(Kernel& k, const Ptr<S, T>& p) {
   std::array<Reg<T>, N> d;
   std::string list = "{";
   for (int i = 0; i < N; ++i) {
@@ -270,8 +271,8 @@ std::array<Reg<T>, N> ld_v(Kernel& k, const Ptr<S, T>& p) {
   return d;
 }
 template <int N, StateSpace S, MemType T>
-  requires((N == 2 || N == 4) && !std::is_same_v<S, Param>)
-void st_v(Kernel& k, const Ptr<S, T>& p, const std::array<Reg<T>, N>& v) {
+requires((N == 2 || N == 4) && !std::is_same_v<S, Param>) void st_v(Kernel& k, const Ptr<S, T>& p,
+                                                                    const std::array<Reg<T>, N>& v) {
   std::string list = "{";
   for (int i = 0; i < N; ++i) list += (i ? ", " : "") + k.text(v[i]);
   k.emit(detail::op({"st", S::name, N == 2 ? "v2" : "v4", detail::mem_suffix<T>()}), {k.address(p), list + "}"});
@@ -321,7 +322,21 @@ Ptr<Shared, T> element(Kernel& k, const Ptr<Shared, T>& p, Reg<U32> i) {
 }
 
 // ---- special registers ----
-enum class Special { tid_x, tid_y, tid_z, ntid_x, ntid_y, ntid_z, ctaid_x, ctaid_y, ctaid_z, nctaid_x, nctaid_y, nctaid_z, laneid };
+enum class Special {
+  tid_x,
+  tid_y,
+  tid_z,
+  ntid_x,
+  ntid_y,
+  ntid_z,
+  ctaid_x,
+  ctaid_y,
+  ctaid_z,
+  nctaid_x,
+  nctaid_y,
+  nctaid_z,
+  laneid
+};
 std::string_view special_name(Special s) noexcept;
 inline Reg<U32> special(Kernel& k, Special s) {
   Reg<U32> d = k.reg<U32>();
@@ -348,8 +363,7 @@ enum class Shfl { up, down, bfly, idx };
 std::string_view shfl_name(Shfl m) noexcept;
 // shfl.sync over the full warp; b: lane or lane offset; c: the clamp/segment operand.
 template <RegType T>
-  requires(T::bytes == 4)
-Reg<T> shfl(Kernel& k, Shfl mode, Reg<T> a, V<U32> b) {
+requires(T::bytes == 4) Reg<T> shfl(Kernel& k, Shfl mode, Reg<T> a, V<U32> b) {
   k.require(60, 0, "shfl.sync");
   Reg<T> d = k.reg<T>();
   std::string c = mode == Shfl::up ? "0" : "31";
@@ -360,8 +374,8 @@ Reg<T> shfl(Kernel& k, Shfl mode, Reg<T> a, V<U32> b) {
 // A counted loop tested at the bottom: body(i) for i = begin, begin + step, ... while i < end.
 // Registers written in the body with assign() carry their values from one iteration to the next.
 template <class T, class Body>
-  requires(std::is_same_v<T, U32> || std::is_same_v<T, U64> || std::is_same_v<T, S32>)
-void for_range(Kernel& k, V<T> begin, V<T> end, V<T> step, Body&& body) {
+requires(std::is_same_v<T, U32> || std::is_same_v<T, U64> ||
+         std::is_same_v<T, S32>) void for_range(Kernel& k, V<T> begin, V<T> end, V<T> step, Body&& body) {
   Reg<T> i = mov<T>(k, begin);
   Label top = k.new_label(), test = k.new_label();
   bra(k, test);

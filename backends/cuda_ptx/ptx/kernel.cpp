@@ -152,12 +152,24 @@ std::string Kernel::text() const {
   s += "{\n";
   // Declared after the body was built: each type's counter is final now.
   static constexpr std::array<std::pair<std::string_view, std::string_view>, type_slot_count> decls = {{
-      {Pred::decl, Pred::prefix},   {B16::decl, B16::prefix},   {B32::decl, B32::prefix},
-      {B64::decl, B64::prefix},     {U8::decl, U8::prefix},     {U16::decl, U16::prefix},
-      {U32::decl, U32::prefix},     {U64::decl, U64::prefix},   {S8::decl, S8::prefix},
-      {S16::decl, S16::prefix},     {S32::decl, S32::prefix},   {S64::decl, S64::prefix},
-      {F16::decl, F16::prefix},     {BF16::decl, BF16::prefix}, {F32::decl, F32::prefix},
-      {F64::decl, F64::prefix},     {F16x2::decl, F16x2::prefix}, {BF16x2::decl, BF16x2::prefix},
+      {Pred::decl, Pred::prefix},
+      {B16::decl, B16::prefix},
+      {B32::decl, B32::prefix},
+      {B64::decl, B64::prefix},
+      {U8::decl, U8::prefix},
+      {U16::decl, U16::prefix},
+      {U32::decl, U32::prefix},
+      {U64::decl, U64::prefix},
+      {S8::decl, S8::prefix},
+      {S16::decl, S16::prefix},
+      {S32::decl, S32::prefix},
+      {S64::decl, S64::prefix},
+      {F16::decl, F16::prefix},
+      {BF16::decl, BF16::prefix},
+      {F32::decl, F32::prefix},
+      {F64::decl, F64::prefix},
+      {F16x2::decl, F16x2::prefix},
+      {BF16x2::decl, BF16x2::prefix},
   }};
   for (int slot = 0; slot < type_slot_count; ++slot) {
     if (counts_[slot] == 0) continue;

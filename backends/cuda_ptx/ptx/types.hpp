@@ -16,7 +16,7 @@ enum class Target { sm_75, sm_80, sm_86, sm_89, sm_90, sm_120 };
 inline constexpr std::array<Target, 6> all_targets = {Target::sm_75, Target::sm_80, Target::sm_86,
                                                       Target::sm_89, Target::sm_90, Target::sm_120};
 std::string_view target_name(Target t) noexcept;  // "sm_80"
-int target_sm(Target t) noexcept;                  // 80
+int target_sm(Target t) noexcept;                 // 80
 // The lowest PTX ISA version (major*10 + minor) that knows the target: 6.3 for sm_75 ... 8.7 for sm_120.
 int target_min_version(Target t) noexcept;
 std::optional<Target> parse_target(std::string_view name) noexcept;
@@ -68,8 +68,8 @@ concept SignedType = std::is_same_v<T, S16> || std::is_same_v<T, S32> || std::is
 template <class T>
 concept IntType = UnsignedType<T> || SignedType<T>;
 template <class T>
-concept BitsType = std::is_same_v<T, B16> || std::is_same_v<T, B32> || std::is_same_v<T, B64> ||
-                   std::is_same_v<T, Pred> || IntType<T>;
+concept BitsType =
+    std::is_same_v<T, B16> || std::is_same_v<T, B32> || std::is_same_v<T, B64> || std::is_same_v<T, Pred> || IntType<T>;
 template <class T>
 concept NumericType = FloatType<T> || IntType<T>;
 // A type that may live in memory (ld/st): everything but predicates.
@@ -91,8 +91,7 @@ struct Val {
   std::variant<Reg<T>, typename T::imm> v;
   Val(Reg<T> r) : v(r) {}  // NOLINT: implicit by design
   template <class I>
-    requires std::is_arithmetic_v<I>
-  Val(I imm) : v(static_cast<typename T::imm>(imm)) {}  // NOLINT: implicit by design
+  requires std::is_arithmetic_v<I> Val(I imm) : v(static_cast<typename T::imm>(imm)) {}  // NOLINT: implicit by design
 };
 
 // ---- state spaces and pointers ----

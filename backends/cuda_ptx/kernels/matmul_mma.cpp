@@ -1,0 +1,158 @@
+// matmul on the tensor cores (sm_80+): a 64x64 CTA tile, eight warps of 32x16, mma.sync m16n8k16
+// with f16 or bf16 inputs and f32 accumulation, fragments from ldmatrix, and a three-stage cp.async
+// pipeline (zero-filled past the matrix edges). On sm_75 the same entry is the tiled kernel.
+#include "backends/cuda_ptx/kernels/gemm_tile.hpp"
+#include "backends/cuda_ptx/ptx/tensor_core.hpp"
+
+namespace trine::cuda::kernels {
+namespace {
+
+constexpr int bm = 64, bn = 64, bk = 32, stages = 3, threads = 256;
+// Rows padded by 8 halves: ldmatrix's eight 16-byte rows then fall in eight different bank groups.
+constexpr int a_pitch = bk + 8;                                // halves per A row ([bm][a_pitch])
+constexpr int b_pitch = bn + 8;                                // halves per B row ([bk][b_pitch])
+constexpr int a_stage = bm * a_pitch, b_stage = bk * b_pitch;  // halves per stage
+
+template <HalfElem E>
+void mma_body(Kernel& k) {
+  k.set_max_threads(threads);
+  MatmulOperands o = load_matmul_operands(k);
+  Ptr<Shared, E> as = shared_array<E>(k, "a_tiles", std::int64_t(stages) * a_stage, 128);
+  Ptr<Shared, E> bs = shared_array<E>(k, "b_tiles", std::int64_t(stages) * b_stage, 128);
+  Reg<U32> tid = special(k, Special::tid_x);
+  Reg<U32> lane = and_(k, tid, V<U32>(31u));
+  Reg<U32> warp = shr(k, tid, 5u);
+  Reg<U32> warp_m = shr(k, warp, 2u), warp_n = and_(k, warp, V<U32>(3u));
+  Reg<U32> m0 = mul(k, special(k, Special::ctaid_y), V<U32>(std::uint32_t(bm)));
+  Reg<U32> n0 = mul(k, special(k, Special::ctaid_x), V<U32>(std::uint32_t(bn)));
+  Ptr<Global, E> a_mem{o.a, 0}, b_mem{o.b, 0};
+
+  // This thread's 16-byte chunk of each tile: A row tid/4, halves 8*(tid%4); B row tid/8, halves 8*(tid%8).
+  Reg<U32> a_row = shr(k, tid, 2u), a_col = shl(k, and_(k, tid, V<U32>(3u)), 3u);
+  Reg<U32> b_row = shr(k, tid, 3u), b_col = shl(k, and_(k, tid, V<U32>(7u)), 3u);
+  Reg<U32> a_dst = fma(k, a_row, V<U32>(std::uint32_t(a_pitch)), V<U32>(a_col));
+  Reg<U32> b_dst = fma(k, b_row, V<U32>(std::uint32_t(b_pitch)), V<U32>(b_col));
+  Reg<U32> a_grow = add(k, m0, V<U32>(a_row)), b_gcol = add(k, n0, V<U32>(b_col));
+  Reg<Pred> a_row_in = setp(k, Cmp::lt, a_grow, V<U32>(o.m));
+  // Bytes of a chunk inside the matrix: 2 * clamp(limit - start, 0, 8).
+  auto chunk_bytes = [&](Reg<U32> limit, Reg<U32> start) {
+    Reg<U32> left = sub(k, max(k, limit, V<U32>(start)), V<U32>(start));
+    return shl(k, min(k, left, V<U32>(8u)), 1u);
+  };
+
+  // Issues the cp.async of k tile `tile` into stage `stage` where `issue` holds.
+  auto load_tile = [&](Reg<U32> stage, Reg<U32> tile, Reg<Pred> issue) {
+    Reg<U32> k0 = mul(k, tile, V<U32>(std::uint32_t(bk)));
+    Reg<U32> a_k = add(k, k0, V<U32>(a_col));
+    Reg<U32> a_bytes = selp<U32>(k, chunk_bytes(o.kdim, a_k), 0u, a_row_in);
+    Reg<U32> b_k = add(k, k0, V<U32>(b_row));
+    Reg<U32> b_bytes = selp<U32>(k, chunk_bytes(o.n, b_gcol), 0u, setp(k, Cmp::lt, b_k, V<U32>(o.kdim)));
+    // An empty chunk reads nothing; its address is the matrix base, never one past the edge.
+    Reg<U64> a_off = matmul_offset(k, o.a_batch, a_grow, o.a_row, a_k, o.a_col);
+    Reg<U64> b_off = matmul_offset(k, o.b_batch, b_k, o.b_row, b_gcol, o.b_col);
+    a_off = selp<U64>(k, a_off, 0u, setp(k, Cmp::ne, a_bytes, V<U32>(0u)));
+    b_off = selp<U64>(k, b_off, 0u, setp(k, Cmp::ne, b_bytes, V<U32>(0u)));
+    Ptr<Shared, E> a_to = element(k, as, fma(k, stage, V<U32>(std::uint32_t(a_stage)), V<U32>(a_dst)));
+    Ptr<Shared, E> b_to = element(k, bs, fma(k, stage, V<U32>(std::uint32_t(b_stage)), V<U32>(b_dst)));
+    Ptr<Global, E> a_from = element(k, a_mem, a_off), b_from = element(k, b_mem, b_off);
+    Kernel::Guard g(k, issue, false);
+    cp_async_16(k, a_to, a_from, a_bytes);
+    cp_async_16(k, b_to, b_from, b_bytes);
+  };
+
+  // ldmatrix row addresses: lanes 0-15 rows 0-15 at column 0, lanes 16-31 the same rows at column 8.
+  Reg<U32> lane_row = and_(k, lane, V<U32>(15u)), lane_col = shl(k, shr(k, lane, 4u), 3u);
+  Reg<U32> a_frag =
+      fma(k, fma(k, warp_m, V<U32>(32u), V<U32>(lane_row)), V<U32>(std::uint32_t(a_pitch)), V<U32>(lane_col));
+  Reg<U32> b_frag =
+      fma(k, lane_row, V<U32>(std::uint32_t(b_pitch)), V<U32>(fma(k, warp_n, V<U32>(16u), V<U32>(lane_col))));
+
+  std::array<std::array<std::array<Reg<F32>, 4>, 2>, 2> acc;  // [m16 tile][n8 tile][fragment]
+  for (auto& mi : acc) {
+    for (auto& ni : mi) {
+      for (auto& r : ni) r = mov<F32>(k, 0.0f);
+    }
+  }
+
+  Reg<U32> tiles = shr(k, add(k, o.kdim, V<U32>(std::uint32_t(bk - 1))), 5u);
+  for (std::uint32_t s = 0; s + 1 < stages; ++s) {
+    load_tile(mov<U32>(k, s), mov<U32>(k, s), setp(k, Cmp::gt, tiles, V<U32>(s)));
+    cp_async_commit(k);
+  }
+  for_range<U32>(k, 0u, tiles, 1u, [&](Reg<U32> kt) {
+    cp_async_wait(k, stages - 2);  // tile kt has landed (for this thread) ...
+    bar_sync(k);                   // ... for every thread, and stage (kt-1)%3 is free to refill
+    Reg<U32> next = add(k, kt, V<U32>(std::uint32_t(stages - 1)));
+    load_tile(rem(k, next, V<U32>(std::uint32_t(stages))), next, setp(k, Cmp::lt, next, V<U32>(tiles)));
+    cp_async_commit(k);  // an empty group near the end keeps the wait count uniform
+    Reg<U32> stage = rem(k, kt, V<U32>(std::uint32_t(stages)));
+    Ptr<Shared, E> a_base = element(k, as, fma(k, stage, V<U32>(std::uint32_t(a_stage)), V<U32>(a_frag)));
+    Ptr<Shared, E> b_base = element(k, bs, fma(k, stage, V<U32>(std::uint32_t(b_stage)), V<U32>(b_frag)));
+    for (int ks = 0; ks < bk; ks += 16) {
+      std::array<std::array<Reg<PairOf<E>>, 4>, 2> a;
+      for (int mi = 0; mi < 2; ++mi) a[mi] = ldmatrix_x4(k, a_base.at(std::int64_t(mi) * 16 * a_pitch + ks), false);
+      // Transposed: matrices (k0-7, n0-7), (k8-15, n0-7), (k0-7, n8-15), (k8-15, n8-15) = b0, b1 of two n8 tiles.
+      auto b = ldmatrix_x4(k, b_base.at(std::int64_t(ks) * b_pitch), true);
+      for (int mi = 0; mi < 2; ++mi) {
+        for (int ni = 0; ni < 2; ++ni) mma_m16n8k16<E>(k, acc[mi][ni], a[mi], {b[2 * ni], b[2 * ni + 1]});
+      }
+    }
+  });
+  cp_async_wait(k, 0);
+
+  // Fragment (i, j) of a 16x8 tile: rows lane/4 (+8 for i >= 2), columns 2*(lane%4) + (i%2).
+  Reg<U32> frag_row = add(k, add(k, m0, V<U32>(mul(k, warp_m, V<U32>(32u)))), V<U32>(shr(k, lane, 2u)));
+  Reg<U32> frag_col =
+      add(k, add(k, n0, V<U32>(mul(k, warp_n, V<U32>(16u)))), V<U32>(shl(k, and_(k, lane, V<U32>(3u)), 1u)));
+  for (int mi = 0; mi < 2; ++mi) {
+    for (int ni = 0; ni < 2; ++ni) {
+      for (int i = 0; i < 4; ++i) {
+        Reg<U32> row = add(k, frag_row, V<U32>(std::uint32_t(mi * 16 + (i >= 2 ? 8 : 0))));
+        Reg<U32> col = add(k, frag_col, V<U32>(std::uint32_t(ni * 8 + (i % 2))));
+        Reg<Pred> inside = and_(k, setp(k, Cmp::lt, row, V<U32>(o.m)), V<Pred>(setp(k, Cmp::lt, col, V<U32>(o.n))));
+        Label skip = k.new_label();
+        bra_if(k, inside, skip, true);
+        matmul_store(k, o, row, col, acc[mi][ni][i]);
+        place(k, skip);
+      }
+    }
+  }
+}
+
+std::string generate(const std::string& config, Target target) {
+  if (config != "f16" && config != "bf16") unknown_config("matmul_mma", config);
+  Kernel k(kernel_name("matmul_mma", config), target);
+  Elem e = config == "f16" ? Elem::f16 : Elem::bf16;
+  if (target_sm(target) < 80) {
+    // No cp.async (and no bf16 mma) before sm_80: the tiled kernel, same tile, block and parameters.
+    matmul_tiled_body(k, TileShape{bm, bn, 16, 4, 4}, e, e);
+  } else if (e == Elem::f16) {
+    mma_body<F16>(k);
+  } else {
+    mma_body<BF16>(k);
+  }
+  return module_text(k);
+}
+
+Launch geometry(const std::string&, std::span<const std::int64_t> s) {
+  Launch l;
+  l.block = {threads, 1, 1};
+  l.grid = {blocks_for(s[2], bn), blocks_for(s[1], bm), std::uint32_t(s[0])};
+  return l;
+}
+
+}  // namespace
+
+Generator matmul_mma_generator() {
+  return Generator{"matmul_mma",
+                   "matmul",
+                   {"f16", "bf16"},
+                   generate,
+                   matmul_params,
+                   "sizes = {batch, m, n, k}; block 256; grid (ceil(n/64), ceil(m/64), batch). sm_80+ needs "
+                   "sa_k == 1 and sb_n == 1 (row-major A and B: other layouts go to matmul_tiled), sa_m, sb_k and "
+                   "the batch strides multiples of 8, a and b 16-byte aligned; sm_75 runs the tiled form (any strides)",
+                   geometry};
+}
+
+}  // namespace trine::cuda::kernels
