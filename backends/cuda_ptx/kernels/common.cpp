@@ -59,9 +59,10 @@ Reg<F32> exp_f32(Kernel& k, Reg<F32> x) {
   Reg<F32> hi = mul(k, x, V<F32>(log2e));
   Reg<F32> lo = fma(k, x, V<F32>(log2e), V<F32>(neg(k, hi)));
   lo = fma(k, x, V<F32>(log2e_lo), V<F32>(lo));
-  // At +-inf the split gives NaN: 2^hi alone is already exact there.
-  Reg<Pred> lo_nan = setp(k, Cmp::nan, lo, V<F32>(lo));
-  lo = selp<F32>(k, 0.0f, lo, lo_nan);
+  // Beyond |hi| = 256, 2^hi alone is already 0 or inf, and the split can be NaN or -inf (inf - inf):
+  // drop lo there. NaN x keeps its NaN (the comparison is false).
+  Reg<Pred> saturated = setp(k, Cmp::gt, abs(k, hi), V<F32>(256.0f));
+  lo = selp<F32>(k, 0.0f, lo, saturated);
   return mul(k, approx(k, Approx::ex2, hi), V<F32>(approx(k, Approx::ex2, lo)));
 }
 
