@@ -77,7 +77,7 @@ std::string generate_simple(const std::string& config, Target target) {
   Config c;
   if (!parse(config, false, c)) unknown_config("matmul_simple", config);
   Kernel k(kernel_name("matmul_simple", config), target);
-  k.set_max_threads(256);
+  k.set_max_block({16, 16, 1});
   MatmulOperands o = load_matmul_operands(k);
   Reg<U32> col =
       fma(k, special(k, Special::ctaid_x), V<U32>(special(k, Special::ntid_x)), V<U32>(special(k, Special::tid_x)));

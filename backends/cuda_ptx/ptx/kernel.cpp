@@ -147,7 +147,10 @@ std::string Kernel::text() const {
     s += " " + params_[i].name;
   }
   s += "\n)\n";
-  if (max_threads_ > 0) s += ".maxntid " + std::to_string(max_threads_) + ", 1, 1\n";
+  if (max_block_[0] > 0) {
+    s += ".maxntid " + std::to_string(max_block_[0]) + ", " + std::to_string(max_block_[1]) + ", " +
+         std::to_string(max_block_[2]) + "\n";
+  }
   if (min_blocks_ > 0) s += ".minnctapersm " + std::to_string(min_blocks_) + "\n";
   s += "{\n";
   // Declared after the body was built: each type's counter is final now.

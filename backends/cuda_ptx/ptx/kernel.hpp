@@ -36,8 +36,10 @@ class Kernel {
   Label new_label() { return Label{labels_++}; }
   // Caps the CTA size (.maxntid), which lets ptxas budget registers for it; min_blocks (.minnctapersm)
   // says how many CTAs must fit on an SM, otherwise ptxas picks its own occupancy goal.
-  void set_max_threads(int threads, int min_blocks = 0) {
-    max_threads_ = threads;
+  void set_max_threads(int threads, int min_blocks = 0) { set_max_block({threads, 1, 1}, min_blocks); }
+  // The same for a 2D/3D block: .maxntid names each dimension's extent.
+  void set_max_block(std::array<int, 3> extents, int min_blocks = 0) {
+    max_block_ = extents;
     min_blocks_ = min_blocks;
   }
 
@@ -122,7 +124,7 @@ class Kernel {
   std::vector<std::string> body_;
   int labels_ = 0;
   int version_ = 0;
-  int max_threads_ = 0;
+  std::array<int, 3> max_block_{0, 0, 0};
   int min_blocks_ = 0;
   std::optional<std::string> guard_;
 };
