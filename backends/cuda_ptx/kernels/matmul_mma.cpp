@@ -1,6 +1,7 @@
 // matmul on the tensor cores (sm_80+): a 64x64 CTA tile, eight warps of 32x16, mma.sync m16n8k16
 // with f16 or bf16 inputs and f32 accumulation, fragments from ldmatrix, and a three-stage cp.async
-// pipeline (zero-filled past the matrix edges). On sm_75 the same entry is the tiled kernel.
+// pipeline (zero-filled past the matrix edges); f32_bf16 rounds f32 inputs to bf16 as it stages them.
+// On sm_75 the same entry is the tiled kernel.
 #include "backends/cuda_ptx/kernels/gemm_tile.hpp"
 #include "backends/cuda_ptx/ptx/tensor_core.hpp"
 
@@ -13,8 +14,10 @@ constexpr int a_pitch = bk + 8;                                // halves per A r
 constexpr int b_pitch = bn + 8;                                // halves per B row ([bk][b_pitch])
 constexpr int a_stage = bm * a_pitch, b_stage = bk * b_pitch;  // halves per stage
 
+// f32_inputs: A and B are f32 in memory, loaded through registers (any strides) and rounded to E
+// when staged, instead of copied by cp.async.
 template <HalfElem E>
-void mma_body(Kernel& k) {
+void mma_body(Kernel& k, bool f32_inputs) {
   k.set_max_threads(threads);
   MatmulOperands o = load_matmul_operands(k);
   Ptr<Shared, E> as = shared_array<E>(k, "a_tiles", std::int64_t(stages) * a_stage, 128);
@@ -41,7 +44,7 @@ void mma_body(Kernel& k) {
   };
 
   // Issues the cp.async of k tile `tile` into stage `stage` where `issue` holds.
-  auto load_tile = [&](Reg<U32> stage, Reg<U32> tile, Reg<Pred> issue) {
+  auto copy_tile = [&](Reg<U32> stage, Reg<U32> tile, Reg<Pred> issue) {
     Reg<U32> k0 = mul(k, tile, V<U32>(std::uint32_t(bk)));
     Reg<U32> a_k = add(k, k0, V<U32>(a_col));
     Reg<U32> a_bytes = selp<U32>(k, chunk_bytes(o.kdim, a_k), 0u, a_row_in);
@@ -58,6 +61,46 @@ void mma_body(Kernel& k) {
     Kernel::Guard g(k, issue, false);
     cp_async_16(k, a_to, a_from, a_bytes);
     cp_async_16(k, b_to, b_from, b_bytes);
+  };
+  // The f32 form: eight guarded loads per chunk, rounded in pairs, one 16-byte shared store.
+  Ptr<Global, F32> a_f32{o.a, 0}, b_f32{o.b, 0};
+  auto convert_tile = [&](Reg<U32> stage, Reg<U32> tile, Reg<Pred> issue) {
+    Label skip = k.new_label();
+    bra_if(k, issue, skip, true);
+    Reg<U32> k0 = mul(k, tile, V<U32>(std::uint32_t(bk)));
+    auto stage_chunk = [&](Ptr<Global, F32> base, Reg<U64> start, Reg<U32> row, Reg<U64> row_stride, Reg<U32> col,
+                           Reg<U64> col_stride, Reg<Pred> row_in, Reg<U32> col_limit, Ptr<Shared, E> to) {
+      std::array<Reg<F32>, 8> v;
+      for (int e = 0; e < 8; ++e) {
+        Reg<U32> c = add(k, col, V<U32>(std::uint32_t(e)));
+        Reg<Pred> inside = and_(k, row_in, V<Pred>(setp(k, Cmp::lt, c, V<U32>(col_limit))));
+        v[e] = mov<F32>(k, 0.0f);
+        Reg<U64> off = matmul_offset(k, start, row, row_stride, c, col_stride);
+        Kernel::Guard g(k, inside, false);
+        ld_to(k, v[e], element(k, base, off));
+      }
+      std::array<Reg<PairOf<E>>, 4> packed;
+      for (int i = 0; i < 4; ++i) packed[i] = cvt_pack<PairOf<E>>(k, v[2 * i + 1], v[2 * i]);
+      st_v<4>(k, reinterpret<PairOf<E>>(to), packed);
+    };
+    Reg<U32> a_k = add(k, k0, V<U32>(a_col));
+    stage_chunk(a_f32, o.a_batch, a_grow, o.a_row, a_k, o.a_col, a_row_in, o.kdim,
+                element(k, as, fma(k, stage, V<U32>(std::uint32_t(a_stage)), V<U32>(a_dst))));
+    // B's chunk runs along n: rows are k (inside while k < kdim), columns n (inside while < n).
+    Reg<U32> b_k = add(k, k0, V<U32>(b_row));
+    stage_chunk(b_f32, o.b_batch, b_k, o.b_row, b_gcol, o.b_col, setp(k, Cmp::lt, b_k, V<U32>(o.kdim)), o.n,
+                element(k, bs, fma(k, stage, V<U32>(std::uint32_t(b_stage)), V<U32>(b_dst))));
+    place(k, skip);
+  };
+  auto load_tile = [&](Reg<U32> stage, Reg<U32> tile, Reg<Pred> issue) {
+    if (f32_inputs) {
+      convert_tile(stage, tile, issue);
+    } else {
+      copy_tile(stage, tile, issue);
+    }
+  };
+  auto commit = [&] {
+    if (!f32_inputs) cp_async_commit(k);
   };
 
   // ldmatrix row addresses: lanes 0-15 rows 0-15 at column 0, lanes 16-31 the same rows at column 8.
@@ -77,14 +120,14 @@ void mma_body(Kernel& k) {
   Reg<U32> tiles = shr(k, add(k, o.kdim, V<U32>(std::uint32_t(bk - 1))), 5u);
   for (std::uint32_t s = 0; s + 1 < stages; ++s) {
     load_tile(mov<U32>(k, s), mov<U32>(k, s), setp(k, Cmp::gt, tiles, V<U32>(s)));
-    cp_async_commit(k);
+    commit();
   }
   for_range<U32>(k, 0u, tiles, 1u, [&](Reg<U32> kt) {
-    cp_async_wait(k, stages - 2);  // tile kt has landed (for this thread) ...
-    bar_sync(k);                   // ... for every thread, and stage (kt-1)%3 is free to refill
+    if (!f32_inputs) cp_async_wait(k, stages - 2);  // tile kt has landed (for this thread) ...
+    bar_sync(k);                                    // ... for every thread, and stage (kt-1)%3 is free to refill
     Reg<U32> next = add(k, kt, V<U32>(std::uint32_t(stages - 1)));
     load_tile(rem(k, next, V<U32>(std::uint32_t(stages))), next, setp(k, Cmp::lt, next, V<U32>(tiles)));
-    cp_async_commit(k);  // an empty group near the end keeps the wait count uniform
+    commit();  // an empty group near the end keeps the wait count uniform
     Reg<U32> stage = rem(k, kt, V<U32>(std::uint32_t(stages)));
     Ptr<Shared, E> a_base = element(k, as, fma(k, stage, V<U32>(std::uint32_t(a_stage)), V<U32>(a_frag)));
     Ptr<Shared, E> b_base = element(k, bs, fma(k, stage, V<U32>(std::uint32_t(b_stage)), V<U32>(b_frag)));
@@ -98,7 +141,7 @@ void mma_body(Kernel& k) {
       }
     }
   });
-  cp_async_wait(k, 0);
+  if (!f32_inputs) cp_async_wait(k, 0);
 
   // Fragment (i, j) of a 16x8 tile: rows lane/4 (+8 for i >= 2), columns 2*(lane%4) + (i%2).
   Reg<U32> frag_row = add(k, add(k, m0, V<U32>(mul(k, warp_m, V<U32>(32u)))), V<U32>(shr(k, lane, 2u)));
@@ -120,16 +163,16 @@ void mma_body(Kernel& k) {
 }
 
 std::string generate(const std::string& config, Target target) {
-  if (config != "f16" && config != "bf16") unknown_config("matmul_mma", config);
+  if (config != "f16" && config != "bf16" && config != "f32_bf16") unknown_config("matmul_mma", config);
   Kernel k(kernel_name("matmul_mma", config), target);
-  Elem e = config == "f16" ? Elem::f16 : Elem::bf16;
+  Elem e = config == "f16" ? Elem::f16 : config == "bf16" ? Elem::bf16 : Elem::f32;
   if (target_sm(target) < 80) {
     // No cp.async (and no bf16 mma) before sm_80: the tiled kernel, same tile, block and parameters.
     matmul_tiled_body(k, TileShape{bm, bn, 16, 4, 4}, e, e);
   } else if (e == Elem::f16) {
-    mma_body<F16>(k);
+    mma_body<F16>(k, false);
   } else {
-    mma_body<BF16>(k);
+    mma_body<BF16>(k, e == Elem::f32);
   }
   return module_text(k);
 }
@@ -144,15 +187,18 @@ Launch geometry(const std::string&, std::span<const std::int64_t> s) {
 }  // namespace
 
 Generator matmul_mma_generator() {
-  return Generator{"matmul_mma",
-                   "matmul",
-                   {"f16", "bf16"},
-                   generate,
-                   matmul_params,
-                   "sizes = {batch, m, n, k}; block 256; grid (ceil(n/64), ceil(m/64), batch). sm_80+ needs "
-                   "sa_k == 1 and sb_n == 1 (row-major A and B: other layouts go to matmul_tiled), sa_m, sb_k and "
-                   "the batch strides multiples of 8, a and b 16-byte aligned; sm_75 runs the tiled form (any strides)",
-                   geometry};
+  return Generator{
+      "matmul_mma",
+      "matmul",
+      {"f16", "bf16", "f32_bf16"},
+      generate,
+      matmul_params,
+      "sizes = {batch, m, n, k}; block 256; grid (ceil(n/64), ceil(m/64), batch). sm_80+ needs "
+      "sa_k == 1 and sb_n == 1 (row-major A and B: other layouts go to matmul_tiled), sa_m, sb_k and "
+      "the batch strides multiples of 8, a and b 16-byte aligned (f16, bf16); f32_bf16 takes f32 A and B with any "
+      "strides and rounds them to bf16 when staged (an opt-in precision trade: bf16 products, f32 sums); "
+      "sm_75 runs the tiled form in f32 (any strides)",
+      geometry};
 }
 
 }  // namespace trine::cuda::kernels

@@ -23,6 +23,15 @@ std::string reg_list(const Kernel& k, const std::array<Reg<T>, N>& regs) {
 }
 }  // namespace detail
 
+// Two f32 rounded to nearest even into one packed pair: hi goes to the upper half (the higher address).
+template <HalfPair P>
+Reg<P> cvt_pack(Kernel& k, Reg<F32> hi, Reg<F32> lo) {
+  k.require(70, 80, "cvt.rn.f16x2/bf16x2.f32");
+  Reg<P> d = k.reg<P>();
+  k.emit(std::is_same_v<P, F16x2> ? "cvt.rn.f16x2.f32" : "cvt.rn.bf16x2.f32", {k.text(d), k.text(hi), k.text(lo)});
+  return d;
+}
+
 // Copies 16 bytes from global to shared asynchronously; bytes past src_bytes (0..16) are zero-filled
 // and not read, which is how partial tiles are padded.
 template <MemType T>

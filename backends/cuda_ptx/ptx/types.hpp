@@ -123,6 +123,13 @@ struct Ptr {
   Ptr at(std::int64_t elements) const { return Ptr{base, offset + elements * T::bytes}; }
 };
 
+// The same address seen as elements of another type: the one explicit, named way to change a
+// pointer's element type (the state space never changes).
+template <MemType U, StateSpace S, MemType T>
+Ptr<S, U> reinterpret(const Ptr<S, T>& p) {
+  return Ptr<S, U>{p.base, p.offset};
+}
+
 struct Label {
   int id = -1;
 };
