@@ -16,12 +16,16 @@ constexpr int a_stage = bm * a_pitch, b_stage = bk * b_pitch;  // halves per sta
 
 // f32_inputs: A and B are f32 in memory, loaded through registers (any strides) and rounded to E
 // when staged, instead of copied by cp.async.
+// b_nk: B is stored [n][k] (sb_k == 1, a transposed weight), staged [bn][bk] and read by ldmatrix
+// without .trans.
 template <HalfElem E>
-void mma_body(Kernel& k, bool f32_inputs) {
+void mma_body(Kernel& k, bool f32_inputs, bool b_nk) {
   k.set_max_threads(threads);
   MatmulOperands o = load_matmul_operands(k);
   Ptr<Shared, E> as = shared_array<E>(k, "a_tiles", std::int64_t(stages) * a_stage, 128);
-  Ptr<Shared, E> bs = shared_array<E>(k, "b_tiles", std::int64_t(stages) * b_stage, 128);
+  const int b_pitch_used = b_nk ? a_pitch : b_pitch;
+  const int b_stage_used = b_nk ? bn * a_pitch : b_stage;
+  Ptr<Shared, E> bs = shared_array<E>(k, "b_tiles", std::int64_t(stages) * b_stage_used, 128);
   Reg<U32> tid = special(k, Special::tid_x);
   Reg<U32> lane = and_(k, tid, V<U32>(31u));
   Reg<U32> warp = shr(k, tid, 5u);
@@ -32,10 +36,12 @@ void mma_body(Kernel& k, bool f32_inputs) {
 
   // This thread's 16-byte chunk of each tile: A row tid/4, halves 8*(tid%4); B row tid/8, halves 8*(tid%8).
   Reg<U32> a_row = shr(k, tid, 2u), a_col = shl(k, and_(k, tid, V<U32>(3u)), 3u);
-  Reg<U32> b_row = shr(k, tid, 3u), b_col = shl(k, and_(k, tid, V<U32>(7u)), 3u);
+  // (b_nk: B row tid/4 is an n, halves 8*(tid%4) run along k, like A.)
+  Reg<U32> b_row = b_nk ? shr(k, tid, 2u) : shr(k, tid, 3u);
+  Reg<U32> b_col = b_nk ? shl(k, and_(k, tid, V<U32>(3u)), 3u) : shl(k, and_(k, tid, V<U32>(7u)), 3u);
   Reg<U32> a_dst = fma(k, a_row, V<U32>(std::uint32_t(a_pitch)), V<U32>(a_col));
-  Reg<U32> b_dst = fma(k, b_row, V<U32>(std::uint32_t(b_pitch)), V<U32>(b_col));
-  Reg<U32> a_grow = add(k, m0, V<U32>(a_row)), b_gcol = add(k, n0, V<U32>(b_col));
+  Reg<U32> b_dst = fma(k, b_row, V<U32>(std::uint32_t(b_pitch_used)), V<U32>(b_col));
+  Reg<U32> a_grow = add(k, m0, V<U32>(a_row)), b_gcol = add(k, n0, V<U32>(b_nk ? b_row : b_col));
   Reg<Pred> a_row_in = setp(k, Cmp::lt, a_grow, V<U32>(o.m));
   // Bytes of a chunk inside the matrix: 2 * clamp(limit - start, 0, 8).
   auto chunk_bytes = [&](Reg<U32> limit, Reg<U32> start) {
@@ -48,15 +54,16 @@ void mma_body(Kernel& k, bool f32_inputs) {
     Reg<U32> k0 = mul(k, tile, V<U32>(std::uint32_t(bk)));
     Reg<U32> a_k = add(k, k0, V<U32>(a_col));
     Reg<U32> a_bytes = selp<U32>(k, chunk_bytes(o.kdim, a_k), 0u, a_row_in);
-    Reg<U32> b_k = add(k, k0, V<U32>(b_row));
-    Reg<U32> b_bytes = selp<U32>(k, chunk_bytes(o.n, b_gcol), 0u, setp(k, Cmp::lt, b_k, V<U32>(o.kdim)));
+    Reg<U32> b_k = add(k, k0, V<U32>(b_nk ? b_col : b_row));
+    Reg<U32> b_bytes = b_nk ? selp<U32>(k, chunk_bytes(o.kdim, b_k), 0u, setp(k, Cmp::lt, b_gcol, V<U32>(o.n)))
+                            : selp<U32>(k, chunk_bytes(o.n, b_gcol), 0u, setp(k, Cmp::lt, b_k, V<U32>(o.kdim)));
     // An empty chunk reads nothing; its address is the matrix base, never one past the edge.
     Reg<U64> a_off = matmul_offset(k, o.a_batch, a_grow, o.a_row, a_k, o.a_col);
     Reg<U64> b_off = matmul_offset(k, o.b_batch, b_k, o.b_row, b_gcol, o.b_col);
     a_off = selp<U64>(k, a_off, 0u, setp(k, Cmp::ne, a_bytes, V<U32>(0u)));
     b_off = selp<U64>(k, b_off, 0u, setp(k, Cmp::ne, b_bytes, V<U32>(0u)));
     Ptr<Shared, E> a_to = element(k, as, fma(k, stage, V<U32>(std::uint32_t(a_stage)), V<U32>(a_dst)));
-    Ptr<Shared, E> b_to = element(k, bs, fma(k, stage, V<U32>(std::uint32_t(b_stage)), V<U32>(b_dst)));
+    Ptr<Shared, E> b_to = element(k, bs, fma(k, stage, V<U32>(std::uint32_t(b_stage_used)), V<U32>(b_dst)));
     Ptr<Global, E> a_from = element(k, a_mem, a_off), b_from = element(k, b_mem, b_off);
     Kernel::Guard g(k, issue, false);
     cp_async_16(k, a_to, a_from, a_bytes);
@@ -89,7 +96,7 @@ void mma_body(Kernel& k, bool f32_inputs) {
     // B's chunk runs along n: rows are k (inside while k < kdim), columns n (inside while < n).
     Reg<U32> b_k = add(k, k0, V<U32>(b_row));
     stage_chunk(b_f32, o.b_batch, b_k, o.b_row, b_gcol, o.b_col, setp(k, Cmp::lt, b_k, V<U32>(o.kdim)), o.n,
-                element(k, bs, fma(k, stage, V<U32>(std::uint32_t(b_stage)), V<U32>(b_dst))));
+                element(k, bs, fma(k, stage, V<U32>(std::uint32_t(b_stage_used)), V<U32>(b_dst))));
     place(k, skip);
   };
   auto load_tile = [&](Reg<U32> stage, Reg<U32> tile, Reg<Pred> issue) {
@@ -109,6 +116,14 @@ void mma_body(Kernel& k, bool f32_inputs) {
       fma(k, fma(k, warp_m, V<U32>(32u), V<U32>(lane_row)), V<U32>(std::uint32_t(a_pitch)), V<U32>(lane_col));
   Reg<U32> b_frag =
       fma(k, lane_row, V<U32>(std::uint32_t(b_pitch)), V<U32>(fma(k, warp_n, V<U32>(16u), V<U32>(lane_col))));
+  if (b_nk) {
+    // Matrices (n0-7, k0-7), (n0-7, k8-15), (n8-15, k0-7), (n8-15, k8-15): lane i addresses row
+    // n = i%8 + 8*(i/16) at k = 8*((i/8)%2).
+    Reg<U32> n_row = add(k, and_(k, lane, V<U32>(7u)), V<U32>(shl(k, shr(k, lane, 4u), 3u)));
+    n_row = fma(k, warp_n, V<U32>(16u), V<U32>(n_row));
+    Reg<U32> k_col = shl(k, and_(k, shr(k, lane, 3u), V<U32>(1u)), 3u);
+    b_frag = fma(k, n_row, V<U32>(std::uint32_t(a_pitch)), V<U32>(k_col));
+  }
 
   std::array<std::array<std::array<Reg<F32>, 4>, 2>, 2> acc;  // [m16 tile][n8 tile][fragment]
   for (auto& mi : acc) {
@@ -130,12 +145,13 @@ void mma_body(Kernel& k, bool f32_inputs) {
     commit();  // an empty group near the end keeps the wait count uniform
     Reg<U32> stage = rem(k, kt, V<U32>(std::uint32_t(stages)));
     Ptr<Shared, E> a_base = element(k, as, fma(k, stage, V<U32>(std::uint32_t(a_stage)), V<U32>(a_frag)));
-    Ptr<Shared, E> b_base = element(k, bs, fma(k, stage, V<U32>(std::uint32_t(b_stage)), V<U32>(b_frag)));
+    Ptr<Shared, E> b_base = element(k, bs, fma(k, stage, V<U32>(std::uint32_t(b_stage_used)), V<U32>(b_frag)));
     for (int ks = 0; ks < bk; ks += 16) {
       std::array<std::array<Reg<PairOf<E>>, 4>, 2> a;
       for (int mi = 0; mi < 2; ++mi) a[mi] = ldmatrix_x4(k, a_base.at(std::int64_t(mi) * 16 * a_pitch + ks), false);
       // Transposed: matrices (k0-7, n0-7), (k8-15, n0-7), (k0-7, n8-15), (k8-15, n8-15) = b0, b1 of two n8 tiles.
-      auto b = ldmatrix_x4(k, b_base.at(std::int64_t(ks) * b_pitch), true);
+      auto b =
+          b_nk ? ldmatrix_x4(k, b_base.at(ks), false) : ldmatrix_x4(k, b_base.at(std::int64_t(ks) * b_pitch), true);
       for (int mi = 0; mi < 2; ++mi) {
         for (int ni = 0; ni < 2; ++ni) mma_m16n8k16<E>(k, acc[mi][ni], a[mi], {b[2 * ni], b[2 * ni + 1]});
       }
@@ -163,16 +179,19 @@ void mma_body(Kernel& k, bool f32_inputs) {
 }
 
 std::string generate(const std::string& config, Target target) {
-  if (config != "f16" && config != "bf16" && config != "f32_bf16") unknown_config("matmul_mma", config);
+  if (config != "f16" && config != "bf16" && config != "f16_nt" && config != "bf16_nt" && config != "f32_bf16") {
+    unknown_config("matmul_mma", config);
+  }
   Kernel k(kernel_name("matmul_mma", config), target);
-  Elem e = config == "f16" ? Elem::f16 : config == "bf16" ? Elem::bf16 : Elem::f32;
+  Elem e = config.starts_with("f16") ? Elem::f16 : config.starts_with("bf16") ? Elem::bf16 : Elem::f32;
+  bool nt = config.ends_with("_nt");
   if (target_sm(target) < 80) {
     // No cp.async (and no bf16 mma) before sm_80: the tiled kernel, same tile, block and parameters.
     matmul_tiled_body(k, TileShape{bm, bn, 16, 4, 4}, e, e);
   } else if (e == Elem::f16) {
-    mma_body<F16>(k, false);
+    mma_body<F16>(k, false, nt);
   } else {
-    mma_body<BF16>(k, e == Elem::f32);
+    mma_body<BF16>(k, e == Elem::f32, nt);
   }
   return module_text(k);
 }
@@ -187,18 +206,18 @@ Launch geometry(const std::string&, std::span<const std::int64_t> s) {
 }  // namespace
 
 Generator matmul_mma_generator() {
-  return Generator{
-      "matmul_mma",
-      "matmul",
-      {"f16", "bf16", "f32_bf16"},
-      generate,
-      matmul_params,
-      "sizes = {batch, m, n, k}; block 256; grid (ceil(n/64), ceil(m/64), batch). sm_80+ needs "
-      "sa_k == 1 and sb_n == 1 (row-major A and B: other layouts go to matmul_tiled), sa_m, sb_k and "
-      "the batch strides multiples of 8, a and b 16-byte aligned (f16, bf16); f32_bf16 takes f32 A and B with any "
-      "strides and rounds them to bf16 when staged (an opt-in precision trade: bf16 products, f32 sums); "
-      "sm_75 runs the tiled form in f32 (any strides)",
-      geometry};
+  return Generator{"matmul_mma",
+                   "matmul",
+                   {"f16", "bf16", "f16_nt", "bf16_nt", "f32_bf16"},
+                   generate,
+                   matmul_params,
+                   "sizes = {batch, m, n, k}; block 256; grid (ceil(n/64), ceil(m/64), batch). sm_80+ needs "
+                   "sa_k == 1 and sb_n == 1 (row-major A and B; _nt: sb_k == 1, B stored [n, k]; other layouts go to "
+                   "matmul_tiled), the other strides and the batch strides multiples of 8, a and b 16-byte aligned "
+                   "(f16, bf16); f32_bf16 takes f32 A and B with any "
+                   "strides and rounds them to bf16 when staged (an opt-in precision trade: bf16 products, f32 sums); "
+                   "sm_75 runs the tiled form in f32 (any strides)",
+                   geometry};
 }
 
 }  // namespace trine::cuda::kernels
