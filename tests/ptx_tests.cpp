@@ -152,6 +152,8 @@ TEST_CASE("generators: names, unknown configurations, launch geometry", "[ptx][g
         CHECK(l.block[d] >= 1);
       }
       CHECK(l.block[0] * l.block[1] * l.block[2] <= 1024);
+      kernels::Launch none = g.geometry(c, {});  // missing sizes read as 1, never past the span
+      CHECK(none.grid[0] >= 1);
     }
     try {
       g.generate("no_such_config", Target::sm_80);

@@ -59,8 +59,9 @@ Reg<F32> gelu_erf(Kernel& k, Reg<F32> x) {
   Reg<F32> z = mul(k, x, V<F32>(0.70710678118654752f));
   Reg<F32> w = abs(k, z);
   Reg<F32> t = rcp_rn(k, fma(k, w, V<F32>(0.5f), V<F32>(1.0f)));
-  Reg<F32> p = poly<10>(k, t, {-1.26551223f, 1.00002368f, 0.37409196f, 0.09678418f, -0.18628806f, 0.27886807f,
-                               -1.13520398f, 1.48851587f, -0.82215223f, 0.17087277f});
+  Reg<F32> p = poly<10>(k, t,
+                        {-1.26551223f, 1.00002368f, 0.37409196f, 0.09678418f, -0.18628806f, 0.27886807f, -1.13520398f,
+                         1.48851587f, -0.82215223f, 0.17087277f});
   Reg<F32> exponent = sub(k, p, V<F32>(mul(k, w, V<F32>(w))));
   Reg<F32> erfc = mul(k, t, V<F32>(exp_f32(k, exponent)));
   Reg<Pred> negative = setp(k, Cmp::lt, z, V<F32>(0.0f));

@@ -155,7 +155,7 @@ Launch geometry(const std::string&, std::span<const std::int64_t> s) {
   // sizes = {batch, lq, lk}
   Launch l;
   l.block = {block_threads, 1, 1};
-  l.grid = {blocks_for(s[1], warps), std::uint32_t(s[0]), 1};
+  l.grid = {blocks_for(size_at(s, 1), warps), std::uint32_t(size_at(s, 0)), 1};
   return l;
 }
 

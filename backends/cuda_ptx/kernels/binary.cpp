@@ -74,7 +74,8 @@ Generator binary_generator() {
                    configs,
                    generate,
                    "a: f32*, b: f32*, y: f32* (contiguous output), n: u64 output elements, d1, d2, d3: u64 "
-                   "(output dims 1..3 after collapsing to 4 dims, 1 where unused; never 0), a_s0..a_s3, b_s0..b_s3: s64 element strides "
+                   "(output dims 1..3 after collapsing to 4 dims, 1 where unused; never 0), a_s0..a_s3, b_s0..b_s3: "
+                   "s64 element strides "
                    "(0 where broadcast); *_contig reads a[i], b[i] and ignores the dims and strides",
                    "sizes = {n}; block 256; grid min(ceil(n/256), 8192), grid-stride",
                    geometry};

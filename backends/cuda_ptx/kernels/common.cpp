@@ -128,6 +128,10 @@ std::uint32_t blocks_for(std::int64_t work, std::int64_t per_block, std::int64_t
   return static_cast<std::uint32_t>(std::clamp<std::int64_t>(b, 1, cap));
 }
 
+std::int64_t size_at(std::span<const std::int64_t> sizes, std::size_t i) noexcept {
+  return i < sizes.size() ? sizes[i] : 1;
+}
+
 std::string kernel_name(std::string_view family, std::string_view config) {
   return "trine_" + std::string(family) + "_" + std::string(config);
 }

@@ -82,7 +82,7 @@ Launch geometry(const std::string&, std::span<const std::int64_t> s) {
   // sizes = {n, k/groups, p*q, groups}
   Launch l;
   l.block = {256, 1, 1};
-  l.grid = {blocks_for(s[0] * s[2], 64), blocks_for(s[1], 64), std::uint32_t(s[3])};
+  l.grid = {blocks_for(size_at(s, 0) * size_at(s, 2), 64), blocks_for(size_at(s, 1), 64), std::uint32_t(size_at(s, 3))};
   return l;
 }
 

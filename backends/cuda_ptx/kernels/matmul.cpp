@@ -113,7 +113,7 @@ Launch geometry_simple(const std::string&, std::span<const std::int64_t> s) {
   // sizes = {batch, m, n, k}
   Launch l;
   l.block = {16, 16, 1};
-  l.grid = {blocks_for(s[2], 16), blocks_for(s[1], 16), std::uint32_t(s[0])};
+  l.grid = {blocks_for(size_at(s, 2), 16), blocks_for(size_at(s, 1), 16), std::uint32_t(size_at(s, 0))};
   return l;
 }
 
@@ -123,7 +123,7 @@ Launch geometry_tiled(const std::string& config, std::span<const std::int64_t> s
   TileShape t = tile_shape(c.tile);
   Launch l;
   l.block = {std::uint32_t(t.threads()), 1, 1};
-  l.grid = {blocks_for(s[2], t.bn), blocks_for(s[1], t.bm), std::uint32_t(s[0])};
+  l.grid = {blocks_for(size_at(s, 2), t.bn), blocks_for(size_at(s, 1), t.bm), std::uint32_t(size_at(s, 0))};
   return l;
 }
 

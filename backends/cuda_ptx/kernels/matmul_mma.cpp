@@ -199,7 +199,7 @@ std::string generate(const std::string& config, Target target) {
 Launch geometry(const std::string&, std::span<const std::int64_t> s) {
   Launch l;
   l.block = {threads, 1, 1};
-  l.grid = {blocks_for(s[2], bn), blocks_for(s[1], bm), std::uint32_t(s[0])};
+  l.grid = {blocks_for(size_at(s, 2), bn), blocks_for(size_at(s, 1), bm), std::uint32_t(size_at(s, 0))};
   return l;
 }
 

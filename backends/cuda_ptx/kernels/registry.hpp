@@ -42,6 +42,8 @@ std::string kernel_name(std::string_view family, std::string_view config);
 // Helpers the generators share.
 [[noreturn]] void unknown_config(std::string_view family, std::string_view config);
 std::uint32_t blocks_for(std::int64_t work, std::int64_t per_block, std::int64_t cap = 65535);
+// sizes[i], or 1 where the caller passed fewer sizes (a geometry rule never reads past the span).
+std::int64_t size_at(std::span<const std::int64_t> sizes, std::size_t i) noexcept;
 
 // The families (one file each).
 Generator unary_generator();
