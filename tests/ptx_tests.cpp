@@ -16,6 +16,7 @@
 #include <sstream>
 #include <thread>
 
+#include "backends/cuda_ptx/driver/check.hpp"
 #include "backends/cuda_ptx/driver/libcuda_loader.hpp"
 #include "backends/cuda_ptx/kernels/registry.hpp"
 #include "backends/cuda_ptx/ptx/instructions.hpp"
@@ -322,4 +323,23 @@ TEST_CASE("driver calls fail as trine::Error naming the op, the call and the err
                            [](const trine::Error& e) { return e.code() == trine::ErrorCode::out_of_memory; }));
   CHECK(std::string(result_name(nullptr, 12345)) == "CUDA_ERROR_(unnamed)");
   CHECK(std::string(result_name(nullptr, CUDA_ERROR_INVALID_PTX)) == "CUDA_ERROR_INVALID_PTX");
+}
+
+TEST_CASE("a rejected module load carries the JIT error log", "[ptx][driver]") {
+  using namespace trine::cuda;
+  DriverApi api;
+  api.cuModuleLoadDataEx = [](CUmodule*, const void*, unsigned n, CUjit_option* options, void** values) {
+    for (unsigned i = 0; i < n; ++i) {
+      if (options[i] == CU_JIT_ERROR_LOG_BUFFER) std::snprintf(static_cast<char*>(values[i]), 64, "line 7: bad");
+    }
+    return CUDA_ERROR_INVALID_PTX;
+  };
+  try {
+    load_module(&api, ".version 7.0", "softmax");
+    FAIL("rejected PTX not reported");
+  } catch (const trine::Error& e) {
+    CHECK(e.code() == trine::ErrorCode::driver_error);
+    CHECK(std::string(e.what()) ==
+          "[softmax] cuModuleLoadDataEx(ptx) failed: CUDA_ERROR_INVALID_PTX (218); JIT log: line 7: bad");
+  }
 }

@@ -6,6 +6,7 @@ if(TRINE_CUDA)
     ${CMAKE_CURRENT_LIST_DIR}/ptx/kernel.cpp
     ${CMAKE_CURRENT_LIST_DIR}/ptx/names.cpp
     ${CMAKE_CURRENT_LIST_DIR}/driver/libcuda_loader.cpp
+    ${CMAKE_CURRENT_LIST_DIR}/driver/check.cpp
     ${TRINE_PTX_KERNEL_SOURCES})
   target_sources(trine PRIVATE ${TRINE_PTX_SOURCES})
   # The generators build names and messages with std::string operator+, on which GCC 12 warns

@@ -1,12 +1,11 @@
 // Fills the Driver API table from libcuda.so.1 with dlopen/dlsym (the versioned symbol names of
-// driver_api.hpp), names CUresults, and turns failed calls into trine::Error.
+// driver_api.hpp), and names CUresults.
 #include "backends/cuda_ptx/driver/libcuda_loader.hpp"
 
 #include <dlfcn.h>
 
 #include <memory>
 
-#include "trine/error.hpp"
 
 namespace trine::cuda {
 namespace {
@@ -140,17 +139,6 @@ const char* result_name(const DriverApi* api, CUresult r) noexcept {
     case CUDA_ERROR_UNKNOWN: return "CUDA_ERROR_UNKNOWN";
   }
   return "CUDA_ERROR_(unnamed)";
-}
-
-void check_driver(const DriverApi* api, CUresult r, std::string_view op, std::string_view call_text) {
-  if (r == CUDA_SUCCESS) return;
-  std::string message = "[" + std::string(op) + "] " + std::string(call_text) + " failed: " + result_name(api, r) +
-                        " (" + std::to_string(r) + ")";
-  const char* description = nullptr;
-  if (api && api->cuGetErrorString && api->cuGetErrorString(r, &description) == CUDA_SUCCESS && description) {
-    message += ": " + std::string(description);
-  }
-  throw Error(r == CUDA_ERROR_OUT_OF_MEMORY ? ErrorCode::out_of_memory : ErrorCode::driver_error, message);
 }
 
 }  // namespace trine::cuda
