@@ -1,7 +1,7 @@
 // matmul on the tensor cores (sm_80+): a 64x64 CTA tile, eight warps of 32x16, mma.sync m16n8k16
 // with f16 or bf16 inputs and f32 accumulation, fragments from ldmatrix, and a three-stage cp.async
 // pipeline (zero-filled past the matrix edges); f32_bf16 rounds f32 inputs to bf16 as it stages them.
-// On sm_75 the same entry is the tiled kernel.
+// On sm_75, f16 uses m16n8k8 with register staging; bf16 and f32_bf16 fall back to the tiled kernel.
 #include "backends/cuda_ptx/kernels/gemm_tile.hpp"
 #include "backends/cuda_ptx/ptx/tensor_core.hpp"
 
@@ -18,8 +18,14 @@ constexpr int a_stage = bm * a_pitch, b_stage = bk * b_pitch;  // halves per sta
 // when staged, instead of copied by cp.async.
 // b_nk: B is stored [n][k] (sb_k == 1, a transposed weight), staged [bn][bk] and read by ldmatrix
 // without .trans.
+// How tiles reach shared memory: cp.async (sm_80+), or through registers from f32 (rounded) or from
+// 16-bit elements (sm_75, which has no cp.async).
+enum class Staging { cp_async, from_f32, from_b16 };
+
 template <HalfElem E>
-void mma_body(Kernel& k, bool f32_inputs, bool b_nk) {
+void mma_body(Kernel& k, Staging staging, bool b_nk) {
+  const bool f32_inputs = staging != Staging::cp_async;  // staged through registers
+  const bool turing = target_sm(k.target()) < 80;        // m16n8k8, twice per k16 step
   k.set_max_threads(threads);
   MatmulOperands o = load_matmul_operands(k);
   Ptr<Shared, E> as = shared_array<E>(k, "a_tiles", std::int64_t(stages) * a_stage, 128);
@@ -69,34 +75,47 @@ void mma_body(Kernel& k, bool f32_inputs, bool b_nk) {
     cp_async_16(k, a_to, a_from, a_bytes);
     cp_async_16(k, b_to, b_from, b_bytes);
   };
-  // The f32 form: eight guarded loads per chunk, rounded in pairs, one 16-byte shared store.
-  Ptr<Global, F32> a_f32{o.a, 0}, b_f32{o.b, 0};
+  // Through registers: eight guarded loads per chunk, packed (rounded from f32) in pairs, one 16-byte
+  // shared store.
   auto convert_tile = [&](Reg<U32> stage, Reg<U32> tile, Reg<Pred> issue) {
     Label skip = k.new_label();
     bra_if(k, issue, skip, true);
     Reg<U32> k0 = mul(k, tile, V<U32>(std::uint32_t(bk)));
-    auto stage_chunk = [&](Ptr<Global, F32> base, Reg<U64> start, Reg<U32> row, Reg<U64> row_stride, Reg<U32> col,
+    auto stage_chunk = [&](Reg<U64> base_addr, Reg<U64> start, Reg<U32> row, Reg<U64> row_stride, Reg<U32> col,
                            Reg<U64> col_stride, Reg<Pred> row_in, Reg<U32> col_limit, Ptr<Shared, E> to) {
-      std::array<Reg<F32>, 8> v;
-      for (int e = 0; e < 8; ++e) {
-        Reg<U32> c = add(k, col, V<U32>(std::uint32_t(e)));
-        Reg<Pred> inside = and_(k, row_in, V<Pred>(setp(k, Cmp::lt, c, V<U32>(col_limit))));
-        v[e] = mov<F32>(k, 0.0f);
-        Reg<U64> off = matmul_offset(k, start, row, row_stride, c, col_stride);
-        Kernel::Guard g(k, inside, false);
-        ld_to(k, v[e], element(k, base, off));
-      }
+      auto load8 = [&]<class T>(Ptr<Global, T> base, Val<T> zero) {
+        std::array<Reg<T>, 8> v;
+        for (int e = 0; e < 8; ++e) {
+          Reg<U32> c = add(k, col, V<U32>(std::uint32_t(e)));
+          Reg<Pred> inside = and_(k, row_in, V<Pred>(setp(k, Cmp::lt, c, V<U32>(col_limit))));
+          v[e] = mov<T>(k, zero);
+          Reg<U64> off = matmul_offset(k, start, row, row_stride, c, col_stride);
+          Kernel::Guard g(k, inside, false);
+          ld_to(k, v[e], element(k, base, off));
+        }
+        return v;
+      };
       std::array<Reg<PairOf<E>>, 4> packed;
-      for (int i = 0; i < 4; ++i) packed[i] = cvt_pack<PairOf<E>>(k, v[2 * i + 1], v[2 * i]);
+      if (staging == Staging::from_f32) {
+        auto v = load8(Ptr<Global, F32>{base_addr, 0}, Val<F32>(0.0f));
+        for (int i = 0; i < 4; ++i) packed[i] = cvt_pack<PairOf<E>>(k, v[2 * i + 1], v[2 * i]);
+      } else {
+        auto v = load8(Ptr<Global, E>{base_addr, 0}, Val<E>(0u));
+        for (int i = 0; i < 4; ++i) packed[i] = pack_pair<E>(k, v[2 * i], v[2 * i + 1]);
+      }
       st_v<4>(k, reinterpret<PairOf<E>>(to), packed);
     };
     Reg<U32> a_k = add(k, k0, V<U32>(a_col));
-    stage_chunk(a_f32, o.a_batch, a_grow, o.a_row, a_k, o.a_col, a_row_in, o.kdim,
+    stage_chunk(o.a, o.a_batch, a_grow, o.a_row, a_k, o.a_col, a_row_in, o.kdim,
                 element(k, as, fma(k, stage, V<U32>(std::uint32_t(a_stage)), V<U32>(a_dst))));
-    // B's chunk runs along n: rows are k (inside while k < kdim), columns n (inside while < n).
-    Reg<U32> b_k = add(k, k0, V<U32>(b_row));
-    stage_chunk(b_f32, o.b_batch, b_k, o.b_row, b_gcol, o.b_col, setp(k, Cmp::lt, b_k, V<U32>(o.kdim)), o.n,
-                element(k, bs, fma(k, stage, V<U32>(std::uint32_t(b_stage_used)), V<U32>(b_dst))));
+    // B's chunk runs along n (rows are k), or along k for b_nk (rows are n).
+    Reg<U32> b_k = add(k, k0, V<U32>(b_nk ? b_col : b_row));
+    Ptr<Shared, E> b_to = element(k, bs, fma(k, stage, V<U32>(std::uint32_t(b_stage_used)), V<U32>(b_dst)));
+    if (b_nk) {
+      stage_chunk(o.b, o.b_batch, b_gcol, o.b_col, b_k, o.b_row, setp(k, Cmp::lt, b_gcol, V<U32>(o.n)), o.kdim, b_to);
+    } else {
+      stage_chunk(o.b, o.b_batch, b_k, o.b_row, b_gcol, o.b_col, setp(k, Cmp::lt, b_k, V<U32>(o.kdim)), o.n, b_to);
+    }
     place(k, skip);
   };
   auto load_tile = [&](Reg<U32> stage, Reg<U32> tile, Reg<Pred> issue) {
@@ -153,7 +172,16 @@ void mma_body(Kernel& k, bool f32_inputs, bool b_nk) {
       auto b =
           b_nk ? ldmatrix_x4(k, b_base.at(ks), false) : ldmatrix_x4(k, b_base.at(std::int64_t(ks) * b_pitch), true);
       for (int mi = 0; mi < 2; ++mi) {
-        for (int ni = 0; ni < 2; ++ni) mma_m16n8k16<E>(k, acc[mi][ni], a[mi], {b[2 * ni], b[2 * ni + 1]});
+        for (int ni = 0; ni < 2; ++ni) {
+          if constexpr (std::is_same_v<E, F16>) {
+            if (turing) {  // k 0-7 then k 8-15: A matrices (0, 1) then (2, 3), B's b0 then b1
+              mma_m16n8k8_f16(k, acc[mi][ni], {a[mi][0], a[mi][1]}, b[2 * ni]);
+              mma_m16n8k8_f16(k, acc[mi][ni], {a[mi][2], a[mi][3]}, b[2 * ni + 1]);
+              continue;
+            }
+          }
+          mma_m16n8k16<E>(k, acc[mi][ni], a[mi], {b[2 * ni], b[2 * ni + 1]});
+        }
       }
     }
   });
@@ -185,13 +213,15 @@ std::string generate(const std::string& config, Target target) {
   Kernel k(kernel_name("matmul_mma", config), target);
   Elem e = config.starts_with("f16") ? Elem::f16 : config.starts_with("bf16") ? Elem::bf16 : Elem::f32;
   bool nt = config.ends_with("_nt");
-  if (target_sm(target) < 80) {
-    // No cp.async (and no bf16 mma) before sm_80: the tiled kernel, same tile, block and parameters.
+  if (target_sm(target) < 80 && e == Elem::f16) {
+    mma_body<F16>(k, Staging::from_b16, nt);  // no cp.async: staged through registers, m16n8k8
+  } else if (target_sm(target) < 80) {
+    // No bf16 mma before sm_80: the tiled kernel, same tile, block and parameters.
     matmul_tiled_body(k, TileShape{bm, bn, 16, 4, 4}, e, e);
   } else if (e == Elem::f16) {
-    mma_body<F16>(k, false, nt);
+    mma_body<F16>(k, Staging::cp_async, nt);
   } else {
-    mma_body<BF16>(k, e == Elem::f32, nt);
+    mma_body<BF16>(k, e == Elem::f32 ? Staging::from_f32 : Staging::cp_async, nt);
   }
   return module_text(k);
 }
@@ -216,7 +246,8 @@ Generator matmul_mma_generator() {
                    "matmul_tiled), the other strides and the batch strides multiples of 8, a and b 16-byte aligned "
                    "(f16, bf16); f32_bf16 takes f32 A and B with any "
                    "strides and rounds them to bf16 when staged (an opt-in precision trade: bf16 products, f32 sums); "
-                   "sm_75 runs the tiled form in f32 (any strides)",
+                   "sm_75: f16 configs stage through registers (any alignment) into mma m16n8k8; bf16 and f32_bf16 run "
+                   "the tiled form in f32 (any strides)",
                    geometry};
 }
 

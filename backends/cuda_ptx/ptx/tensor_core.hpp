@@ -71,4 +71,19 @@ void mma_m16n8k16(Kernel& k, std::array<Reg<F32>, 4>& acc, const std::array<Reg<
   k.emit(op, {detail::reg_list(k, acc), detail::reg_list(k, a), detail::reg_list(k, b), detail::reg_list(k, acc)});
 }
 
+// Two 16-bit values as one packed pair (lo in the low half, the lower address in memory).
+template <HalfElem E>
+Reg<PairOf<E>> pack_pair(Kernel& k, Reg<E> lo, Reg<E> hi) {
+  Reg<PairOf<E>> d = k.reg<PairOf<E>>();
+  k.emit("mov.b32", {k.text(d), "{" + k.text(lo) + ", " + k.text(hi) + "}"});
+  return d;
+}
+
+// Turing's f16 shape: acc (16x8 f32) += a (16x8, row) * b (8x8, col), in place.
+inline void mma_m16n8k8_f16(Kernel& k, std::array<Reg<F32>, 4>& acc, const std::array<Reg<F16x2>, 2>& a, Reg<F16x2> b) {
+  k.require(65, 75, "mma.sync.m16n8k8");
+  k.emit("mma.sync.aligned.m16n8k8.row.col.f32.f16.f16.f32",
+         {detail::reg_list(k, acc), detail::reg_list(k, a), "{" + k.text(b) + "}", detail::reg_list(k, acc)});
+}
+
 }  // namespace trine::cuda::ptx
