@@ -19,26 +19,30 @@ bool parse_elem(std::string_view s, Elem& e) {
 }
 
 Reg<F32> load_f32_if(Kernel& k, Elem e, Reg<U64> base, Reg<U64> index, Reg<Pred> inside) {
+  // Addresses are computed before the guard: a value defined only under a predicate stays live longer.
   switch (e) {
     case Elem::f32: {
+      Ptr<Global, F32> p = element(k, Ptr<Global, F32>{base, 0}, index);
       Reg<F32> v = mov<F32>(k, 0.0f);
       Kernel::Guard g(k, inside, false);
-      ld_to(k, v, element(k, Ptr<Global, F32>{base, 0}, index));
+      ld_to(k, v, p);
       return v;
     }
     case Elem::f16: {
+      Ptr<Global, F16> p = element(k, Ptr<Global, F16>{base, 0}, index);
       Reg<F16> h = mov<F16>(k, 0u);
       {
         Kernel::Guard g(k, inside, false);
-        ld_to(k, h, element(k, Ptr<Global, F16>{base, 0}, index));
+        ld_to(k, h, p);
       }
       return f16_to_f32(k, h);
     }
     case Elem::bf16: {
+      Ptr<Global, BF16> p = element(k, Ptr<Global, BF16>{base, 0}, index);
       Reg<BF16> h = mov<BF16>(k, 0u);
       {
         Kernel::Guard g(k, inside, false);
-        ld_to(k, h, element(k, Ptr<Global, BF16>{base, 0}, index));
+        ld_to(k, h, p);
       }
       return bf16_to_f32(k, h);
     }

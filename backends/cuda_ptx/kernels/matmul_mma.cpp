@@ -89,9 +89,9 @@ void mma_body(Kernel& k, Staging staging, bool b_nk) {
           Reg<U32> c = add(k, col, V<U32>(std::uint32_t(e)));
           Reg<Pred> inside = and_(k, row_in, V<Pred>(setp(k, Cmp::lt, c, V<U32>(col_limit))));
           v[e] = mov<T>(k, zero);
-          Reg<U64> off = matmul_offset(k, start, row, row_stride, c, col_stride);
-          Kernel::Guard g(k, inside, false);
-          ld_to(k, v[e], element(k, base, off));
+          Ptr<Global, T> from = element(k, base, matmul_offset(k, start, row, row_stride, c, col_stride));
+          Kernel::Guard g(k, inside, false);  // the address above is computed unguarded on purpose
+          ld_to(k, v[e], from);
         }
         return v;
       };
