@@ -1,0 +1,196 @@
+// Attention, FlashAttention-style: the CTA's eight warps each own one query row and stream the keys
+// and values through shared memory 32 at a time; lane j scores key j, an online softmax (running
+// max and sum, in log2 units) rescales the output accumulator, and the scores never reach memory.
+// Causal masking is aligned to the end (query i sees keys j <= i + lk - lq), Lq != Lk allowed.
+#include <cmath>
+#include <vector>
+
+#include "backends/cuda_ptx/kernels/common.hpp"
+
+namespace trine::cuda::kernels {
+namespace {
+
+constexpr int warps = 8;
+constexpr int block_threads = warps * 32;
+constexpr int keys_per_tile = 32;
+
+std::string generate(const std::string& config, Target target) {
+  // "d64", "d128" (Dv = D) or "d<D>_v<Dv>" with D, Dv in {64, 128}.
+  int d = 0, dv = 0;
+  if (config == "d64" || config == "d128") {
+    d = dv = config == "d64" ? 64 : 128;
+  } else if (config == "d64_v128" || config == "d128_v64") {
+    d = config == "d64_v128" ? 64 : 128;
+    dv = 192 - d;
+  } else {
+    unknown_config("attention", config);
+  }
+  const int per_lane = d / 32, per_lane_out = dv / 32;
+  const float neg_inf = -std::numeric_limits<float>::infinity();
+  Kernel k(kernel_name("attention", config), target);
+  k.set_max_threads(block_threads, 2);
+  Ptr<Global, F32> q = param_ptr<F32>(k, "q");
+  Ptr<Global, F32> kp = param_ptr<F32>(k, "k");
+  Ptr<Global, F32> v = param_ptr<F32>(k, "v");
+  Ptr<Global, F32> o = param_ptr<F32>(k, "o");
+  Reg<U32> lq = param<U32>(k, "lq");
+  Reg<U32> lk = param<U32>(k, "lk");
+  Reg<U32> causal = param<U32>(k, "causal");
+  Reg<F32> scale = param<F32>(k, "scale");
+
+  // Keys padded to d + 1 floats a row, so lane j reading row j hits bank j.
+  Ptr<Shared, F32> k_tile = shared_array<F32>(k, "k_tile", std::int64_t(keys_per_tile) * (d + 1));
+  Ptr<Shared, F32> v_tile = shared_array<F32>(k, "v_tile", std::int64_t(keys_per_tile) * dv);
+  Ptr<Shared, F32> q_rows = shared_array<F32>(k, "q_rows", std::int64_t(warps) * d);
+  Ptr<Shared, F32> p_rows = shared_array<F32>(k, "p_rows", std::int64_t(warps) * keys_per_tile);
+
+  Reg<U32> tid = special(k, Special::tid_x);
+  Reg<U32> lane = and_(k, tid, V<U32>(31u));
+  Reg<U32> warp = shr(k, tid, 5u);
+  Reg<U32> block_first = mul(k, special(k, Special::ctaid_x), V<U32>(std::uint32_t(warps)));
+  Reg<U32> qi = add(k, block_first, V<U32>(warp));
+  Reg<U32> batch = special(k, Special::ctaid_y);
+  Reg<Pred> valid_query = setp(k, Cmp::lt, qi, V<U32>(lq));
+  Reg<U32> shift = sub(k, lk, V<U32>(lq));  // causal offset (lq <= lk when causal)
+  Reg<Pred> is_causal = setp(k, Cmp::ne, causal, V<U32>(0u));
+
+  // Keys any query of this CTA can see: all, or up to its last query's diagonal.
+  Reg<U32> last_query = min(k, add(k, block_first, V<U32>(std::uint32_t(warps - 1))), V<U32>(sub(k, lq, V<U32>(1u))));
+  Reg<U32> causal_end = min(k, add(k, add(k, last_query, V<U32>(shift)), V<U32>(1u)), V<U32>(lk));
+  Reg<U32> kv_end = selp<U32>(k, causal_end, lk, is_causal);
+
+  // This warp's query row, pre-scaled into log2 units.
+  Reg<F32> q_scale = mul(k, scale, V<F32>(1.44269504088896340736f));
+  Reg<U64> q_base = mul_wide(k, fma(k, batch, V<U32>(lq), V<U32>(qi)), V<U32>(std::uint32_t(d)));
+  Ptr<Shared, F32> my_q = element(k, q_rows, mul(k, warp, V<U32>(std::uint32_t(d))));
+  for (int t = 0; t < per_lane; ++t) {
+    Reg<U32> col = add(k, lane, V<U32>(std::uint32_t(32 * t)));
+    Reg<F32> val = mov<F32>(k, 0.0f);
+    {
+      Kernel::Guard g(k, valid_query, false);
+      ld_to(k, val, element(k, q, add(k, q_base, V<U64>(to_u64(k, col)))));
+    }
+    st(k, element(k, my_q, col), V<F32>(mul(k, val, V<F32>(q_scale))));
+  }
+
+  Reg<F32> m = mov<F32>(k, neg_inf), l = mov<F32>(k, 0.0f);
+  std::vector<Reg<F32>> acc(per_lane_out);
+  for (auto& a : acc) a = mov<F32>(k, 0.0f);
+  Reg<U64> k_base = mul_wide(k, mul(k, batch, V<U32>(lk)), V<U32>(std::uint32_t(d)));
+  Reg<U64> v_base = mul_wide(k, mul(k, batch, V<U32>(lk)), V<U32>(std::uint32_t(dv)));
+  Ptr<Shared, F32> my_p = element(k, p_rows, mul(k, warp, V<U32>(std::uint32_t(keys_per_tile))));
+  Reg<U32> diagonal = add(k, qi, V<U32>(shift));
+
+  for_range<U32>(k, 0u, kv_end, std::uint32_t(keys_per_tile), [&](Reg<U32> j0) {
+    // Stage the tile's keys and values; rows past lk are zeros (and masked below).
+    // Four elements per step of a loop: unrolled whole, ptxas keeps every load in flight and spills.
+    // Keys land in rows padded to d + 1 floats, values in rows of dv.
+    auto stage = [&](Ptr<Global, F32> src_mem, Reg<U64> base, int width, Ptr<Shared, F32> tile, int pitch) {
+      constexpr int unroll = 4;
+      for_range<U32>(k, 0u, std::uint32_t(keys_per_tile * width / block_threads), std::uint32_t(unroll),
+                     [&](Reg<U32> e0) {
+                                              Reg<U32> first = fma(k, e0, V<U32>(std::uint32_t(block_threads)), V<U32>(tid));
+                       for (int e = 0; e < unroll; ++e) {
+                         Reg<U32> idx = add(k, first, V<U32>(std::uint32_t(e * block_threads)));
+                         Reg<U32> row = shr(k, idx, std::uint32_t(width == 64 ? 6 : 7));
+                         Reg<U32> col = and_(k, idx, V<U32>(std::uint32_t(width - 1)));
+                         Reg<U32> key = add(k, j0, V<U32>(row));
+                         Reg<U64> src = add(k, base, V<U64>(mul_wide(k, key, V<U32>(std::uint32_t(width)))));
+                         // Address and predicate first: defined under the guard, ptxas would keep
+                         // them live across the loop.
+                         Reg<Pred> inside = setp(k, Cmp::lt, key, V<U32>(lk));
+                         Ptr<Global, F32> from = element(k, src_mem, add(k, src, V<U64>(to_u64(k, col))));
+                         Reg<F32> val = mov<F32>(k, 0.0f);
+                         {
+                           Kernel::Guard g(k, inside, false);
+                           ld_to(k, val, from);
+                         }
+                         st(k, element(k, tile, fma(k, row, V<U32>(std::uint32_t(pitch)), V<U32>(col))), V<F32>(val));
+                       }
+                     });
+    };
+    stage(kp, k_base, d, k_tile, d + 1);
+    stage(v, v_base, dv, v_tile, dv);
+    bar_sync(k);
+
+    // Lane j: the score of key j0 + j.
+    Ptr<Shared, F32> my_key = element(k, k_tile, mul(k, lane, V<U32>(std::uint32_t(d + 1))));
+    // A loop over 16-column chunks, not a full unroll: ptxas would hoist d loads and spill.
+    Reg<F32> s = mov<F32>(k, 0.0f);
+    for_range<U32>(k, 0u, std::uint32_t(d), 16u, [&](Reg<U32> c0) {
+            Ptr<Shared, F32> qc = element(k, my_q, c0), kc = element(k, my_key, c0);
+      for (int c = 0; c < 16; c += 4) {
+        auto qv = ld_v<4>(k, qc.at(c));
+        for (int e = 0; e < 4; ++e) fma_to(k, s, qv[e], V<F32>(ld(k, kc.at(c + e))));
+      }
+    });
+    Reg<U32> key = add(k, j0, V<U32>(lane));
+    Reg<Pred> visible = setp(k, Cmp::lt, key, V<U32>(lk));
+    Reg<Pred> past_diagonal = and_(k, is_causal, V<Pred>(setp(k, Cmp::gt, key, V<U32>(diagonal))));
+    visible = and_(k, visible, V<Pred>(not_(k, past_diagonal)));
+    s = selp<F32>(k, s, neg_inf, visible);
+
+    // Online softmax: -inf scores contribute 0, and an unchanged max rescales by exactly 1.
+    Reg<F32> m_new = max_nan(k, m, warp_max_nan(k, s));
+    Reg<F32> p = approx(k, Approx::ex2, sub(k, s, V<F32>(m_new)));
+    p = selp<F32>(k, 0.0f, p, setp(k, Cmp::eq, s, V<F32>(neg_inf)));
+    Reg<F32> factor = approx(k, Approx::ex2, sub(k, m, V<F32>(m_new)));
+    factor = selp<F32>(k, 1.0f, factor, setp(k, Cmp::eq, m, V<F32>(m_new)));
+    assign(k, l, V<F32>(fma(k, l, V<F32>(factor), V<F32>(warp_sum(k, p)))));
+    assign(k, m, V<F32>(m_new));
+    for (auto& a : acc) assign(k, a, V<F32>(mul(k, a, V<F32>(factor))));
+
+    // acc[c] += sum_j p_j V[j][c], p_j shared through the warp's row of p_rows.
+    st(k, element(k, my_p, lane), V<F32>(p));
+    bar_warp_sync(k);
+    Ptr<Shared, F32> my_v = element(k, v_tile, lane);
+    for_range<U32>(k, 0u, std::uint32_t(keys_per_tile), 8u, [&](Reg<U32> j0) {
+            Ptr<Shared, F32> pc = element(k, my_p, j0);
+      Ptr<Shared, F32> vc = element(k, my_v, mul(k, j0, V<U32>(std::uint32_t(dv))));
+      for (int j = 0; j < 8; ++j) {
+        Reg<F32> pj = ld(k, pc.at(j));
+        for (int t = 0; t < per_lane_out; ++t) {
+          fma_to(k, acc[t], pj, V<F32>(ld(k, vc.at(std::int64_t(j) * dv + 32 * t))));
+        }
+      }
+    });
+    bar_sync(k);  // every warp is done with this tile (and with its p row) before the next
+  });
+
+  Label done = k.new_label();
+  bra_if(k, valid_query, done, true);
+  Reg<F32> inv_l = rcp_rn(k, l);
+  Reg<U64> o_base = mul_wide(k, fma(k, batch, V<U32>(lq), V<U32>(qi)), V<U32>(std::uint32_t(dv)));
+  for (int t = 0; t < per_lane_out; ++t) {
+    Reg<U32> col = add(k, lane, V<U32>(std::uint32_t(32 * t)));
+    st(k, element(k, o, add(k, o_base, V<U64>(to_u64(k, col)))), V<F32>(mul(k, acc[t], V<F32>(inv_l))));
+  }
+  place(k, done);
+  return module_text(k);
+}
+
+Launch geometry(const std::string&, std::span<const std::int64_t> s) {
+  // sizes = {batch, lq, lk}
+  Launch l;
+  l.block = {block_threads, 1, 1};
+  l.grid = {blocks_for(size_at(s, 1), warps), std::uint32_t(size_at(s, 0)), 1};
+  return l;
+}
+
+}  // namespace
+
+Generator attention_generator() {
+  return Generator{"attention",
+                   "attention",
+                   {"d64", "d128", "d64_v128", "d128_v64"},
+                   generate,
+                   "q: f32* [batch, lq, D], k: f32* [batch, lk, D], v: f32* [batch, lk, Dv], o: f32* [batch, lq, Dv] "
+                   "(contiguous; d64, d128: D = Dv; d64_v128, d128_v64: D, Dv as named), lq, lk: u32, causal: u32 (0 "
+                   "or 1; needs lq <= lk), "
+                   "scale: f32 (the host resolves 0 to 1/sqrt(D))",
+                   "sizes = {batch, lq, lk}; block 256 (8 warps, one query row each); grid (ceil(lq/8), batch); "
+                   "batch <= 65535",
+                   geometry};
+}
+
+}  // namespace trine::cuda::kernels

@@ -1,0 +1,84 @@
+// add/sub/mul/div with numpy broadcasting: the output is contiguous, each input is read through
+// element strides over the output's (collapsed, at most 4) dims, 0 where it broadcasts.
+#include <vector>
+
+#include "backends/cuda_ptx/kernels/common.hpp"
+
+namespace trine::cuda::kernels {
+namespace {
+
+constexpr int block_threads = 256;
+
+std::string generate(const std::string& config, Target target) {
+  auto sep = config.find('_');
+  std::string op = config.substr(0, sep);
+  std::string layout = sep == std::string::npos ? "" : config.substr(sep + 1);
+  if ((op != "add" && op != "sub" && op != "mul" && op != "div") || (layout != "contig" && layout != "bcast")) {
+    unknown_config("binary", config);
+  }
+  Kernel k(kernel_name("binary", config), target);
+  k.set_max_threads(block_threads);
+  Ptr<Global, F32> a = param_ptr<F32>(k, "a");
+  Ptr<Global, F32> b = param_ptr<F32>(k, "b");
+  Ptr<Global, F32> y = param_ptr<F32>(k, "y");
+  Reg<U64> n = param<U64>(k, "n");
+  std::array<Reg<U64>, 3> dims;  // output dims 1..3 (dim 0 is what remains)
+  for (int d = 0; d < 3; ++d) dims[d] = param<U64>(k, "d" + std::to_string(d + 1));
+  std::array<Reg<U64>, 4> a_strides, b_strides;  // two's complement element strides
+  for (int d = 0; d < 4; ++d) a_strides[d] = bitcast<U64>(k, param<S64>(k, "a_s" + std::to_string(d)));
+  for (int d = 0; d < 4; ++d) b_strides[d] = bitcast<U64>(k, param<S64>(k, "b_s" + std::to_string(d)));
+  grid_stride(k, n, [&](Reg<U64> i) {
+    Reg<U64> ia = i, ib = i;
+    if (layout == "bcast") {
+      // i -> (i0, i1, i2, i3), innermost first; offsets wrap modulo 2^64, so negative strides work.
+      Reg<U64> rest = i;
+      ia = mov<U64>(k, 0u);
+      ib = mov<U64>(k, 0u);
+      for (int d = 3; d >= 0; --d) {
+        Reg<U64> idx = rest;
+        if (d > 0) {
+          idx = rem(k, rest, V<U64>(dims[d - 1]));
+          rest = div(k, rest, V<U64>(dims[d - 1]));
+        }
+        ia = fma(k, idx, V<U64>(a_strides[d]), V<U64>(ia));
+        ib = fma(k, idx, V<U64>(b_strides[d]), V<U64>(ib));
+      }
+    }
+    Reg<F32> va = ld(k, element(k, a, ia));
+    Reg<F32> vb = ld(k, element(k, b, ib));
+    Reg<F32> r = op == "add"   ? add(k, va, V<F32>(vb))
+                 : op == "sub" ? sub(k, va, V<F32>(vb))
+                 : op == "mul" ? mul(k, va, V<F32>(vb))
+                               : div(k, va, V<F32>(vb));  // div.rn: IEEE, x/0 = inf, 0/0 = NaN
+    st(k, element(k, y, i), V<F32>(r));
+  });
+  return module_text(k);
+}
+
+Launch geometry(const std::string&, std::span<const std::int64_t> sizes) {
+  Launch l;
+  l.block = {block_threads, 1, 1};
+  l.grid = {blocks_for(sizes.empty() ? 1 : sizes[0], block_threads, 8192), 1, 1};
+  return l;
+}
+
+}  // namespace
+
+Generator binary_generator() {
+  std::vector<std::string> configs;
+  for (const char* op : {"add", "sub", "mul", "div"}) {
+    for (const char* layout : {"contig", "bcast"}) configs.push_back(std::string(op) + "_" + layout);
+  }
+  return Generator{"binary",
+                   "add sub mul div",
+                   configs,
+                   generate,
+                   "a: f32*, b: f32*, y: f32* (contiguous output), n: u64 output elements, d1, d2, d3: u64 "
+                   "(output dims 1..3 after collapsing to 4 dims, 1 where unused; never 0), a_s0..a_s3, b_s0..b_s3: "
+                   "s64 element strides "
+                   "(0 where broadcast); *_contig reads a[i], b[i] and ignores the dims and strides",
+                   "sizes = {n}; block 256; grid min(ceil(n/256), 8192), grid-stride",
+                   geometry};
+}
+
+}  // namespace trine::cuda::kernels

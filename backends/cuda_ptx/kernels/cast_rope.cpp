@@ -1,0 +1,111 @@
+// copy and cast (f32 <-> f16 <-> bf16, round to nearest even through f32, which is exact for the
+// widening half), and rope on interleaved pairs with the angle reduced in f64.
+#include <cmath>
+
+#include "backends/cuda_ptx/kernels/gemm_tile.hpp"
+
+namespace trine::cuda::kernels {
+namespace {
+
+constexpr int block_threads = 256;
+
+std::string generate_cast(const std::string& config, Target target) {
+  Kernel k(kernel_name("cast", config), target);
+  k.set_max_threads(block_threads);
+  Reg<U64> x = param<U64>(k, "x");
+  Reg<U64> y = param<U64>(k, "y");
+  Reg<U64> n = param<U64>(k, "n");
+  if (config == "copy_b32" || config == "copy_b16") {
+    Ptr<Global, U32> x32 = global_ptr<U32>(k, x), y32 = global_ptr<U32>(k, y);
+    Ptr<Global, U16> x16 = global_ptr<U16>(k, x), y16 = global_ptr<U16>(k, y);
+    grid_stride(k, n, [&](Reg<U64> i) {
+      if (config == "copy_b32")
+        st(k, element(k, y32, i), V<U32>(ld(k, element(k, x32, i))));
+      else
+        st(k, element(k, y16, i), V<U16>(ld(k, element(k, x16, i))));
+    });
+    return module_text(k);
+  }
+  auto sep = config.find("_to_");
+  Elem from = Elem::f32, to = Elem::f32;
+  if (sep == std::string::npos || !parse_elem(config.substr(0, sep), from) || !parse_elem(config.substr(sep + 4), to) ||
+      from == to) {
+    unknown_config("cast", config);
+  }
+  Reg<U64> gx = global_ptr<F32>(k, x).base, gy = global_ptr<F32>(k, y).base;
+  grid_stride(k, n, [&](Reg<U64> i) { store_f32(k, to, gy, i, load_f32(k, from, gx, i)); });
+  return module_text(k);
+}
+
+std::string generate_rope(const std::string& config, Target target) {
+  if (config != "f32") unknown_config("rope", config);
+  Kernel k(kernel_name("rope", config), target);
+  k.set_max_threads(block_threads);
+  Ptr<Global, F32> x = param_ptr<F32>(k, "x");
+  Ptr<Global, F32> y = param_ptr<F32>(k, "y");
+  Ptr<Global, F64> inv_freq = param_ptr<F64>(k, "inv_freq");
+  Reg<U64> pairs = param<U64>(k, "pairs");
+  Reg<U64> len = param<U64>(k, "len");
+  Reg<U64> half_d = param<U64>(k, "half_d");
+  Reg<S64> position_offset = param<S64>(k, "position_offset");
+  grid_stride(k, pairs, [&](Reg<U64> p) {
+    Reg<U64> i = rem(k, p, V<U64>(half_d));
+    Reg<U64> row = div(k, p, V<U64>(half_d));
+    Reg<S64> l = bitcast<S64>(k, rem(k, row, V<U64>(len)));
+    Reg<F64> pos = cvt<F64>(k, add(k, l, V<S64>(position_offset)), Round::rn);
+    // The angle in f64 (the frequencies come from the host in f64), reduced to [-pi, pi] there, so
+    // sin.approx/cos.approx see a small argument whatever the position.
+    Reg<F64> angle = mul(k, pos, V<F64>(ld(k, element(k, inv_freq, i))));
+    Reg<F64> turns = cvt<F64>(k, mul(k, angle, V<F64>(1.0 / (2.0 * M_PI))), Round::rni);
+    Reg<F64> reduced = fma(k, turns, V<F64>(-2.0 * M_PI), V<F64>(angle));
+    Reg<F32> a = cvt<F32>(k, reduced, Round::rn);
+    Reg<F32> c = approx(k, Approx::cos, a), s = approx(k, Approx::sin, a);
+    Ptr<Global, F32> src = element(k, x, shl(k, p, 1u));
+    Ptr<Global, F32> dst = element(k, y, shl(k, p, 1u));
+    auto v = ld_v<2>(k, src);  // pairs are 8-byte aligned: the row length D is even
+    Reg<F32> y0 = fma(k, v[0], V<F32>(c), V<F32>(neg(k, mul(k, v[1], V<F32>(s)))));
+    Reg<F32> y1 = fma(k, v[0], V<F32>(s), V<F32>(mul(k, v[1], V<F32>(c))));
+    st_v<2>(k, dst, {y0, y1});
+  });
+  return module_text(k);
+}
+
+Launch flat_geometry(const std::string&, std::span<const std::int64_t> sizes) {
+  Launch l;
+  l.block = {block_threads, 1, 1};
+  l.grid = {blocks_for(sizes.empty() ? 1 : sizes[0], block_threads, 8192), 1, 1};
+  return l;
+}
+
+}  // namespace
+
+Generator cast_generator() {
+  std::vector<std::string> configs = {"copy_b32", "copy_b16"};
+  for (Elem from : {Elem::f32, Elem::f16, Elem::bf16}) {
+    for (Elem to : {Elem::f32, Elem::f16, Elem::bf16}) {
+      if (from != to) configs.push_back(std::string(elem_name(from)) + "_to_" + std::string(elem_name(to)));
+    }
+  }
+  return Generator{"cast",
+                   "copy cast",
+                   configs,
+                   generate_cast,
+                   "x: pointer to n elements (contiguous), y: pointer to n elements, n: u64",
+                   "sizes = {n}; block 256; grid min(ceil(n/256), 8192), grid-stride",
+                   flat_geometry};
+}
+
+Generator rope_generator() {
+  return Generator{"rope",
+                   "rope",
+                   {"f32"},
+                   generate_rope,
+                   "x: f32* (contiguous [rows, D], 8-byte aligned), y: f32*, inv_freq: f64* [D/2] with "
+                   "inv_freq[i] = base^(-2i/D) computed on the host in double, pairs: u64 = rows*D/2, len: u64 (L, "
+                   "rows per sequence: row r has position position_offset + r % L), half_d: u64 = D/2, "
+                   "position_offset: s64",
+                   "sizes = {pairs}; block 256; grid min(ceil(pairs/256), 8192), grid-stride",
+                   flat_geometry};
+}
+
+}  // namespace trine::cuda::kernels

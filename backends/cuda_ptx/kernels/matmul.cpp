@@ -1,0 +1,159 @@
+// matmul, simple (one thread per output) and shared-memory tiled with register blocking. Both read
+// A and B through element strides, so transposes and batch broadcasting (stride 0) need no copies;
+// the batch is grid.z, split into an outer and an inner index with a stride pair for each input.
+#include "backends/cuda_ptx/kernels/gemm_tile.hpp"
+
+namespace trine::cuda::kernels {
+
+MatmulOperands load_matmul_operands(Kernel& k) {
+  MatmulOperands o;
+  o.a = global_ptr<F32>(k, param<U64>(k, "a")).base;
+  o.b = global_ptr<F32>(k, param<U64>(k, "b")).base;
+  o.c = param_ptr<F32>(k, "c");
+  o.m = param<U32>(k, "m");
+  o.n = param<U32>(k, "n");
+  o.kdim = param<U32>(k, "k");
+  auto stride = [&](const char* name) { return bitcast<U64>(k, param<S64>(k, name)); };
+  o.a_row = stride("sa_m");
+  o.a_col = stride("sa_k");
+  o.b_row = stride("sb_k");
+  o.b_col = stride("sb_n");
+  Reg<U32> batch_inner = param<U32>(k, "batch_inner");
+  Reg<U64> a_outer = stride("sa_outer"), a_inner = stride("sa_inner");
+  Reg<U64> b_outer = stride("sb_outer"), b_inner = stride("sb_inner");
+  Reg<U32> z = special(k, Special::ctaid_z);
+  Reg<U64> zo = to_u64(k, div(k, z, V<U32>(batch_inner)));
+  Reg<U64> zi = to_u64(k, rem(k, z, V<U32>(batch_inner)));
+  o.a_batch = fma(k, zo, V<U64>(a_outer), V<U64>(mul(k, zi, V<U64>(a_inner))));
+  o.b_batch = fma(k, zo, V<U64>(b_outer), V<U64>(mul(k, zi, V<U64>(b_inner))));
+  o.c_batch = mul(k, to_u64(k, z), V<U64>(mul_wide(k, o.m, V<U32>(o.n))));
+  return o;
+}
+
+Reg<U64> matmul_offset(Kernel& k, Reg<U64> start, Reg<U32> i, Reg<U64> si, Reg<U32> j, Reg<U64> sj) {
+  return fma(k, to_u64(k, i), V<U64>(si), V<U64>(fma(k, to_u64(k, j), V<U64>(sj), V<U64>(start))));
+}
+
+void matmul_store(Kernel& k, const MatmulOperands& o, Reg<U32> row, Reg<U32> col, Reg<F32> v) {
+  Reg<U64> idx = add(k, o.c_batch, V<U64>(add(k, mul_wide(k, row, V<U32>(o.n)), V<U64>(to_u64(k, col)))));
+  st(k, element(k, o.c, idx), V<F32>(v));
+}
+
+void matmul_tiled_body(Kernel& k, const TileShape& t, Elem ea, Elem eb) {
+  k.set_max_threads(t.threads());
+  MatmulOperands o = load_matmul_operands(k);
+  Reg<U32> m0 = mul(k, special(k, Special::ctaid_y), V<U32>(std::uint32_t(t.bm)));
+  Reg<U32> n0 = mul(k, special(k, Special::ctaid_x), V<U32>(std::uint32_t(t.bn)));
+  gemm_tiled(
+      k, t, o.m, o.n, o.kdim, m0, n0,
+      [&](Reg<U32> row, Reg<U32> col, Reg<Pred> inside) {
+        return load_f32_if(k, ea, o.a, matmul_offset(k, o.a_batch, row, o.a_row, col, o.a_col), inside);
+      },
+      [&](Reg<U32> row, Reg<U32> col, Reg<Pred> inside) {
+        return load_f32_if(k, eb, o.b, matmul_offset(k, o.b_batch, row, o.b_row, col, o.b_col), inside);
+      },
+      [&](Reg<U32> row, Reg<U32> col, Reg<F32> v) { matmul_store(k, o, row, col, v); });
+}
+
+namespace {
+
+struct Config {
+  Elem a = Elem::f32, b = Elem::f32;
+  std::string tile;  // "" (simple), "64", "128"
+};
+
+// "<a>_<b>" (simple) or "<a>_<b>_<tile>" (tiled).
+bool parse(const std::string& config, bool tiled, Config& c) {
+  auto first = config.find('_');
+  if (first == std::string::npos) return false;
+  auto second = config.find('_', first + 1);
+  std::string b = config.substr(first + 1, second == std::string::npos ? std::string::npos : second - first - 1);
+  if (!parse_elem(config.substr(0, first), c.a) || !parse_elem(b, c.b)) return false;
+  c.tile = second == std::string::npos ? "" : config.substr(second + 1);
+  return tiled ? (c.tile == "64" || c.tile == "128") : c.tile.empty();
+}
+
+std::string generate_simple(const std::string& config, Target target) {
+  Config c;
+  if (!parse(config, false, c)) unknown_config("matmul_simple", config);
+  Kernel k(kernel_name("matmul_simple", config), target);
+  k.set_max_block({16, 16, 1});
+  MatmulOperands o = load_matmul_operands(k);
+  Reg<U32> col =
+      fma(k, special(k, Special::ctaid_x), V<U32>(special(k, Special::ntid_x)), V<U32>(special(k, Special::tid_x)));
+  Reg<U32> row =
+      fma(k, special(k, Special::ctaid_y), V<U32>(special(k, Special::ntid_y)), V<U32>(special(k, Special::tid_y)));
+  Label done = k.new_label();
+  Reg<Pred> inside = and_(k, setp(k, Cmp::lt, row, V<U32>(o.m)), V<Pred>(setp(k, Cmp::lt, col, V<U32>(o.n))));
+  bra_if(k, inside, done, true);
+  Reg<F32> acc = mov<F32>(k, 0.0f);
+  for_range<U32>(k, 0u, o.kdim, 1u, [&](Reg<U32> kk) {
+    Reg<F32> av = load_f32(k, c.a, o.a, matmul_offset(k, o.a_batch, row, o.a_row, kk, o.a_col));
+    Reg<F32> bv = load_f32(k, c.b, o.b, matmul_offset(k, o.b_batch, kk, o.b_row, col, o.b_col));
+    fma_to(k, acc, av, V<F32>(bv));
+  });
+  matmul_store(k, o, row, col, acc);
+  place(k, done);
+  return module_text(k);
+}
+
+TileShape tile_shape(const std::string& tile) {
+  return tile == "128" ? TileShape{128, 128, 8, 8, 8} : TileShape{64, 64, 16, 4, 4};
+}
+
+std::string generate_tiled(const std::string& config, Target target) {
+  Config c;
+  if (!parse(config, true, c)) unknown_config("matmul_tiled", config);
+  Kernel k(kernel_name("matmul_tiled", config), target);
+  matmul_tiled_body(k, tile_shape(c.tile), c.a, c.b);
+  return module_text(k);
+}
+
+Launch geometry_simple(const std::string&, std::span<const std::int64_t> s) {
+  // sizes = {batch, m, n, k}
+  Launch l;
+  l.block = {16, 16, 1};
+  l.grid = {blocks_for(size_at(s, 2), 16), blocks_for(size_at(s, 1), 16), std::uint32_t(size_at(s, 0))};
+  return l;
+}
+
+Launch geometry_tiled(const std::string& config, std::span<const std::int64_t> s) {
+  Config c;
+  parse(config, true, c);
+  TileShape t = tile_shape(c.tile);
+  Launch l;
+  l.block = {std::uint32_t(t.threads()), 1, 1};
+  l.grid = {blocks_for(size_at(s, 2), t.bn), blocks_for(size_at(s, 1), t.bm), std::uint32_t(size_at(s, 0))};
+  return l;
+}
+
+}  // namespace
+
+const std::string_view matmul_params =
+    "a, b: pointers (dtype per config), c: f32* (contiguous [batch, m, n]), m, n, k: u32, "
+    "sa_m, sa_k, sb_k, sb_n: s64 element strides of A[m, k] and B[k, n] (a transpose swaps them), "
+    "batch_inner: u32 (z = outer * batch_inner + inner), sa_outer, sa_inner, sb_outer, sb_inner: s64 batch "
+    "strides (0 where that input broadcasts)";
+
+Generator matmul_simple_generator() {
+  return Generator{"matmul_simple",
+                   "matmul",
+                   {"f32_f32", "f16_f16", "bf16_bf16", "f32_bf16"},
+                   generate_simple,
+                   matmul_params,
+                   "sizes = {batch, m, n, k}; block (16, 16); grid (ceil(n/16), ceil(m/16), batch); batch <= 65535",
+                   geometry_simple};
+}
+
+Generator matmul_tiled_generator() {
+  return Generator{"matmul_tiled",
+                   "matmul",
+                   {"f32_f32_64", "f16_f16_64", "bf16_bf16_64", "f32_f32_128"},
+                   generate_tiled,
+                   matmul_params,
+                   "sizes = {batch, m, n, k}; _64: block 256, tile 64x64x16, 4x4 per thread; _128: block 256, "
+                   "tile 128x128x8, 8x8 per thread; grid (ceil(n/tile), ceil(m/tile), batch); batch <= 65535",
+                   geometry_tiled};
+}
+
+}  // namespace trine::cuda::kernels

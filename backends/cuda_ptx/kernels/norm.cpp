@@ -1,0 +1,89 @@
+// layernorm and rmsnorm over the last axis: one warp per row. layernorm takes the mean first and
+// then the mean of squared deviations (two passes: no cancellation from E[x^2] - E[x]^2).
+// gamma and beta are optional: a null pointer means 1 and 0.
+#include "backends/cuda_ptx/kernels/common.hpp"
+
+namespace trine::cuda::kernels {
+namespace {
+
+constexpr int block_threads = 256;
+constexpr int warps_per_block = block_threads / 32;
+
+std::string generate(const std::string& config, Target target) {
+  if (config != "layernorm" && config != "rmsnorm") unknown_config("norm", config);
+  bool layer = config == "layernorm";
+  Kernel k(kernel_name("norm", config), target);
+  k.set_max_threads(block_threads);
+  Ptr<Global, F32> x = param_ptr<F32>(k, "x");
+  Reg<U64> gamma_raw = param<U64>(k, "gamma");
+  Reg<U64> beta_raw = param<U64>(k, "beta");
+  Ptr<Global, F32> y = param_ptr<F32>(k, "y");
+  Reg<U64> rows = param<U64>(k, "rows");
+  Reg<U32> n = param<U32>(k, "n");
+  Reg<F32> eps = param<F32>(k, "eps");
+  Reg<Pred> has_gamma = setp(k, Cmp::ne, gamma_raw, V<U64>(0u));
+  Reg<Pred> has_beta = setp(k, Cmp::ne, beta_raw, V<U64>(0u));
+  Ptr<Global, F32> gamma = global_ptr<F32>(k, gamma_raw), beta = global_ptr<F32>(k, beta_raw);
+  Reg<F32> inv_n = rcp_rn(k, cvt<F32>(k, n, Round::rn));
+
+  Reg<U32> tid = special(k, Special::tid_x);
+  Reg<U32> lane = and_(k, tid, V<U32>(31u));
+  Reg<U32> warp = shr(k, tid, 5u);
+  Reg<U64> first = add(k, mul_wide(k, special(k, Special::ctaid_x), V<U32>(warps_per_block)), V<U64>(to_u64(k, warp)));
+  Reg<U64> stride = mul_wide(k, special(k, Special::nctaid_x), V<U32>(warps_per_block));
+  for_range<U64>(k, first, rows, stride, [&](Reg<U64> row) {
+    Reg<U64> base = mul(k, row, V<U64>(to_u64(k, n)));
+    auto at = [&](Reg<U32> j) { return add(k, base, V<U64>(to_u64(k, j))); };
+    Reg<F32> mean = mov<F32>(k, 0.0f);
+    if (layer) {
+      Reg<F32> acc = mov<F32>(k, 0.0f);
+      for_range<U32>(k, lane, n, 32u,
+                     [&](Reg<U32> j) { assign(k, acc, V<F32>(add(k, acc, V<F32>(ld(k, element(k, x, at(j))))))); });
+      mean = mul(k, warp_sum(k, acc), V<F32>(inv_n));
+    }
+    Reg<F32> sq = mov<F32>(k, 0.0f);
+    for_range<U32>(k, lane, n, 32u, [&](Reg<U32> j) {
+      Reg<F32> d = sub(k, ld(k, element(k, x, at(j))), V<F32>(mean));
+      assign(k, sq, V<F32>(fma(k, d, V<F32>(d), V<F32>(sq))));
+    });
+    Reg<F32> var = mul(k, warp_sum(k, sq), V<F32>(inv_n));
+    Reg<F32> inv_std = rcp_rn(k, sqrt_rn(k, add(k, var, V<F32>(eps))));
+    for_range<U32>(k, lane, n, 32u, [&](Reg<U32> j) {
+      Reg<F32> v = mul(k, sub(k, ld(k, element(k, x, at(j))), V<F32>(mean)), V<F32>(inv_std));
+      Reg<F32> g = mov<F32>(k, 1.0f);
+      {
+        Kernel::Guard guard(k, has_gamma, false);
+        ld_to(k, g, element(k, gamma, j));
+      }
+      Reg<F32> b = mov<F32>(k, 0.0f);
+      if (layer) {
+        Kernel::Guard guard(k, has_beta, false);
+        ld_to(k, b, element(k, beta, j));
+      }
+      st(k, element(k, y, at(j)), V<F32>(fma(k, v, V<F32>(g), V<F32>(b))));
+    });
+  });
+  return module_text(k);
+}
+
+Launch geometry(const std::string&, std::span<const std::int64_t> sizes) {
+  Launch l;
+  l.block = {block_threads, 1, 1};
+  l.grid = {blocks_for(sizes.empty() ? 1 : sizes[0], warps_per_block), 1, 1};
+  return l;
+}
+
+}  // namespace
+
+Generator norm_generator() {
+  return Generator{"norm",
+                   "layernorm rmsnorm",
+                   {"layernorm", "rmsnorm"},
+                   generate,
+                   "x: f32* (contiguous [rows, n]), gamma: f32* [n] or 0, beta: f32* [n] or 0 (rmsnorm ignores it), "
+                   "y: f32*, rows: u64, n: u32, eps: f32",
+                   "sizes = {rows, n}; block 256, one warp per row; grid ceil(rows/8) (max 65535, rows beyond loop)",
+                   geometry};
+}
+
+}  // namespace trine::cuda::kernels

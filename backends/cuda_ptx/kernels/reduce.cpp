@@ -1,0 +1,94 @@
+// sum/mean/max over one axis of x viewed as [outer, r, inner]: "row" configs (inner == 1) give each
+// row to a warp and reduce with shuffles; "col" configs (inner > 1) give each output to a thread,
+// whose neighbours read neighbouring addresses.
+#include "backends/cuda_ptx/kernels/common.hpp"
+
+namespace trine::cuda::kernels {
+namespace {
+
+constexpr int block_threads = 256;
+constexpr int warps_per_block = block_threads / 32;
+
+enum class Red { sum, mean, max };
+
+Reg<F32> combine(Kernel& k, Red op, Reg<F32> a, Reg<F32> b) {
+  return op == Red::max ? max_nan(k, a, b) : add(k, a, V<F32>(b));
+}
+
+std::string generate(const std::string& config, Target target) {
+  auto sep = config.find('_');
+  std::string name = config.substr(0, sep), layout = sep == std::string::npos ? "" : config.substr(sep + 1);
+  Red op = name == "sum" ? Red::sum : name == "mean" ? Red::mean : Red::max;
+  if ((name != "sum" && name != "mean" && name != "max") || (layout != "row" && layout != "col")) {
+    unknown_config("reduce", config);
+  }
+  Kernel k(kernel_name("reduce", config), target);
+  k.set_max_threads(block_threads);
+  Ptr<Global, F32> x = param_ptr<F32>(k, "x");
+  Ptr<Global, F32> y = param_ptr<F32>(k, "y");
+  Reg<U64> outer = param<U64>(k, "outer");
+  Reg<U32> r = param<U32>(k, "r");
+  Reg<U64> inner = param<U64>(k, "inner");
+  const float identity = op == Red::max ? -std::numeric_limits<float>::infinity() : 0.0f;
+  Reg<F32> inv_r = rcp_rn(k, cvt<F32>(k, r, Round::rn));
+  auto finish = [&](Reg<F32> acc) { return op == Red::mean ? mul(k, acc, V<F32>(inv_r)) : acc; };
+
+  if (layout == "row") {
+    Reg<U32> tid = special(k, Special::tid_x);
+    Reg<U32> lane = and_(k, tid, V<U32>(31u));
+    Reg<U32> warp = shr(k, tid, 5u);
+    Reg<U64> first =
+        add(k, mul_wide(k, special(k, Special::ctaid_x), V<U32>(warps_per_block)), V<U64>(to_u64(k, warp)));
+    Reg<U64> stride = mul_wide(k, special(k, Special::nctaid_x), V<U32>(warps_per_block));
+    for_range<U64>(k, first, outer, stride, [&](Reg<U64> row) {  // warp-uniform
+      Reg<U64> base = mul(k, row, V<U64>(to_u64(k, r)));
+      Reg<F32> acc = mov<F32>(k, identity);
+      for_range<U32>(k, lane, r, 32u, [&](Reg<U32> j) {
+        Reg<F32> v = ld(k, element(k, x, add(k, base, V<U64>(to_u64(k, j)))));
+        assign(k, acc, V<F32>(combine(k, op, acc, v)));
+      });
+      Reg<F32> total = op == Red::max ? warp_max_nan(k, acc) : warp_sum(k, acc);
+      Kernel::Guard g(k, setp(k, Cmp::eq, lane, V<U32>(0u)), false);
+      st(k, element(k, y, row), V<F32>(finish(total)));
+    });
+  } else {
+    Reg<U64> n_out = mul(k, outer, V<U64>(inner));
+    grid_stride(k, n_out, [&](Reg<U64> o) {
+      Reg<U64> i = rem(k, o, V<U64>(inner));
+      Reg<U64> base = fma(k, sub(k, o, V<U64>(i)), V<U64>(to_u64(k, r)), V<U64>(i));  // (o/inner)*r*inner + i
+      Reg<F32> acc = mov<F32>(k, identity);
+      for_range<U32>(k, 0u, r, 1u, [&](Reg<U32> j) {
+        Reg<F32> v = ld(k, element(k, x, fma(k, to_u64(k, j), V<U64>(inner), V<U64>(base))));
+        assign(k, acc, V<F32>(combine(k, op, acc, v)));
+      });
+      st(k, element(k, y, o), V<F32>(finish(acc)));
+    });
+  }
+  return module_text(k);
+}
+
+Launch geometry(const std::string& config, std::span<const std::int64_t> sizes) {
+  // sizes = {outer, r, inner}
+  Launch l;
+  l.block = {block_threads, 1, 1};
+  std::int64_t outer = sizes.size() > 0 ? sizes[0] : 1, inner = sizes.size() > 2 ? sizes[2] : 1;
+  bool row = config.ends_with("_row");
+  l.grid = {row ? blocks_for(outer, warps_per_block) : blocks_for(outer * inner, block_threads, 8192), 1, 1};
+  return l;
+}
+
+}  // namespace
+
+Generator reduce_generator() {
+  return Generator{"reduce",
+                   "sum mean max",
+                   {"sum_row", "mean_row", "max_row", "sum_col", "mean_col", "max_col"},
+                   generate,
+                   "x: f32* (contiguous [outer, r, inner]), y: f32* [outer, inner], outer: u64, r: u32, inner: u64 "
+                   "(_row configs need inner == 1); max propagates NaN",
+                   "sizes = {outer, r, inner}; block 256; _row: one warp per row, grid ceil(outer/8) (max 65535, "
+                   "rows beyond loop); _col: one thread per output, grid min(ceil(outer*inner/256), 8192)",
+                   geometry};
+}
+
+}  // namespace trine::cuda::kernels

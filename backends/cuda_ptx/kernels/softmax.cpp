@@ -1,0 +1,128 @@
+// softmax and log_softmax over one axis of x viewed as [outer, r, inner]: one pass keeps an online
+// (max, sum of exp) pair, merged across lanes with shuffles, then a second pass writes.
+// Special rows follow docs/ops.md: -inf entries give 0 (log: -inf) while one entry is finite; a row
+// of all -inf, or one holding +inf or NaN, gives NaN everywhere.
+#include "backends/cuda_ptx/kernels/common.hpp"
+
+namespace trine::cuda::kernels {
+namespace {
+
+constexpr int block_threads = 256;
+constexpr int warps_per_block = block_threads / 32;
+
+// exp(a - m), taken as 1 when a == m so that a = m = -inf does not make NaN.
+Reg<F32> rel_exp(Kernel& k, Reg<F32> a, Reg<F32> m) {
+  Reg<F32> e = exp_f32(k, sub(k, a, V<F32>(m)));
+  return selp<F32>(k, 1.0f, e, setp(k, Cmp::eq, a, V<F32>(m)));
+}
+
+struct Online {
+  Reg<F32> m, s;
+};
+
+// Folds x into (m, s) in place.
+void online_add(Kernel& k, Online& o, Reg<F32> x) {
+  Reg<F32> m_new = max_nan(k, o.m, x);
+  Reg<F32> s_new = fma(k, o.s, V<F32>(rel_exp(k, o.m, m_new)), V<F32>(rel_exp(k, x, m_new)));
+  assign(k, o.m, V<F32>(m_new));
+  assign(k, o.s, V<F32>(s_new));
+}
+
+Online merge(Kernel& k, Online a, Online b) {
+  Reg<F32> m = max_nan(k, a.m, b.m);
+  Reg<F32> s = fma(k, a.s, V<F32>(rel_exp(k, a.m, m)), V<F32>(mul(k, b.s, V<F32>(rel_exp(k, b.m, m)))));
+  return Online{m, s};
+}
+
+// After the row is seen: a +inf maximum makes the whole row NaN.
+Reg<F32> final_sum(Kernel& k, Online o) {
+  Reg<Pred> inf = setp(k, Cmp::eq, o.m, V<F32>(std::numeric_limits<float>::infinity()));
+  return selp<F32>(k, std::numeric_limits<float>::quiet_NaN(), o.s, inf);
+}
+
+std::string generate(const std::string& config, Target target) {
+  bool is_log = config.starts_with("log_softmax_");
+  std::string layout = config.substr(config.rfind('_') + 1);
+  if (config != "softmax_row" && config != "softmax_col" && config != "log_softmax_row" &&
+      config != "log_softmax_col") {
+    unknown_config("softmax", config);
+  }
+  Kernel k(kernel_name("softmax", config), target);
+  k.set_max_threads(block_threads);
+  Ptr<Global, F32> x = param_ptr<F32>(k, "x");
+  Ptr<Global, F32> y = param_ptr<F32>(k, "y");
+  Reg<U64> outer = param<U64>(k, "outer");
+  Reg<U32> r = param<U32>(k, "r");
+  Reg<U64> inner = param<U64>(k, "inner");
+  const float neg_inf = -std::numeric_limits<float>::infinity();
+
+  // Writes one element given the row's max and final sum (or its log).
+  auto write = [&](Reg<U64> index, Reg<F32> m, Reg<F32> scale) {
+    Reg<F32> v = ld(k, element(k, x, index));
+    Reg<F32> d = sub(k, v, V<F32>(m));
+    Reg<F32> out = is_log ? sub(k, d, V<F32>(scale)) : mul(k, exp_f32(k, d), V<F32>(scale));
+    st(k, element(k, y, index), V<F32>(out));
+  };
+  auto row_scale = [&](Reg<F32> sum) { return is_log ? log_f32(k, sum) : rcp_rn(k, sum); };
+
+  if (layout == "row") {
+    Reg<U32> tid = special(k, Special::tid_x);
+    Reg<U32> lane = and_(k, tid, V<U32>(31u));
+    Reg<U32> warp = shr(k, tid, 5u);
+    Reg<U64> first =
+        add(k, mul_wide(k, special(k, Special::ctaid_x), V<U32>(warps_per_block)), V<U64>(to_u64(k, warp)));
+    Reg<U64> stride = mul_wide(k, special(k, Special::nctaid_x), V<U32>(warps_per_block));
+    for_range<U64>(k, first, outer, stride, [&](Reg<U64> row) {
+      Reg<U64> base = mul(k, row, V<U64>(to_u64(k, r)));
+      Online o{mov<F32>(k, neg_inf), mov<F32>(k, 0.0f)};
+      for_range<U32>(k, lane, r, 32u,
+                     [&](Reg<U32> j) { online_add(k, o, ld(k, element(k, x, add(k, base, V<U64>(to_u64(k, j)))))); });
+      Online all = o;
+      for (std::uint32_t offset = 16; offset >= 1; offset /= 2) {
+        all = merge(k, all, Online{shfl(k, Shfl::bfly, all.m, offset), shfl(k, Shfl::bfly, all.s, offset)});
+      }
+      Reg<F32> scale = row_scale(final_sum(k, all));
+      for_range<U32>(k, lane, r, 32u, [&](Reg<U32> j) { write(add(k, base, V<U64>(to_u64(k, j))), all.m, scale); });
+    });
+  } else {
+    Reg<U64> n_out = mul(k, outer, V<U64>(inner));
+    grid_stride(k, n_out, [&](Reg<U64> o) {
+      Reg<U64> i = rem(k, o, V<U64>(inner));
+      Reg<U64> base = fma(k, sub(k, o, V<U64>(i)), V<U64>(to_u64(k, r)), V<U64>(i));
+      Online on{mov<F32>(k, neg_inf), mov<F32>(k, 0.0f)};
+      for_range<U32>(k, 0u, r, 1u, [&](Reg<U32> j) {
+        online_add(k, on, ld(k, element(k, x, fma(k, to_u64(k, j), V<U64>(inner), V<U64>(base)))));
+      });
+      Reg<F32> scale = row_scale(final_sum(k, on));
+      for_range<U32>(k, 0u, r, 1u,
+                     [&](Reg<U32> j) { write(fma(k, to_u64(k, j), V<U64>(inner), V<U64>(base)), on.m, scale); });
+    });
+  }
+  return module_text(k);
+}
+
+Launch geometry(const std::string& config, std::span<const std::int64_t> sizes) {
+  Launch l;
+  l.block = {block_threads, 1, 1};
+  std::int64_t outer = sizes.size() > 0 ? sizes[0] : 1, inner = sizes.size() > 2 ? sizes[2] : 1;
+  l.grid = {
+      config.ends_with("_row") ? blocks_for(outer, warps_per_block) : blocks_for(outer * inner, block_threads, 8192), 1,
+      1};
+  return l;
+}
+
+}  // namespace
+
+Generator softmax_generator() {
+  return Generator{"softmax",
+                   "softmax log_softmax",
+                   {"softmax_row", "log_softmax_row", "softmax_col", "log_softmax_col"},
+                   generate,
+                   "x: f32* (contiguous [outer, r, inner]), y: f32* (same shape), outer: u64, r: u32, inner: u64 "
+                   "(_row configs need inner == 1)",
+                   "sizes = {outer, r, inner}; block 256; _row: one warp per row, grid ceil(outer/8) (max 65535); "
+                   "_col: one thread per (outer, inner) line, grid min(ceil(outer*inner/256), 8192)",
+                   geometry};
+}
+
+}  // namespace trine::cuda::kernels
