@@ -38,9 +38,8 @@ class ThreadPool {
   void post(std::function<void()> task);
   bool queue_idle() noexcept;
 
-  struct State;
-
  private:
+  struct State;
   std::unique_ptr<State> s_;
 };
 
