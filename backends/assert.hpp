@@ -13,7 +13,7 @@ namespace trine::detail {
 
 // Cold and out of the caller's way: the check itself is one compare and branch.
 [[noreturn, gnu::cold, gnu::noinline]] inline void assert_failed(const char* condition, std::string_view message,
-                                                               const char* file, int line) {
+                                                                 const char* file, int line) {
   // __FILE__ is an absolute build path; the part from the project's top folder is enough.
   std::string_view path(file);
   for (std::string_view top : {"/backends/", "/tensor/", "/dispatch/", "/tools/", "/tests/"}) {
@@ -29,8 +29,8 @@ namespace trine::detail {
 }  // namespace trine::detail
 
 // `message` starts with the op in brackets, like every trine error: "[softmax] row of 0 elements".
-#define TRINE_ASSERT(condition, message)                                               \
-  do {                                                                                 \
-    if (!(condition)) [[unlikely]]                                                     \
-      ::trine::detail::assert_failed(#condition, (message), __FILE__, __LINE__);       \
+#define TRINE_ASSERT(condition, message)                                         \
+  do {                                                                           \
+    if (!(condition)) [[unlikely]]                                               \
+      ::trine::detail::assert_failed(#condition, (message), __FILE__, __LINE__); \
   } while (false)

@@ -1,8 +1,8 @@
 // The cpu_simd kernels' own checks: norms at the edges of the f32 range against a double
 // computation, the kernel table's completeness check, allocation failures named after the op, and
 // the release-on assert. ctest runs this once per ISA (TRINE_CPU_ISA).
-#include <catch2/catch.hpp>
 #include <sys/resource.h>
+#include <catch2/catch.hpp>
 
 #include <cmath>
 #include <cstdio>
@@ -79,9 +79,9 @@ TEST_CASE("rmsnorm and layernorm are right where squares leave the f32 range", "
   // Huge rows: x^2 overflows above 1.8e19 and a sum of 64 squares above 2.3e18. Tiny rows: x^2
   // underflows (subnormal below 1e-19, zero below 1e-23); eps = the smallest float keeps them
   // meaningful, since a normal eps would swamp their mean square.
-  const Case cases[] = {{2.3e18f, 0.0f, 1e-5f},  {1e19f, 0.0f, 1e-5f},   {4e19f, 0.0f, 1e-5f},
-                        {1e25f, 3e25f, 1e-5f},   {1e37f, 0.0f, 1e-5f},   {3e37f, 1e38f, 1e-6f},
-                        {1e-30f, 0.0f, 1e-5f},   {1e-30f, 0.0f, 1.4e-45f}, {3e-21f, 0.0f, 1.4e-45f},
+  const Case cases[] = {{2.3e18f, 0.0f, 1e-5f},     {1e19f, 0.0f, 1e-5f},     {4e19f, 0.0f, 1e-5f},
+                        {1e25f, 3e25f, 1e-5f},      {1e37f, 0.0f, 1e-5f},     {3e37f, 1e38f, 1e-6f},
+                        {1e-30f, 0.0f, 1e-5f},      {1e-30f, 0.0f, 1.4e-45f}, {3e-21f, 0.0f, 1.4e-45f},
                         {1e-22f, 5e-22f, 1.4e-45f}, {1.0f, 0.0f, 1e-5f}};
   const std::int64_t lengths[] = {1, 7, 33, 64, 1000};
   for (const Case& c : cases) {

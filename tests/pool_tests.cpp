@@ -1,10 +1,10 @@
 // The cpu thread pool: parallel_for coverage under back-to-back calls (the TSan suite runs these),
 // thread-start failures, and the ordered submission queue (post / queue_idle).
-#include <catch2/catch.hpp>
 #include <signal.h>
 #include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
+#include <catch2/catch.hpp>
 
 #include <atomic>
 #include <cerrno>

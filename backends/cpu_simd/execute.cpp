@@ -148,8 +148,8 @@ const float* contiguous_f32(const Tensor& t, Tensor& keep) {
   if (!t.defined()) return nullptr;
   // Only matmul takes f16/bf16 (it reads them through GemmArgs); a contiguous f16 input here would
   // be read as f32.
-  TRINE_ASSERT(t.dtype() == DType::f32, std::string("[cpu] a kernel was handed a ") + dtype_name(t.dtype()) +
-                                            " input where it reads f32");
+  TRINE_ASSERT(t.dtype() == DType::f32,
+               std::string("[cpu] a kernel was handed a ") + dtype_name(t.dtype()) + " input where it reads f32");
   if (t.is_contiguous()) return reinterpret_cast<const float*>(base_ptr(t));
   keep = Tensor::empty(t.shape(), DType::f32, t.device());
   strided_convert(t, base_ptr(keep), DType::f32);

@@ -74,8 +74,8 @@ struct ThreadPool::State {
 
   std::mutex queue_mu;
   std::condition_variable queue_wake;
-  std::deque<std::function<void()>> queue;  // guarded by queue_mu
-  bool queue_stop = false;                  // guarded by queue_mu
+  std::deque<std::function<void()>> queue;   // guarded by queue_mu
+  bool queue_stop = false;                   // guarded by queue_mu
   std::atomic<std::int64_t> outstanding{0};  // posted tasks not yet finished
 
   // Claims chunks of `job` until none are left.

@@ -103,7 +103,8 @@ float row_scale(const float* p, i64 n) {
 // with eps s^2 formed in double (it leaves the f32 range for s far from 1).
 float scaled_rstd(float scaled_mean_square, float s, float eps) {
   const double sd = s;
-  return static_cast<float>(1.0 / std::sqrt(static_cast<double>(scaled_mean_square) + static_cast<double>(eps) * sd * sd));
+  return static_cast<float>(1.0 /
+                            std::sqrt(static_cast<double>(scaled_mean_square) + static_cast<double>(eps) * sd * sd));
 }
 
 template <class F>
@@ -170,10 +171,11 @@ void rmsnorm_typed(const float* x, const float* gamma, float* y, i64 rows, i64 n
       const float s = row_scale(p, n);
       if (s != 1.0f) {
         const batch_f32 vs(s);
-        const float sms = sum_mapped(p, n, [&](const batch_f32& v) {
-                            const batch_f32 t = v * vs;
-                            return t * t;
-                          }) /
+        const float sms = sum_mapped(p, n,
+                                     [&](const batch_f32& v) {
+                                       const batch_f32 t = v * vs;
+                                       return t * t;
+                                     }) /
                           nf;
         affine_row<HasGamma, false>(p, gamma, nullptr, y + r * n, n, s, 0.0f, 0.0f, scaled_rstd(sms, s, eps));
         return;
