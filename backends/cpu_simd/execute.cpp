@@ -5,6 +5,12 @@
 #include <cstring>
 #include <vector>
 
+#include <new>
+#include <stdexcept>
+#include <string>
+#include <string_view>
+
+#include "backends/assert.hpp"
 #include "backends/cpu_simd/execute.hpp"
 #include "backends/cpu_simd/thread_pool.hpp"
 #include "trine/error.hpp"
@@ -140,6 +146,10 @@ void strided_convert(const Tensor& src, std::uint8_t* dst, DType dst_dtype) {
 // The one step that makes a strided f32 input contiguous; `keep` holds the copy alive.
 const float* contiguous_f32(const Tensor& t, Tensor& keep) {
   if (!t.defined()) return nullptr;
+  // Only matmul takes f16/bf16 (it reads them through GemmArgs); a contiguous f16 input here would
+  // be read as f32.
+  TRINE_ASSERT(t.dtype() == DType::f32,
+               std::string("[cpu] a kernel was handed a ") + dtype_name(t.dtype()) + " input where it reads f32");
   if (t.is_contiguous()) return reinterpret_cast<const float*>(base_ptr(t));
   keep = Tensor::empty(t.shape(), DType::f32, t.device());
   strided_convert(t, base_ptr(keep), DType::f32);
@@ -216,9 +226,44 @@ void run_matmul(const KernelTable& k, const detail::OpCall& call) {
   k.gemm(g);
 }
 
-}  // namespace
+void run_binary(const KernelTable& k, const detail::OpCall& call, BinaryOp op) {
+  const auto& in = call.inputs;
+  if (call.output.numel() == 0) return;
+  BinaryArgs b;
+  b.op = op;
+  const Shape& os = call.output.shape();
+  Tensor av = in[0].broadcast_to(os), bv = in[1].broadcast_to(os);
+  b.rank = os.rank();
+  for (int i = 0; i < os.rank(); ++i) {
+    b.shape[i] = os[i];
+    b.a_strides[i] = os[i] == 1 ? 0 : av.strides()[i];
+    b.b_strides[i] = os[i] == 1 ? 0 : bv.strides()[i];
+  }
+  if (b.rank == 0) {  // a scalar result is a one-element vector to the kernel
+    b.rank = 1;
+    b.shape[0] = 1;
+  }
+  b.a = reinterpret_cast<const float*>(base_ptr(in[0]));
+  b.b = reinterpret_cast<const float*>(base_ptr(in[1]));
+  b.y = out_f32(call);
+  k.binary(b);
+}
 
-void execute(const KernelTable& k, const detail::OpCall& call) {
+void run_softmax(const KernelTable& k, const detail::OpCall& call, bool log) {
+  i64 outer, n, inner;
+  split_axis(call.inputs[0].shape(), std::get<AxisParams>(call.params).axis, outer, n, inner);
+  Tensor keep;
+  k.softmax(log, contiguous_f32(call.inputs[0], keep), out_f32(call), outer, n, inner);
+}
+
+void run_reduce(const KernelTable& k, const detail::OpCall& call, ReduceOp op) {
+  i64 outer, n, inner;
+  split_axis(call.inputs[0].shape(), std::get<ReduceParams>(call.params).axis, outer, n, inner);
+  Tensor keep;
+  k.reduce(op, contiguous_f32(call.inputs[0], keep), out_f32(call), outer, n, inner);
+}
+
+void execute_op(const KernelTable& k, const detail::OpCall& call) {
   const auto& in = call.inputs;
   const i64 n_out = call.output.numel();
   Tensor keep0, keep1, keep2;
@@ -248,34 +293,12 @@ void execute(const KernelTable& k, const detail::OpCall& call) {
       *out_f32(call) = n == 0 ? 0.0f : k.dot(contiguous_f32(in[0], keep0), contiguous_f32(in[1], keep1), n);
       return;
     }
-    case OpKind::add:
-    case OpKind::sub:
-    case OpKind::mul:
-    case OpKind::div: {
-      if (n_out == 0) return;
-      BinaryArgs b;
-      b.op = call.op == OpKind::add   ? BinaryOp::add
-             : call.op == OpKind::sub ? BinaryOp::sub
-             : call.op == OpKind::mul ? BinaryOp::mul
-                                      : BinaryOp::div;
-      const Shape& os = call.output.shape();
-      Tensor av = in[0].broadcast_to(os), bv = in[1].broadcast_to(os);
-      b.rank = os.rank();
-      for (int i = 0; i < os.rank(); ++i) {
-        b.shape[i] = os[i];
-        b.a_strides[i] = os[i] == 1 ? 0 : av.strides()[i];
-        b.b_strides[i] = os[i] == 1 ? 0 : bv.strides()[i];
-      }
-      if (b.rank == 0) {  // a scalar result is a one-element vector to the kernel
-        b.rank = 1;
-        b.shape[0] = 1;
-      }
-      b.a = reinterpret_cast<const float*>(base_ptr(in[0]));
-      b.b = reinterpret_cast<const float*>(base_ptr(in[1]));
-      b.y = out_f32(call);
-      k.binary(b);
-      return;
-    }
+    // Each op names its kernel operation: a new op added to ops.def breaks this switch
+    // (-Werror=switch) instead of falling into a neighbour's kernel.
+    case OpKind::add: run_binary(k, call, BinaryOp::add); return;
+    case OpKind::sub: run_binary(k, call, BinaryOp::sub); return;
+    case OpKind::mul: run_binary(k, call, BinaryOp::mul); return;
+    case OpKind::div: run_binary(k, call, BinaryOp::div); return;
     case OpKind::scale: {
       if (n_out == 0) return;
       const auto& p = std::get<ScaleParams>(call.params);
@@ -299,13 +322,8 @@ void execute(const KernelTable& k, const detail::OpCall& call) {
     case OpKind::gelu: run_unary(k, call, Activation::gelu); return;
     case OpKind::gelu_tanh: run_unary(k, call, Activation::gelu_tanh); return;
     case OpKind::clip: run_unary(k, call, Activation::clip); return;
-    case OpKind::softmax:
-    case OpKind::log_softmax: {
-      i64 outer, n, inner;
-      split_axis(in[0].shape(), std::get<AxisParams>(call.params).axis, outer, n, inner);
-      k.softmax(call.op == OpKind::log_softmax, contiguous_f32(in[0], keep0), out_f32(call), outer, n, inner);
-      return;
-    }
+    case OpKind::softmax: run_softmax(k, call, /*log=*/false); return;
+    case OpKind::log_softmax: run_softmax(k, call, /*log=*/true); return;
     case OpKind::layernorm: {
       const i64 n = in[0].dim(-1);
       const float eps = std::get<NormParams>(call.params).eps;
@@ -364,19 +382,56 @@ void execute(const KernelTable& k, const detail::OpCall& call) {
       k.rope(contiguous_f32(in[0], keep0), out_f32(call), n_out / (l * d), l, d, p.base, p.position_offset);
       return;
     }
-    case OpKind::sum:
-    case OpKind::mean:
-    case OpKind::max: {
-      i64 outer, n, inner;
-      split_axis(in[0].shape(), std::get<ReduceParams>(call.params).axis, outer, n, inner);
-      ReduceOp r = call.op == OpKind::sum ? ReduceOp::sum : call.op == OpKind::mean ? ReduceOp::mean : ReduceOp::max;
-      k.reduce(r, contiguous_f32(in[0], keep0), out_f32(call), outer, n, inner);
-      return;
-    }
+    case OpKind::sum: run_reduce(k, call, ReduceOp::sum); return;
+    case OpKind::mean: run_reduce(k, call, ReduceOp::mean); return;
+    case OpKind::max: run_reduce(k, call, ReduceOp::max); return;
     case OpKind::copy:
     case OpKind::cast: strided_convert(in[0], base_ptr(call.output), call.output.dtype()); return;
   }
-  throw Error(ErrorCode::internal, "[cpu] op missing from execute()");
+  TRINE_ASSERT(!"an OpKind outside ops.def", "[cpu] execute() was handed an op it does not know");
+}
+
+// Error text for an allocation that failed inside op `op`: "[op] ..." whatever the allocating
+// helper called itself ("[empty]" for a temporary tensor, "[gemm]" for packing scratch).
+std::string out_of_memory_message(OpKind op, std::string_view what) {
+  if (!what.empty() && what.front() == '[') {
+    if (const auto close = what.find("] "); close != std::string_view::npos) what.remove_prefix(close + 2);
+  }
+  return std::string("[") + op_info(op).name + "] out of memory in the cpu kernel's temporaries: " + std::string(what);
+}
+
+// "[op] text". Built with += : GCC 12 warns falsely on operator+ chains here (GCC bug 105329).
+std::string in_op(OpKind op, const char* text) {
+  std::string s = "[";
+  s += op_info(op).name;
+  s += "] ";
+  s += text;
+  return s;
+}
+
+}  // namespace
+
+void execute(const KernelTable& k, const detail::OpCall& call) {
+  const std::string_view name = op_info(call.op).name;
+  TRINE_ASSERT(call.output.defined() && call.output.is_contiguous() && call.output.device().kind == DeviceKind::cpu,
+               in_op(call.op, "the cpu backend was handed an output it cannot write in place"));
+  TRINE_ASSERT(static_cast<int>(call.inputs.size()) >= op_info(call.op).min_inputs,
+               in_op(call.op, "the cpu backend was handed fewer inputs than the op takes"));
+  // Kernels and their helpers allocate with std containers and Tensor::empty; whatever fails, the
+  // caller hears an out_of_memory naming this op.
+  try {
+    execute_op(k, call);
+  } catch (const std::bad_alloc& e) {
+    throw Error(ErrorCode::out_of_memory, out_of_memory_message(call.op, e.what()));
+  } catch (const std::length_error& e) {  // a std::vector asked for more than max_size()
+    throw Error(ErrorCode::out_of_memory, out_of_memory_message(call.op, e.what()));
+  } catch (const Error& e) {
+    const std::string_view what = e.what();
+    if (e.code() != ErrorCode::out_of_memory || (what.size() > name.size() + 1 && what.front() == '[' &&
+                                                 what.substr(1, name.size()) == name && what[name.size() + 1] == ']'))
+      throw;
+    throw Error(ErrorCode::out_of_memory, out_of_memory_message(call.op, what));
+  }
 }
 
 }  // namespace trine::cpu

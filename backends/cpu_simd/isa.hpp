@@ -7,6 +7,7 @@
 
 #include <xsimd/xsimd.hpp>
 
+#include "backends/assert.hpp"
 #include "backends/cpu_simd/kernel_table.hpp"
 #include "backends/cpu_simd/thread_pool.hpp"
 

@@ -9,8 +9,10 @@
 #pragma once
 
 #include <cstdint>
+#include <string>
 
 #include "trine/dtype.hpp"
+#include "trine/error.hpp"
 #include "trine/ops.hpp"
 
 namespace trine::cpu {
@@ -112,6 +114,36 @@ struct KernelTable {
   // x, y [outer, L, D], D even; row l has position `offset + l`.
   void (*rope)(const float* x, float* y, i64 outer, i64 L, i64 D, float base, i64 offset) = nullptr;
 };
+
+// Every entry of KernelTable once, for the checks below. The static_assert fails when an entry is
+// added to the struct and not here.
+// clang-format off
+#define TRINE_CPU_KERNEL_ENTRIES(X) \
+  X(gemm) X(gemv) X(dot) \
+  X(unary) X(scale) X(binary) X(bias_act) \
+  X(softmax) X(reduce) X(layernorm) X(rmsnorm) \
+  X(conv2d) X(attention) X(rope)
+// clang-format on
+#define TRINE_CPU_COUNT_ENTRY(name) +1
+static_assert(sizeof(KernelTable) ==
+                  sizeof(const char*) + (0 TRINE_CPU_KERNEL_ENTRIES(TRINE_CPU_COUNT_ENTRY)) * sizeof(void (*)()),
+              "KernelTable changed: list every entry in TRINE_CPU_KERNEL_ENTRIES");
+#undef TRINE_CPU_COUNT_ENTRY
+
+// Throws Error(internal) naming the first entry an ISA left null: a missing kernel fails when the
+// table is built, not as a null call in the middle of an op.
+inline void require_complete(const KernelTable& t) {
+  const std::string isa = t.isa ? t.isa : "(unnamed)";
+#define TRINE_CPU_REQUIRE_ENTRY(name)                                   \
+  if (t.name == nullptr)                                                \
+    throw Error(ErrorCode::internal, "[cpu] the " + isa +               \
+                                         " kernel table has no '" #name \
+                                         "' kernel (every entry "       \
+                                         "must be registered by its kernels/*.cpp file)");
+  TRINE_CPU_KERNEL_ENTRIES(TRINE_CPU_REQUIRE_ENTRY)
+#undef TRINE_CPU_REQUIRE_ENTRY
+  if (t.isa == nullptr) throw Error(ErrorCode::internal, "[cpu] a kernel table has no ISA name");
+}
 
 // One table per ISA, each defined in that ISA's object library (kernels/table.cpp).
 namespace sse4_2 {

@@ -30,6 +30,7 @@ void gemm_blocked(i64 m0, i64 m1, i64 n0, i64 n1, i64 K, const PackA& pack_a, co
   const i64 kc_blk = gemm_even_block(K, cfg.kc, 8);
   const i64 mc_blk = gemm_even_block(m1 - m0, cfg.mc, mr);
   const i64 nc_blk = gemm_even_block(n1 - n0, cfg.nc, nr);
+  TRINE_ASSERT(K > 0 && m0 <= m1 && n0 <= n1, "[gemm] empty or inverted block reached the blocked loops");
   GemmScratch& s = gemm_scratch();
   float* ap = s.a_.get(mc_blk * kc_blk);
   float* bp = s.b_.get(nc_blk * kc_blk);

@@ -5,9 +5,11 @@
 #include <bit>
 #include <cstdint>
 #include <cstdlib>
-#include <new>
+#include <string>
 
 #include "backends/cpu_simd/gemm/config.hpp"
+#include "trine/dtype.hpp"
+#include "trine/error.hpp"
 
 namespace trine::cpu::TRINE_ISA_NS {
 
@@ -27,7 +29,10 @@ class AlignedBuffer {
       capacity_ = 0;
       const std::size_t bytes = (static_cast<std::size_t>(n) * sizeof(float) + 63) / 64 * 64;
       data_ = static_cast<float*>(std::aligned_alloc(64, bytes));
-      if (!data_) throw std::bad_alloc();
+      // "[gemm]": execute() renames it after the op that ran out (matmul, conv2d, ...).
+      if (!data_)
+        throw Error(ErrorCode::out_of_memory,
+                    "[gemm] could not allocate " + std::to_string(bytes) + " bytes of packing scratch");
       capacity_ = n;
     }
     return data_;
@@ -48,16 +53,6 @@ inline GemmScratch& gemm_scratch() {
   return s;
 }
 
-// Exact f16 -> f32 without branches on the common path: moving exponent and mantissa into f32
-// position and scaling by 2^112 rebiases normals and normalises subnormals in one multiply.
-inline float half_bits_to_f32(std::uint16_t h) {
-  const std::uint32_t sign = static_cast<std::uint32_t>(h & 0x8000u) << 16;
-  const std::uint32_t em = h & 0x7fffu;
-  std::uint32_t bits = std::bit_cast<std::uint32_t>(std::bit_cast<float>(em << 13) * 0x1p112f);
-  if (em >= 0x7c00u) bits = (em << 13) | 0x7f800000u;  // inf and NaN keep their payload
-  return std::bit_cast<float>(bits | sign);
-}
-
 template <DType D>
 inline float load_as_f32(const void* base, i64 idx) {
   if constexpr (D == DType::f32) {
@@ -65,7 +60,7 @@ inline float load_as_f32(const void* base, i64 idx) {
   } else if constexpr (D == DType::bf16) {
     return std::bit_cast<float>(static_cast<std::uint32_t>(static_cast<const std::uint16_t*>(base)[idx]) << 16);
   } else {
-    return half_bits_to_f32(static_cast<const std::uint16_t*>(base)[idx]);
+    return f16_to_f32(static_cast<const std::uint16_t*>(base)[idx]);
   }
 }
 

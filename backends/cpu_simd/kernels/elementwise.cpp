@@ -238,6 +238,7 @@ void binary(const BinaryArgs& args) {
     case BinaryOp::mul: return binary_typed<BinaryOp::mul>(args);
     case BinaryOp::div: return binary_typed<BinaryOp::div>(args);
   }
+  TRINE_ASSERT(!"a BinaryOp outside the enum", "[binary] the kernel was handed an operation it does not know");
 }
 
 }  // namespace

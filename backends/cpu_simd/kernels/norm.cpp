@@ -1,6 +1,10 @@
 // Layer norm and RMS norm over the last axis of [rows, n], one row per task; gamma/beta optional.
+// Rows whose squares leave the f32 range (|x| above ~1.8e19, or a sum of squares above FLT_MAX,
+// or squares that underflow) are redone on the row scaled by a power of two, so the result is
+// right wherever it is representable.
 #include "backends/cpu_simd/isa.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <utility>
 
@@ -9,14 +13,18 @@
 namespace trine::cpu::TRINE_ISA_NS {
 namespace {
 
-// y = ((x - shift) - fine_shift) * scale * gamma + beta over one row: x - shift is exact when
-// shift is the float mean and x near it, and fine_shift is the mean's small remainder.
+// Below this mean square the squares of a row's small elements may have underflowed.
+constexpr float tiny_mean_square = 0x1p-100f;
+
+// y = ((x * pre - shift) - fine_shift) * scale * gamma + beta over one row: x - shift is exact
+// when shift is the float mean and x near it, and fine_shift is the mean's small remainder. pre is
+// a power of two (1 unless the row was rescaled), so x * pre is exact.
 template <bool HasGamma, bool HasBeta>
-void affine_row(const float* x, const float* gamma, const float* beta, float* y, i64 n, float shift, float fine_shift,
-                float scale) {
-  const batch_f32 vs(shift), vf(fine_shift), vk(scale);
+void affine_row(const float* x, const float* gamma, const float* beta, float* y, i64 n, float pre, float shift,
+                float fine_shift, float scale) {
+  const batch_f32 vp(pre), vs(shift), vf(fine_shift), vk(scale);
   auto one = [&](const batch_f32& v, const batch_f32& g, const batch_f32& b) {
-    batch_f32 t = ((v - vs) - vf) * vk;
+    batch_f32 t = ((v * vp - vs) - vf) * vk;
     if constexpr (HasGamma) t *= g;
     if constexpr (HasBeta) t += b;
     return t;
@@ -35,17 +43,18 @@ void affine_row(const float* x, const float* gamma, const float* beta, float* y,
   }
 }
 
-// Sums of d = x - shift and of d^2 over one row, in one pass with two chains each.
-std::pair<float, float> deviation_sums(const float* p, i64 n, float shift) {
+// Sums of d = x * pre - shift and of d^2 over one row, in one pass with two chains each.
+std::pair<float, float> deviation_sums(const float* p, i64 n, float pre, float shift) {
   constexpr i64 block = 256 * vec_width;
-  const batch_f32 vs(shift);
+  const batch_f32 vp(pre), vs(shift);
   batch_f32 td(0.0f), tq(0.0f);
   i64 i = 0;
   while (i + 2 * vec_width <= n) {
     batch_f32 d0(0.0f), d1(0.0f), q0(0.0f), q1(0.0f);
     const i64 end = std::min(n, i + block);
     for (; i + 2 * vec_width <= end; i += 2 * vec_width) {
-      const batch_f32 a = batch_f32::load_unaligned(p + i) - vs, b = batch_f32::load_unaligned(p + i + vec_width) - vs;
+      const batch_f32 a = batch_f32::load_unaligned(p + i) * vp - vs,
+                      b = batch_f32::load_unaligned(p + i + vec_width) * vp - vs;
       d0 += a;
       d1 += b;
       q0 = xsimd::fma(a, a, q0);
@@ -54,13 +63,48 @@ std::pair<float, float> deviation_sums(const float* p, i64 n, float shift) {
     td += d0 + d1;
     tq += q0 + q1;
   }
-  for (; i < n; i += vec_width) {  // the tail is filled with shift, so its padding adds 0
-    const batch_f32 a =
-        (i + vec_width <= n ? batch_f32::load_unaligned(p + i) : load_partial(p + i, n - i, shift)) - vs;
+  for (; i + vec_width <= n; i += vec_width) {
+    const batch_f32 a = batch_f32::load_unaligned(p + i) * vp - vs;
+    td += a;
+    tq = xsimd::fma(a, a, tq);
+  }
+  if (i < n) {  // padding lanes are zeroed after the shift (a padded value would round when pre != 1)
+    alignas(64) float lane[vec_width];
+    for (i64 k = 0; k < vec_width; ++k) lane[k] = static_cast<float>(k);
+    const auto live = batch_f32::load_aligned(lane) < batch_f32(static_cast<float>(n - i));
+    const batch_f32 a = xsimd::select(live, load_partial(p + i, n - i) * vp - vs, batch_f32(0.0f));
     td += a;
     tq = xsimd::fma(a, a, tq);
   }
   return {hsum(td), hsum(tq)};
+}
+
+// max |x| over one row; NaN if the row holds one.
+float max_abs(const float* p, i64 n) {
+  batch_f32 m(0.0f);
+  i64 i = 0;
+  for (; i + vec_width <= n; i += vec_width) m = max_nan(m, xsimd::abs(batch_f32::load_unaligned(p + i)));
+  if (i < n) m = max_nan(m, xsimd::abs(load_partial(p + i, n - i)));
+  return hmax_nan(m);
+}
+
+// A power of two s with max|x| * s in [0.5, 4): the row times s has squares and sums of squares
+// far from overflow and underflow. s stays a normal float, so multiplying by it is exact. 1 for
+// rows of zeros, infinities or NaN, which the plain computation already gets right.
+float row_scale(const float* p, i64 n) {
+  const float m = max_abs(p, n);
+  if (!(std::isfinite(m) && m > 0.0f)) return 1.0f;
+  int e = 0;
+  std::frexp(m, &e);
+  return std::ldexp(1.0f, std::clamp(-e, -126, 127));
+}
+
+// The factor for a row scaled by s: (x s - mean') / sqrt(var' + eps s^2) = (x - mean) / sqrt(var + eps),
+// with eps s^2 formed in double (it leaves the f32 range for s far from 1).
+float scaled_rstd(float scaled_mean_square, float s, float eps) {
+  const double sd = s;
+  return static_cast<float>(1.0 /
+                            std::sqrt(static_cast<double>(scaled_mean_square) + static_cast<double>(eps) * sd * sd));
 }
 
 template <class F>
@@ -76,15 +120,30 @@ void layernorm_typed(const float* x, const float* gamma, const float* beta, floa
   for_rows(rows, n, [&](i64 r) {
     const float* p = x + r * n;
     const float nf = static_cast<float>(n);
-    const float mean = sum_mapped(p, n, [](const batch_f32& v) { return v; }) / nf;
     // Corrected two-pass variance: deviations from the float mean do not cancel the way
     // E[x^2] - mean^2 does, and their sum recovers the mean's rounding error (which matters when
     // |mean| >> std: at mean 600, std 1 it would otherwise cost ~3e-5 relative).
-    const auto [sum_d, sum_d2] = deviation_sums(p, n, mean);
-    const float fine = sum_d / nf;
-    const float var = std::max(0.0f, sum_d2 / nf - fine * fine);
-    const float rstd = 1.0f / std::sqrt(var + eps);
-    affine_row<HasGamma, HasBeta>(p, gamma, beta, y + r * n, n, mean, fine, rstd);
+    auto moments = [&](float pre, float& mean, float& fine) {
+      const batch_f32 vp(pre);
+      mean = sum_mapped(p, n, [&](const batch_f32& v) { return v * vp; }) / nf;
+      const auto [sum_d, sum_d2] = deviation_sums(p, n, pre, mean);
+      fine = sum_d / nf;
+      return std::max(0.0f, sum_d2 / nf - fine * fine);
+    };
+    float mean = 0.0f, fine = 0.0f;
+    const float var = moments(1.0f, mean, fine);
+    if (!(std::isfinite(mean) && std::isfinite(var) && var >= tiny_mean_square)) {
+      // Overflowed or underflowed (or a constant row, or inf/NaN input): redo it on the row scaled
+      // to max|x| ~ 1, which keeps every intermediate in range. Inf/NaN rows keep the plain result.
+      const float s = row_scale(p, n);
+      if (s != 1.0f) {
+        float smean = 0.0f, sfine = 0.0f;
+        const float svar = moments(s, smean, sfine);
+        affine_row<HasGamma, HasBeta>(p, gamma, beta, y + r * n, n, s, smean, sfine, scaled_rstd(svar, s, eps));
+        return;
+      }
+    }
+    affine_row<HasGamma, HasBeta>(p, gamma, beta, y + r * n, n, 1.0f, mean, fine, 1.0f / std::sqrt(var + eps));
   });
 }
 
@@ -104,8 +163,25 @@ template <bool HasGamma>
 void rmsnorm_typed(const float* x, const float* gamma, float* y, i64 rows, i64 n, float eps) {
   for_rows(rows, n, [&](i64 r) {
     const float* p = x + r * n;
-    const float ms = sum_mapped(p, n, [](const batch_f32& v) { return v * v; }) / static_cast<float>(n);
-    affine_row<HasGamma, false>(p, gamma, nullptr, y + r * n, n, 0.0f, 0.0f, 1.0f / std::sqrt(ms + eps));
+    const float nf = static_cast<float>(n);
+    const float ms = sum_mapped(p, n, [](const batch_f32& v) { return v * v; }) / nf;
+    if (!(std::isfinite(ms) && ms >= tiny_mean_square)) {
+      // x^2 overflows above ~1.8e19 and the sum above FLT_MAX; tiny x^2 underflow. Redo the row
+      // scaled to max|x| ~ 1; inf/NaN rows keep the plain result.
+      const float s = row_scale(p, n);
+      if (s != 1.0f) {
+        const batch_f32 vs(s);
+        const float sms = sum_mapped(p, n,
+                                     [&](const batch_f32& v) {
+                                       const batch_f32 t = v * vs;
+                                       return t * t;
+                                     }) /
+                          nf;
+        affine_row<HasGamma, false>(p, gamma, nullptr, y + r * n, n, s, 0.0f, 0.0f, scaled_rstd(sms, s, eps));
+        return;
+      }
+    }
+    affine_row<HasGamma, false>(p, gamma, nullptr, y + r * n, n, 1.0f, 0.0f, 0.0f, 1.0f / std::sqrt(ms + eps));
   });
 }
 

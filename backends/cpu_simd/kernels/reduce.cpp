@@ -218,6 +218,7 @@ void reduce(ReduceOp op, const float* x, float* y, i64 outer, i64 n, i64 inner) 
         reduce_strided<true>(x, y, outer, n, inner, false);
       return;
   }
+  TRINE_ASSERT(!"a ReduceOp outside the enum", "[reduce] the kernel was handed a reduction it does not know");
 }
 
 }  // namespace

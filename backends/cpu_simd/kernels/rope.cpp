@@ -54,6 +54,7 @@ void rotate_row(const float* x, float* y, i64 D, const float* cs, const float* s
 
 void rope(const float* x, float* y, i64 outer, i64 L, i64 D, float base, i64 offset) {
   if (outer <= 0 || L <= 0 || D <= 0) return;
+  TRINE_ASSERT(D % 2 == 0, "[rope] the op table let an odd head dimension through");  // rotate_row reads pairs
   std::vector<double> inv_freq(static_cast<size_t>(D / 2));
   for (i64 i = 0; i < D / 2; ++i)
     inv_freq[static_cast<size_t>(i)] =
