@@ -3,6 +3,7 @@
 #include <utility>
 
 #include "backends/backend.hpp"
+#include "tensor/memory_cache.hpp"
 #include "trine/error.hpp"
 
 namespace trine::detail {
@@ -29,6 +30,20 @@ struct Registry {
         owned.push_back(std::move(b));
       }
       slots.push_back(std::move(s));
+    }
+  }
+
+  // At exit: work still queued or in flight finishes, and cached memory goes back, while the
+  // backends it needs are still alive (the cpu pool, made while the registry was being made, is
+  // destroyed after it).
+  ~Registry() {
+    for (auto& s : slots) {
+      if (!s.backend) continue;
+      try {
+        s.backend->synchronize();
+      } catch (...) {  // a broken device at exit: nothing left to report it to
+      }
+      for (const auto& d : s.devices) release_cache(*s.backend, d.device);
     }
   }
 };

@@ -130,6 +130,12 @@ void cached_deallocate(Backend& backend, Device device, void* handle, std::size_
   }
 }
 
+void release_cache(Backend& backend, Device device) noexcept {
+  DeviceCache& c = caches().of(device, &backend);
+  std::lock_guard<std::mutex> lock(c.mu);
+  release_locked(c, device);
+}
+
 }  // namespace trine::detail
 
 namespace trine::memory {

@@ -18,4 +18,8 @@ void* cached_allocate(Backend& backend, Device device, std::size_t bytes);
 // Only called once no submission uses the memory (Storage's destructor, a failed placement).
 void cached_deallocate(Backend& backend, Device device, void* handle, std::size_t bytes) noexcept;
 
+// Returns every cached block of `device` to `backend` (the registry does this before a backend is
+// destroyed at exit).
+void release_cache(Backend& backend, Device device) noexcept;
+
 }  // namespace trine::detail

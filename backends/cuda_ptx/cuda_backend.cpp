@@ -1,0 +1,369 @@
+// The cuda_ptx backend over the Driver API table: memory, transfers and kernel launches on one
+// stream per device, completions as events, so it runs the same on libcuda and on the emulator.
+#include <cstdlib>
+#include <deque>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "backends/backend.hpp"
+#include "backends/cuda_ptx/cuda_launch.hpp"
+#include "backends/cuda_ptx/driver/driver_api.hpp"
+#include "backends/cuda_ptx/driver/check.hpp"
+#include "backends/cuda_ptx/driver/libcuda_loader.hpp"
+#include "backends/cuda_ptx/emulator/provider.hpp"
+#include "trine/error.hpp"
+
+namespace trine::cuda {
+namespace {
+
+struct DeviceState {
+  CUdevice device = 0;
+  CUcontext context = nullptr;
+  CUstream stream = nullptr;
+  std::string name;
+  int sm = 0;  // compute capability x 10 + minor
+  int multiprocessors = 0;
+  int shared_per_block = 0;
+  std::size_t total_memory = 0;
+};
+
+class CudaCompletion;
+
+// A submission in flight and its completion, held by the backend until the stream has passed it.
+// The completion holds only its event: a Storage -> writer -> submission -> Storage cycle would
+// keep memory alive when nobody reads the result.
+struct InFlight {
+  std::shared_ptr<CudaCompletion> done;
+  std::shared_ptr<detail::Submission> submission;
+};
+
+class CudaSubmission final : public detail::Submission {
+ public:
+  std::vector<detail::Entry> entries;
+};
+
+class CudaBackend;
+
+class CudaCompletion final : public detail::Completion {
+ public:
+  CudaCompletion(const DriverApi& api, CUcontext ctx, CUevent event) : api_(api), ctx_(ctx), event_(event) {}
+  ~CudaCompletion() override {
+    if (event_) {
+      api_.cuCtxSetCurrent(ctx_);
+      api_.cuEventDestroy(event_);
+    }
+  }
+  bool poll() override {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (!done_) {
+      api_.cuCtxSetCurrent(ctx_);
+      const CUresult r = api_.cuEventQuery(event_);
+      if (r == CUDA_ERROR_NOT_READY) return false;
+      finish_locked(r, "cuEventQuery");
+    }
+    return true;
+  }
+  void wait() override {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      if (!done_) {
+        api_.cuCtxSetCurrent(ctx_);
+        finish_locked(api_.cuEventSynchronize(event_), "cuEventSynchronize");
+      }
+    }
+    if (error_) std::rethrow_exception(error_);
+  }
+  bool wait_for(std::chrono::nanoseconds timeout) override {
+    // The Driver API has no timed event wait: poll with short sleeps.
+    const auto until = std::chrono::steady_clock::now() + timeout;
+    while (!poll()) {
+      if (std::chrono::steady_clock::now() >= until) return false;
+      std::this_thread::sleep_for(std::chrono::microseconds(50));
+    }
+    return true;
+  }
+  std::exception_ptr error() override {
+    std::lock_guard<std::mutex> lock(mu_);
+    return error_;
+  }
+
+ private:
+  void finish_locked(CUresult r, const char* call) {
+    done_ = true;
+    if (r != CUDA_SUCCESS) {
+      error_ = std::make_exception_ptr(Error(ErrorCode::driver_error, std::string("[cuda] the device reported ") +
+                                                                          result_name(&api_, r) + " from " + call +
+                                                                          " while running earlier work"));
+    }
+  }
+
+  const DriverApi& api_;
+  CUcontext ctx_;
+  CUevent event_;
+  std::mutex mu_;
+  bool done_ = false;
+  std::exception_ptr error_;
+};
+
+class CudaBackend final : public detail::Backend {
+ public:
+  CudaBackend(DriverProvider provider, std::vector<DeviceState> devices)
+      : provider_(std::move(provider)), api_(*provider_.api), devices_(std::move(devices)) {}
+
+  ~CudaBackend() override {
+    for (auto& d : devices_) {
+      api_.cuCtxSetCurrent(d.context);
+      api_.cuStreamSynchronize(d.stream);
+      in_flight_.clear();
+      api_.cuStreamDestroy(d.stream);
+      api_.cuDevicePrimaryCtxRelease(d.device);
+    }
+  }
+
+  DeviceKind kind() const noexcept override { return DeviceKind::cuda; }
+
+  std::vector<DeviceInfo> devices() const override {
+    std::vector<DeviceInfo> out;
+    for (std::size_t i = 0; i < devices_.size(); ++i) {
+      const auto& d = devices_[i];
+      out.push_back({Device{DeviceKind::cuda, static_cast<int>(i)},
+                     d.name + (provider_.emulated ? " (emulated, software)" : ""),
+                     "sm_" + std::to_string(d.sm) + "; " + std::to_string(d.multiprocessors) + " SMs; " +
+                         std::to_string(d.shared_per_block / 1024) + " KiB shared/block; " +
+                         std::to_string(d.total_memory >> 20) + " MiB; driver: " + provider_.name});
+    }
+    return out;
+  }
+
+  void* allocate(int index, std::size_t bytes) override {
+    auto& d = device(index);
+    std::lock_guard<std::mutex> lock(mu_);
+    current(d);
+    CUdeviceptr p = 0;
+    const CUresult r = api_.cuMemAlloc(&p, bytes ? bytes : 1);
+    if (r == CUDA_ERROR_OUT_OF_MEMORY) {
+      throw Error(ErrorCode::out_of_memory,
+                  "[allocate] cuda:" + std::to_string(index) + " could not allocate " + std::to_string(bytes) + " bytes");
+    }
+    check(r, "cuMemAlloc", "allocate");
+    return reinterpret_cast<void*>(static_cast<std::uintptr_t>(p));
+  }
+
+  void deallocate(int index, void* handle) noexcept override {
+    std::lock_guard<std::mutex> lock(mu_);
+    api_.cuCtxSetCurrent(devices_[static_cast<std::size_t>(index)].context);
+    api_.cuMemFree(ptr(handle));
+  }
+
+  // Device memory: never host-addressable here; Upload and Readback entries cross.
+  void* host_pointer(void*) const noexcept override { return nullptr; }
+
+  bool supports(const detail::OpCall& call) const override {
+    for (const auto& t : call.inputs)
+      if (t.defined() && t.device().kind != DeviceKind::cuda) return false;
+    return call.output.is_contiguous() && can_launch(call, devices_[static_cast<std::size_t>(call.output.device().index)].sm);
+  }
+
+  std::unique_ptr<detail::Submission> encode(std::vector<detail::Entry> entries) override {
+    auto s = std::make_unique<CudaSubmission>();
+    s->entries = std::move(entries);
+    return s;
+  }
+
+  // One stream per device: this backend's own earlier submissions are ordered by the stream;
+  // other backends' pending completions are waited for on the host before enqueueing.
+  std::shared_ptr<detail::Completion> submit(std::unique_ptr<detail::Submission> submission,
+                                             std::span<const std::shared_ptr<detail::Completion>> waits,
+                                             bool) override {
+    auto& s = static_cast<CudaSubmission&>(*submission);
+    for (const auto& w : waits) {
+      if (dynamic_cast<CudaCompletion*>(w.get())) continue;  // ordered by the stream already
+      try {
+        w->wait();
+      } catch (const Error& e) {
+        return detail::completed(std::make_exception_ptr(
+            Error(e.code(), std::string("[cuda] an input comes from work that failed: ") + e.what())));
+      }
+    }
+    const int index = device_of(s.entries);
+    auto& d = device(index);
+    std::lock_guard<std::mutex> lock(mu_);
+    current(d);
+    reap_locked();
+    ++stats_.submissions;
+    std::size_t i = 0;
+    try {
+      for (; i < s.entries.size(); ++i) enqueue(d, s.entries[i]);
+    } catch (const Error& e) {
+      if (s.entries.size() == 1) return detail::completed(std::current_exception());
+      return detail::completed(std::make_exception_ptr(
+          Error(e.code(), std::string(e.what()) + " (batch entry " + std::to_string(i + 1) + " of " +
+                              std::to_string(s.entries.size()) + ")")));
+    }
+    CUevent event = nullptr;
+    check(api_.cuEventCreate(&event, CU_EVENT_DISABLE_TIMING), "cuEventCreate", "submit");
+    check(api_.cuEventRecord(event, d.stream), "cuEventRecord", "submit");
+    auto done = std::make_shared<CudaCompletion>(api_, d.context, event);
+    in_flight_.push_back({done, std::shared_ptr<detail::Submission>(std::move(submission))});
+    return done;
+  }
+
+  void synchronize() override {
+    std::lock_guard<std::mutex> lock(mu_);
+    for (auto& d : devices_) {
+      current(d);
+      api_.cuStreamSynchronize(d.stream);
+    }
+    reap_locked();
+  }
+
+  TransferStats transfer_stats() const noexcept override {
+    std::lock_guard<std::mutex> lock(mu_);
+    return stats_;
+  }
+
+ private:
+  static CUdeviceptr ptr(const void* handle) { return static_cast<CUdeviceptr>(reinterpret_cast<std::uintptr_t>(handle)); }
+  static CUdeviceptr ptr(const detail::Storage& s, std::size_t offset) { return ptr(s.handle()) + offset; }
+
+  DeviceState& device(int index) {
+    if (index < 0 || static_cast<std::size_t>(index) >= devices_.size())
+      throw Error(ErrorCode::device_unavailable, "[cuda] cuda:" + std::to_string(index) + " does not exist");
+    return devices_[static_cast<std::size_t>(index)];
+  }
+
+  void current(const DeviceState& d) { check(api_.cuCtxSetCurrent(d.context), "cuCtxSetCurrent", "cuda"); }
+
+  void check(CUresult r, const char* call, const char* what) const { check_driver(&api_, r, what, call); }
+
+  static int device_of(const std::vector<detail::Entry>& entries) {
+    for (const auto& e : entries) {
+      switch (e.index()) {
+        case 0: return std::get<detail::OpCall>(e).output.device().index;
+        case 1: return std::get<detail::Upload>(e).dst->device().index;
+        case 2: return std::get<detail::Readback>(e).src->device().index;
+        default: return std::get<detail::DeviceCopy>(e).dst->device().index;
+      }
+    }
+    return 0;
+  }
+
+  void enqueue(DeviceState& d, const detail::Entry& e) {
+    switch (e.index()) {
+      case 0: {
+        const auto& call = std::get<detail::OpCall>(e);
+        launch(api_, d.stream, d.sm, call, module_cache_);
+        if (sync_each_launch_) check(api_.cuStreamSynchronize(d.stream), "cuStreamSynchronize", op_info(call.op).name);
+        return;
+      }
+      case 1: {
+        const auto& u = std::get<detail::Upload>(e);
+        if (u.bytes) check(api_.cuMemcpyHtoDAsync(ptr(*u.dst, u.offset), u.src, u.bytes, d.stream), "cuMemcpyHtoDAsync", "upload");
+        ++stats_.uploads;
+        stats_.upload_bytes += u.bytes;
+        return;
+      }
+      case 2: {
+        const auto& r = std::get<detail::Readback>(e);
+        if (r.bytes) check(api_.cuMemcpyDtoHAsync(r.dst, ptr(*r.src, r.offset), r.bytes, d.stream), "cuMemcpyDtoHAsync", "readback");
+        ++stats_.readbacks;
+        stats_.readback_bytes += r.bytes;
+        return;
+      }
+      default: {
+        const auto& c = std::get<detail::DeviceCopy>(e);
+        if (c.bytes)
+          check(api_.cuMemcpyDtoDAsync(ptr(*c.dst, c.dst_offset), ptr(*c.src, c.src_offset), c.bytes, d.stream),
+                "cuMemcpyDtoDAsync", "device_copy");
+        ++stats_.device_copies;
+        stats_.device_copy_bytes += c.bytes;
+        return;
+      }
+    }
+  }
+
+  // Drops the submissions whose end the stream has passed (in order: the stream is FIFO).
+  void reap_locked() {
+    while (!in_flight_.empty() && in_flight_.front().done->poll()) in_flight_.pop_front();
+  }
+
+  DriverProvider provider_;
+  const DriverApi& api_;
+  std::vector<DeviceState> devices_;
+  mutable std::mutex mu_;
+  std::deque<InFlight> in_flight_;
+  ModuleCache module_cache_;
+  TransferStats stats_;
+  const bool sync_each_launch_ = [] {
+    const char* v = std::getenv("TRINE_CUDA_SYNC");
+    return v && *v == '1';
+  }();
+};
+
+// The devices of a provider, with their primary contexts and streams; empty with `reason` set when
+// the driver has none or fails.
+std::vector<DeviceState> open_devices(const DriverApi& api, std::string& reason) {
+  std::vector<DeviceState> out;
+  auto fail = [&](CUresult r, const char* call) {
+    reason = std::string(call) + " failed: " + result_name(&api, r);
+    for (auto& d : out) api.cuDevicePrimaryCtxRelease(d.device);
+    out.clear();
+    return out;
+  };
+  if (CUresult r = api.cuInit(0); r != CUDA_SUCCESS) return fail(r, "cuInit");
+  int count = 0;
+  if (CUresult r = api.cuDeviceGetCount(&count); r != CUDA_SUCCESS) return fail(r, "cuDeviceGetCount");
+  if (count == 0) {
+    reason = "the driver reports no CUDA device";
+    return out;
+  }
+  for (int i = 0; i < count; ++i) {
+    DeviceState d;
+    if (CUresult r = api.cuDeviceGet(&d.device, i); r != CUDA_SUCCESS) return fail(r, "cuDeviceGet");
+    char name[256] = {};
+    api.cuDeviceGetName(name, sizeof(name), d.device);
+    d.name = name;
+    int major = 0, minor = 0;
+    api.cuDeviceGetAttribute(&major, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, d.device);
+    api.cuDeviceGetAttribute(&minor, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, d.device);
+    d.sm = major * 10 + minor;
+    api.cuDeviceGetAttribute(&d.multiprocessors, CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, d.device);
+    api.cuDeviceGetAttribute(&d.shared_per_block, CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK, d.device);
+    api.cuDeviceTotalMem(&d.total_memory, d.device);
+    if (CUresult r = api.cuDevicePrimaryCtxRetain(&d.context, d.device); r != CUDA_SUCCESS)
+      return fail(r, "cuDevicePrimaryCtxRetain");
+    out.push_back(d);
+    if (CUresult r = api.cuCtxSetCurrent(d.context); r != CUDA_SUCCESS) return fail(r, "cuCtxSetCurrent");
+    if (CUresult r = api.cuStreamCreate(&out.back().stream, CU_STREAM_NON_BLOCKING); r != CUDA_SUCCESS)
+      return fail(r, "cuStreamCreate");
+  }
+  return out;
+}
+
+}  // namespace
+}  // namespace trine::cuda
+
+namespace trine::detail {
+
+// TRINE_CUDA_EMULATOR=1 runs the backend on the PTX emulator; otherwise libcuda.so.1 is opened at
+// run time. Neither: the backend is unavailable, with the reason trine-info shows.
+std::unique_ptr<Backend> make_cuda_backend(std::string& reason, bool& built) {
+  built = true;
+  const char* emu = std::getenv("TRINE_CUDA_EMULATOR");
+  cuda::DriverProvider provider = emu && *emu == '1' ? cuda::emulator_provider() : cuda::libcuda_provider();
+  if (!provider.api) {
+    reason = provider.reason + (emu && *emu == '1' ? "" : " (TRINE_CUDA_EMULATOR=1 runs it on the PTX emulator)");
+    return nullptr;
+  }
+  auto devices = cuda::open_devices(*provider.api, reason);
+  if (devices.empty()) {
+    reason = provider.name + ": " + reason;
+    return nullptr;
+  }
+  reason = provider.name + (provider.emulated ? " (software: kernels run on the CPU)" : "");
+  return std::make_unique<cuda::CudaBackend>(std::move(provider), std::move(devices));
+}
+
+}  // namespace trine::detail
