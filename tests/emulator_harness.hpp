@@ -82,3 +82,34 @@ class EmuRun {
 };
 
 }  // namespace trine::test
+
+namespace trine::test {
+
+// A one-kernel module `t(.param .u64 out, .param .u64 in)` with common registers declared and
+// %rd0 = out, %rd1 = in, %r0 = %tid.x, %rd3 = in + 4 * tid, %rd4 = out + 4 * tid set up.
+inline std::string emu_kernel(const std::string& body, const std::string& decls = "") {
+  return R"(.version 8.0
+.target sm_80
+.address_size 64
+.visible .entry t(.param .u64 out, .param .u64 in)
+{
+  .reg .pred %p<8>;
+  .reg .b16 %h<8>;
+  .reg .b32 %r<40>;
+  .reg .f32 %f<40>;
+  .reg .b64 %rd<16>;
+  .reg .f64 %fd<8>;
+)" + decls + R"(
+  ld.param.u64 %rd0, [out];
+  ld.param.u64 %rd1, [in];
+  mov.u32 %r0, %tid.x;
+  mul.wide.u32 %rd2, %r0, 4;
+  add.s64 %rd3, %rd1, %rd2;
+  add.s64 %rd4, %rd0, %rd2;
+)" + body + R"(
+  ret;
+}
+)";
+}
+
+}  // namespace trine::test
