@@ -116,6 +116,7 @@ void report_sync(Cta& cta, const Instr& in, const std::string& what) {
 
 std::uint8_t* access(Cta& cta, Warp& w, int lane, Space space, std::uint64_t addr, int size, bool write,
                      const Instr& in, bool atomic) {
+  if (cta.stop) return nullptr;  // one finding ends the launch; later lanes add nothing
   if (space == Space::generic) {
     const std::uint64_t window = addr & kWindowMask;
     if (window == kSharedWindow) space = Space::shared, addr &= ~kWindowMask;
@@ -203,12 +204,10 @@ void shadow_shared(Cta& cta, Warp& w, int lane, std::uint64_t off, int size, boo
         return race("Read", s.reader, s.read_line, "Write", "WAR");
       s.write_epoch = e, s.writer = me, s.write_line = in.line;
     } else {
-      if (o.initcheck && s.write_epoch == 0) {
-        std::string text = "Uninitialized __shared__ memory read of size " + std::to_string(size) + " bytes\n" +
+      if (o.initcheck && s.write_epoch == 0 && cta.pending_init.empty()) {
+        // held back until the block ends: a race that explains the read is the better report
+        cta.pending_init = "Uninitialized __shared__ memory read of size " + std::to_string(size) + " bytes\n" +
                            where(cta, in, me) + "    Address " + hex(off) + " was never written in this launch";
-        cta.reporter->report(CUDA_ERROR_LAUNCH_FAILED, text);
-        cta.stop = true;
-        return;
       }
       if (o.racecheck && s.write_epoch == e && s.writer >= 0 && s.writer / 32 != me / 32)
         return race("Write", s.writer, s.write_line, "Read", "RAW");

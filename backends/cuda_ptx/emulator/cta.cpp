@@ -234,6 +234,7 @@ void run_cta(Cta& cta) {
   if (!cta.shadow.empty()) std::fill(cta.shadow.begin(), cta.shadow.end(), ShadowByte{});
   for (auto& b : cta.bars) b = Barrier{};
   cta.epoch = 1;
+  cta.pending_init.clear();
   for (std::size_t i = 0; i < nwarps; ++i) {
     Warp& w = cta.warps[i];
     w.index = static_cast<int>(i);
@@ -263,6 +264,10 @@ void run_cta(Cta& cta) {
       report_sync(cta, none, text);
       break;
     }
+  }
+  if (!cta.stop && !cta.pending_init.empty()) {
+    cta.reporter->report(CUDA_ERROR_LAUNCH_FAILED, cta.pending_init);
+    cta.stop = true;
   }
 }
 

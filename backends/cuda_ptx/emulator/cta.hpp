@@ -66,6 +66,7 @@ struct Cta {
   std::uint32_t epoch = 1;         // bumped by every completed barrier
   bool checking = false;
   bool stop = false;  // a finding that ends the launch
+  std::string pending_init;  // the first initcheck finding, reported when the block ends clean
   std::uint64_t executed = 0;
 
   std::int32_t thread_id(const Warp& w, int lane) const { return w.index * 32 + lane; }
