@@ -11,5 +11,7 @@ if(TRINE_CUDA)
     ${TRINE_EMULATOR_DIR}/exec_cvt.cpp
     ${TRINE_EMULATOR_DIR}/exec_mem.cpp
     ${TRINE_EMULATOR_DIR}/exec_warp.cpp
-    ${TRINE_EMULATOR_DIR}/checker.cpp)
+    ${TRINE_EMULATOR_DIR}/checker.cpp
+    ${TRINE_EMULATOR_DIR}/driver_provider.cpp
+    ${TRINE_EMULATOR_DIR}/driver_streams.cpp)
 endif()
