@@ -13,5 +13,10 @@ if(TRINE_CUDA)
     ${TRINE_EMULATOR_DIR}/exec_warp.cpp
     ${TRINE_EMULATOR_DIR}/checker.cpp
     ${TRINE_EMULATOR_DIR}/driver_provider.cpp
-    ${TRINE_EMULATOR_DIR}/driver_streams.cpp)
+    ${TRINE_EMULATOR_DIR}/driver_streams.cpp
+    ${TRINE_EMULATOR_DIR}/run_cli.cpp)
+  add_executable(trine-ptx-run ${TRINE_EMULATOR_DIR}/trine_ptx_run.cpp)
+  target_include_directories(trine-ptx-run PRIVATE ${CMAKE_CURRENT_SOURCE_DIR})
+  target_link_libraries(trine-ptx-run PRIVATE trine)
+  target_compile_options(trine-ptx-run PRIVATE ${TRINE_WARNINGS})
 endif()
