@@ -1,6 +1,7 @@
 // cvt between every integer and float type (f16/bf16 and the packed x2 forms included), with the
 // PTX rounding modes, saturation, .ftz and .relu. Values pass through long double, which holds
 // every source exactly (64-bit integers included), so each conversion rounds once.
+#include <climits>
 #include <cmath>
 #include <limits>
 
@@ -107,6 +108,21 @@ void exec_cvt(Cta&, Warp& w, const Instr& in, std::uint32_t m) {
       const std::uint64_t hi = to_float(dst, read_value(src, a[l], ftz), in.rnd, ftz, sat, relu);
       const std::uint64_t lo = to_float(dst, read_value(src, b[l], ftz), in.rnd, ftz, sat, relu);
       d[l] = (hi & 0xffff) << 16 | (lo & 0xffff);
+    });
+    return;
+  }
+  // the common conversions on native paths: C++ int<->float casts round as PTX's .rn/.rzi do
+  const bool rn = in.rnd == Rnd::none || in.rnd == Rnd::rn;
+  if (dst == Type::f32 && !ftz && !sat && !relu && rn && (src == Type::s32 || src == Type::u32)) {
+    if (src == Type::s32) for_lanes(m, [&](int l) { d[l] = bits_f32(static_cast<float>(static_cast<std::int32_t>(a[l]))); });
+    else for_lanes(m, [&](int l) { d[l] = bits_f32(static_cast<float>(static_cast<std::uint32_t>(a[l]))); });
+    return;
+  }
+  if (src == Type::f32 && dst == Type::s32 && !ftz && (in.rnd == Rnd::rzi || in.rnd == Rnd::none)) {
+    for_lanes(m, [&](int l) {
+      const float f = as_f32(a[l]);
+      const std::int32_t v = std::isnan(f) ? 0 : f >= 2147483648.0f ? 2147483647 : f < -2147483648.0f ? INT32_MIN : static_cast<std::int32_t>(f);
+      d[l] = static_cast<std::uint32_t>(v);
     });
     return;
   }

@@ -164,6 +164,17 @@ void run_typed(Warp& w, const Instr& in, std::uint32_t m) {
       return;
     case Op::setp: {
       const Operand& dst = in.ops[0];
+      if (dst.count == 1 && in.bool_op == BoolOp::none) {  // the common form: one switch, then the lanes
+        switch (in.cmp) {
+          case Cmp::lt: case Cmp::lo: for_lanes(m, [&](int l) { d[l] = A(l) < B(l); }); return;
+          case Cmp::le: case Cmp::ls: for_lanes(m, [&](int l) { d[l] = A(l) <= B(l); }); return;
+          case Cmp::gt: case Cmp::hi: for_lanes(m, [&](int l) { d[l] = A(l) > B(l); }); return;
+          case Cmp::ge: case Cmp::hs: for_lanes(m, [&](int l) { d[l] = A(l) >= B(l); }); return;
+          case Cmp::eq: for_lanes(m, [&](int l) { d[l] = A(l) == B(l); }); return;
+          case Cmp::ne: for_lanes(m, [&](int l) { d[l] = A(l) != B(l); }); return;
+          default: break;
+        }
+      }
       std::uint64_t* q = dst.count > 1 ? R + dst.reg[1] * 32 : nullptr;
       const bool cneg = in.n_ops > 3 && in.ops[3].negate;
       for_lanes(m, [&](int l) {
