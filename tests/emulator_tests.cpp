@@ -134,3 +134,54 @@ DONE:
   for (int i = 0; i < n; ++i) REQUIRE(c[i] == 1.5f * static_cast<float>(i));
   CHECK(r.thread_instructions > 0);
 }
+
+TEST_CASE("parser survives truncated and mutated text: every rejection is a PtxError", "[emulator][parser]") {
+  const std::string base = R"(.version 8.0
+.target sm_80
+.address_size 64
+.visible .entry k(.param .u64 .ptr .global .align 8 p, .param .align 16 .b8 s[16])
+.reqntid 64, 1, 1
+{
+  .reg .pred %p<3>;
+  .reg .b32 %r<10>;
+  .reg .b64 %rd<4>;
+  .shared .align 16 .f32 tile[64];
+  .extern .shared .align 16 .b8 dyn[];
+  mov.u32 %r1, %tid.x;
+L1:
+  @%p1 bra L1;
+  ld.shared.v2.f32 {%r2, %r3}, [tile+8];
+  add.s32 %r4, %r1, 0x10;
+  setp.lt.and.s32 %p2|%p1, %r4, -3, !%p1;
+  mov.b32 %r5, 0f3F800000;
+  shfl.sync.bfly.b32 %r6|%p2, %r5, 1, 0x1f, 0xffffffff;
+  /* comment */ ret;
+}
+)";
+  int rejected = 0, accepted = 0;
+  auto attempt = [&](const std::string& text) {
+    try {
+      load_ptx(text);
+      ++accepted;
+    } catch (const PtxError& e) {
+      ++rejected;
+      CHECK(std::string(e.what()).size() > 0);
+    }
+  };
+  for (std::size_t n = 0; n <= base.size(); ++n) attempt(base.substr(0, n));
+  std::uint64_t seed = 12345;
+  const char alphabet[] = ".%[]{}(),;:|!@<>-+0123456789abcxyz_$ \n/*\"";
+  for (int i = 0; i < 3000; ++i) {
+    std::string t = base;
+    for (int k = 0; k < 3; ++k) {
+      seed = seed * 6364136223846793005ull + 1442695040888963407ull;
+      const std::size_t pos = (seed >> 33) % t.size();
+      const char c = alphabet[(seed >> 20) % (sizeof alphabet - 1)];
+      if ((seed >> 8) & 1) t[pos] = c;
+      else t.erase(pos, 1);
+    }
+    attempt(t);
+  }
+  CHECK(accepted > 0);
+  CHECK(rejected > 0);
+}

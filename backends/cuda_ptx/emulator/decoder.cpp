@@ -128,6 +128,7 @@ class KernelDecoder {
       q.name = p.name;
       const auto t = kTypes.find(p.type.substr(1));
       if (t == kTypes.end()) invalid(p.line, "unknown parameter type '" + p.type + "'");
+      if (p.elements > 4096) invalid(p.line, "parameter '" + p.name + "' is larger than 4 KB");
       q.size = static_cast<std::uint32_t>(type_bytes(t->second) * p.elements);
       q.align = p.align ? p.align : static_cast<std::uint32_t>(type_bytes(t->second));
       k_.param_bytes = (k_.param_bytes + q.align - 1) / q.align * q.align;
@@ -138,6 +139,9 @@ class KernelDecoder {
     for (const auto& r : pk_.regs) {
       const auto t = kTypes.find(r.type.substr(1));
       if (t == kTypes.end()) invalid(r.line, "unknown register type '" + r.type + "'");
+      // a decoded register is 32 lanes x 8 bytes per warp: bound what a module can ask for
+      if (r.count > 65536 || k_.reg_names.size() + static_cast<std::size_t>(std::max(r.count, 1)) > 65536)
+        invalid(r.line, "too many registers (more than 65536 in the kernel)");
       if (r.count < 0) add_reg(r.name, r.line);
       for (int i = 0; i < r.count; ++i) add_reg(r.name + std::to_string(i), r.line);
     }
@@ -149,6 +153,7 @@ class KernelDecoder {
       s.name = v.name;
       s.align = v.align ? v.align : static_cast<std::uint32_t>(type_bytes(t->second));
       s.size = type_bytes(t->second) * v.elements;
+      if (v.elements > (1u << 30) || s.size > (1u << 30)) invalid(v.line, "'" + v.name + "' is larger than 1 GiB");
       if (v.space == ".shared" && v.is_extern) {
         s.space = Space::shared;
         s.size = 0;

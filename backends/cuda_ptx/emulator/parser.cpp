@@ -180,7 +180,9 @@ class Parser {
     v.name = expect_word("a variable name").text;
     while (accept("[")) {
       if (accept("]")) { v.unsized = true; continue; }
-      v.elements *= expect_uint("array size");
+      const std::uint64_t n = expect_uint("array size");
+      if (n > (1ull << 32) || v.elements > (1ull << 32)) fail(v.line, "array '" + v.name + "' is too large");
+      v.elements *= n;
       expect("]");
     }
     if (allow_init && accept("=")) {
