@@ -339,3 +339,85 @@ TEST_CASE("cp.async with commit and wait groups, and the zero-fill form", "[emul
   CHECK(v[3 * 8 + 4] == 0);  // src-size 0: zero-filled
   CHECK(v[3 * 8 + 5] == 0);
 }
+
+TEST_CASE("local memory, generic addresses and f64", "[emulator][exec]") {
+  const auto v = run_block(R"(
+  mov.u64 %rd10, depot;
+  cvta.local.u64 %rd11, %rd10;
+  st.local.u32 [depot+4], %r0;
+  ld.u32 %r1, [%rd11+4];
+  mov.u32 %r2, sh;
+  cvta.shared.u64 %rd12, %rd5;
+  cvt.u64.u32 %rd13, %r2;
+  cvta.shared.u64 %rd12, %rd13;
+  shl.b32 %r3, %r0, 2;
+  cvt.u64.u32 %rd14, %r3;
+  add.s64 %rd15, %rd12, %rd14;
+  st.u32 [%rd15], %r1;
+  bar.sync 0;
+  cvta.to.shared.u64 %rd9, %rd15;
+  cvt.u32.u64 %r4, %rd9;
+  ld.shared.u32 %r5, [%r4];
+  cvt.rn.f64.u32 %fd1, %r5;
+  mul.f64 %fd2, %fd1, 0d3FE0000000000000;
+  add.rn.f64 %fd3, %fd2, %fd2;
+  div.rn.f64 %fd4, %fd3, 3.0;
+  cvt.rn.f32.f64 %f1, %fd4;
+  mul.wide.u32 %rd6, %r0, 32;
+  add.s64 %rd7, %rd0, %rd6;
+  st.global.u32 [%rd7], %r5;
+  st.global.f32 [%rd7+4], %f1;
+)", 64, ".local .align 8 .b8 depot[16];\n  .shared .align 4 .b32 sh[64];");
+  for (std::uint32_t t = 0; t < 64; ++t) {
+    CHECK(v[t * 8] == t);
+    CHECK(std::bit_cast<float>(v[t * 8 + 1]) == static_cast<float>(static_cast<double>(t) / 3.0));
+  }
+}
+
+TEST_CASE("bar.arrive and bar.sync with a thread count: producer and consumer warps", "[emulator][warp]") {
+  // warp 0 produces into shared memory and arrives at barrier 1; warp 1 waits there and consumes
+  const auto v = run_block(R"(
+  mov.u32 %r1, buf;
+  shl.b32 %r2, %r0, 2;
+  and.b32 %r2, %r2, 127;
+  add.u32 %r3, %r1, %r2;
+  setp.lt.u32 %p1, %r0, 32;
+  @!%p1 bra CONSUME;
+  mul.lo.u32 %r4, %r0, 3;
+  st.shared.u32 [%r3], %r4;
+  bar.arrive 1, 64;
+  bra.uni DONE;
+CONSUME:
+  bar.sync 1, 64;
+  ld.shared.u32 %r5, [%r3];
+  st.global.u32 [%rd4], %r5;
+DONE:
+)", 64, ".shared .align 4 .b32 buf[32];");
+  for (std::uint32_t t = 32; t < 64; ++t) CHECK(v[t] == (t - 32) * 3);
+}
+
+TEST_CASE("CTAs over several host threads give the same bytes", "[emulator][exec]") {
+  const std::string ptx = emu_kernel(R"(
+  mov.u32 %r1, %ctaid.x;
+  mov.u32 %r2, %ntid.x;
+  mad.lo.s32 %r3, %r1, %r2, %r0;
+  cvt.rn.f32.u32 %f1, %r3;
+  sqrt.rn.f32 %f2, %f1;
+  mul.wide.u32 %rd5, %r3, 4;
+  add.s64 %rd6, %rd0, %rd5;
+  st.global.f32 [%rd6], %f2;
+  atom.global.add.u32 %r4, [%rd1], 1;
+)");
+  std::vector<float> results[2];
+  for (int threads : {1, 2}) {
+    EmuRun run(ptx);
+    run.threads = threads;
+    auto out = run.buffer<float>(64 * 128);
+    auto in = run.buffer<std::uint32_t>(4);
+    auto r = run.launch("t", {64}, {128}, out.ptr(), in.ptr());
+    REQUIRE(r.result == CUDA_SUCCESS);
+    CHECK(in[0] == 64 * 128);
+    for (std::size_t i = 0; i < out.size(); ++i) results[threads - 1].push_back(out[i]);
+  }
+  CHECK(results[0] == results[1]);
+}

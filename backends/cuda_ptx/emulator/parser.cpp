@@ -170,7 +170,11 @@ class Parser {
     v.line = peek().line;
     while (peek().kind == Token::Kind::word && peek().text[0] == '.') {
       const std::string w = next().text;
-      if (w == ".align") v.align = static_cast<std::uint32_t>(expect_uint("alignment"));
+      if (w == ".align") {
+        const std::uint64_t a = expect_uint("alignment");
+        if (a == 0 || (a & (a - 1)) || a > 65536) fail(v.line, "alignment " + std::to_string(a) + " is not a power of two up to 65536");
+        v.align = static_cast<std::uint32_t>(a);
+      }
       else if (w == ".extern") v.is_extern = true;
       else if (w == ".visible" || w == ".weak") continue;
       else if (w == ".shared" || w == ".local" || w == ".global" || w == ".const" || w == ".param") v.space = w;
