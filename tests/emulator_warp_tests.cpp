@@ -421,3 +421,34 @@ TEST_CASE("CTAs over several host threads give the same bytes", "[emulator][exec
   }
   CHECK(results[0] == results[1]);
 }
+
+TEST_CASE("activemask and redux.sync", "[emulator][warp]") {
+  const auto v = run_block(R"(
+  setp.lt.u32 %p1, %r0, 20;
+  @!%p1 bra HIGH;
+  activemask.b32 %r1;
+  redux.sync.add.u32 %r2, %r0, 0x000fffff;
+  redux.sync.max.s32 %r3, %r0, 0x000fffff;
+  bra.uni JOIN;
+HIGH:
+  activemask.b32 %r1;
+  sub.u32 %r5, 0, %r0;
+  redux.sync.min.s32 %r2, %r5, 0xfff00000;
+  redux.sync.or.b32 %r3, %r0, 0xfff00000;
+JOIN:
+  mul.wide.u32 %rd5, %r0, 32;
+  add.s64 %rd6, %rd0, %rd5;
+  st.global.v4.u32 [%rd6], {%r1, %r2, %r3, %r0};
+)", 32);
+  for (std::uint32_t l = 0; l < 32; ++l) {
+    if (l < 20) {
+      CHECK(v[l * 8] == 0x000fffffu);
+      CHECK(v[l * 8 + 1] == 19u * 20u / 2u);
+      CHECK(v[l * 8 + 2] == 19u);
+    } else {
+      CHECK(v[l * 8] == 0xfff00000u);
+      CHECK(static_cast<std::int32_t>(v[l * 8 + 1]) == -31);
+      CHECK(v[l * 8 + 2] == 31u);  // 20 | 21 | ... | 31
+    }
+  }
+}

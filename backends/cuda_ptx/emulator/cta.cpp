@@ -202,7 +202,7 @@ void run_warp(Cta& cta, Warp& w) {
       case Op::cp_async: case Op::cp_async_commit: case Op::cp_async_wait:
         if (m) exec_cp_async(cta, w, in, m);
         break;
-      case Op::shfl: case Op::vote: case Op::bar_warp:
+      case Op::shfl: case Op::vote: case Op::bar_warp: case Op::activemask: case Op::redux:
         if (m) exec_warp_op(cta, w, in, m);
         break;
       case Op::mma:

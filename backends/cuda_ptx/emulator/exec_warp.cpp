@@ -1,6 +1,7 @@
 // Warp-collective instructions: shfl.sync, vote.sync, bar.warp.sync with their member-mask
 // synccheck, and mma.sync (m16n8k16, m16n8k8; f16/bf16 in, f32 accumulate) with the PTX ISA
 // fragment layouts (groupID = lane >> 2, threadID_in_group = lane % 4).
+#include <algorithm>
 #include <cstdio>
 
 #include "backends/cuda_ptx/emulator/cta.hpp"
@@ -92,6 +93,30 @@ void exec_warp_op(Cta& cta, Warp& w, const Instr& in, std::uint32_t m) {
   switch (in.op) {
     case Op::shfl: return do_shfl(cta, w, in, m);
     case Op::vote: return do_vote(cta, w, in, m);
+    case Op::activemask:
+      for_lanes(m, [&](int l) { w.r[in.ops[0].reg[0] * 32 + l] = m; });
+      return;
+    case Op::redux: {
+      const std::uint64_t* a = w.r + in.ops[1].reg[0] * 32;
+      if (!check_members(cta, w, in, static_cast<std::uint32_t>(w.r[in.ops[2].reg[0] * 32 + std::countr_zero(m)]), m, "redux.sync"))
+        return;
+      const bool sign = in.type == Type::s32;
+      std::uint32_t acc = static_cast<std::uint32_t>(a[std::countr_zero(m)]);
+      for_lanes(m & (m - 1), [&](int l) {
+        const auto v = static_cast<std::uint32_t>(a[l]);
+        switch (in.atom) {
+          case AtomOp::add: acc += v; break;
+          case AtomOp::min: acc = sign ? static_cast<std::uint32_t>(std::min<std::int32_t>(static_cast<std::int32_t>(acc), static_cast<std::int32_t>(v))) : std::min(acc, v); break;
+          case AtomOp::max: acc = sign ? static_cast<std::uint32_t>(std::max<std::int32_t>(static_cast<std::int32_t>(acc), static_cast<std::int32_t>(v))) : std::max(acc, v); break;
+          case AtomOp::and_: acc &= v; break;
+          case AtomOp::or_: acc |= v; break;
+          case AtomOp::xor_: acc ^= v; break;
+          default: break;
+        }
+      });
+      for_lanes(m, [&](int l) { w.r[in.ops[0].reg[0] * 32 + l] = acc; });
+      return;
+    }
     case Op::bar_warp:
       check_members(cta, w, in, static_cast<std::uint32_t>(w.r[in.ops[0].reg[0] * 32 + std::countr_zero(m)]), m, "bar.warp.sync");
       return;
