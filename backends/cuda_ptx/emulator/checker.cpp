@@ -69,6 +69,13 @@ bool AllocationTable::contains(std::uint64_t addr, std::uint64_t size) const {
   --it;
   return addr >= it->first && addr + size <= it->first + it->second.size;
 }
+void AllocationTable::find(std::uint64_t addr, std::uint64_t& begin, std::uint64_t& end) const {
+  std::lock_guard lock(mu_);
+  auto it = blocks_.upper_bound(addr);
+  if (it == blocks_.begin()) return;
+  --it;
+  if (addr < it->first + it->second.size) begin = it->first, end = it->first + it->second.size;
+}
 std::string AllocationTable::describe_nearest(std::uint64_t addr, std::uint64_t size) const {
   std::lock_guard lock(mu_);
   if (blocks_.empty()) return "and no allocation exists";
@@ -152,11 +159,14 @@ std::uint8_t* access(Cta& cta, Warp& w, int lane, Space space, std::uint64_t add
                     "is outside the kernel's " + std::to_string(cta.kernel->param_bytes) + " bytes of parameters");
       return const_cast<std::uint8_t*>(cta.config->params) + addr;
     case Space::global: case Space::const_: case Space::generic: {
-      if (check) {
+      if (check && addr >= cta.hit_begin && addr + static_cast<std::uint64_t>(size) <= cta.hit_end) {
+        // inside the allocation the last access found: no table lookup
+      } else if (check) {
         const auto& g = cta.module->global_init;
         const auto gbase = reinterpret_cast<std::uint64_t>(g.data());
         const bool in_module = addr >= gbase && addr + static_cast<std::uint64_t>(size) <= gbase + g.size();
         const bool ok = in_module || (cta.config->allocations && cta.config->allocations->contains(addr, static_cast<std::uint64_t>(size)));
+        if (ok && !in_module) cta.config->allocations->find(addr, cta.hit_begin, cta.hit_end);
         if (!ok)
           return fail(cta, w, lane, Space::global, addr, size, write, in, CUDA_ERROR_ILLEGAL_ADDRESS,
                       "is out of bounds\n    " + (cta.config->allocations ? cta.config->allocations->describe_nearest(addr, static_cast<std::uint64_t>(size))

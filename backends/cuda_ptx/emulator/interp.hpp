@@ -17,11 +17,13 @@ class AllocationTable {
  public:
   void add(std::uint64_t base, std::uint64_t size, std::string label = {});
   bool remove(std::uint64_t base);
-  // The allocation holding [addr, addr + size), or null.
+  // Whether one allocation holds all of [addr, addr + size).
   bool contains(std::uint64_t addr, std::uint64_t size) const;
   // "is 4 bytes after the nearest allocation at 0x... of size 4096 bytes"
   std::string describe_nearest(std::uint64_t addr, std::uint64_t size) const;
   bool owns(std::uint64_t base) const;
+  // The bounds [begin, end) of the allocation holding addr; unchanged when none does.
+  void find(std::uint64_t addr, std::uint64_t& begin, std::uint64_t& end) const;
   std::uint64_t size_of(std::uint64_t base) const;
 
  private:
