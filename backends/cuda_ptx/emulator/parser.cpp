@@ -49,10 +49,11 @@ std::vector<Token> tokenize(std::string_view s) {
       i = j + 1;
     } else if (std::isdigit(static_cast<unsigned char>(c))) {
       std::size_t j = i;
-      // 0f/0d/0x literals and decimals with fraction or exponent
+      // 0f/0d/0x literals and decimals with fraction or exponent (a sign after e/E only in decimals)
+      const char second = i + 1 < s.size() ? s[i + 1] : ' ';
+      const bool radix = second == 'x' || second == 'X' || second == 'f' || second == 'd';
       while (j < s.size() && (std::isalnum(static_cast<unsigned char>(s[j])) || s[j] == '.' ||
-                              ((s[j] == '+' || s[j] == '-') && (s[j - 1] == 'e' || s[j - 1] == 'E') &&
-                               !(s[i + 1] == 'x' || s[i + 1] == 'X' || s[i + 1] == 'f' || s[i + 1] == 'd'))))
+                              ((s[j] == '+' || s[j] == '-') && j > i && (s[j - 1] == 'e' || s[j - 1] == 'E') && !radix)))
         ++j;
       t.kind = Token::Kind::number;
       t.text = std::string(s.substr(i, j - i));
