@@ -154,34 +154,60 @@ void generic(Warp& w, const Instr& in, std::uint32_t m) {
 
 }  // namespace
 
-void exec_float(Cta&, Warp& w, const Instr& in, std::uint32_t m) {
-  const bool plain = in.type == Type::f32 && (in.rnd == Rnd::none || in.rnd == Rnd::rn) &&
-                     !(in.flags & (kFtz | kSat | kRelu));
-  if (!plain) return generic(w, in, m);
+namespace {
+
+// The f32 round-to-nearest forms on the host's IEEE arithmetic, with .ftz flushing inputs and
+// outputs; returns false for what only the generic path handles.
+template <bool Ftz>
+bool fast_f32(Warp& w, const Instr& in, std::uint32_t m) {
   std::uint64_t* R = w.r;
   std::uint64_t* d = R + in.ops[0].reg[0] * 32;
   const std::uint64_t* a = R + in.ops[1].reg[0] * 32;
   const std::uint64_t* b = in.n_ops > 2 ? R + in.ops[2].reg[0] * 32 : a;
   const std::uint64_t* c = in.n_ops > 3 ? R + in.ops[3].reg[0] * 32 : a;
+  auto x = [](std::uint64_t v) { return Ftz ? ftz32(as_f32(v)) : as_f32(v); };
+  auto out = [](float f) { return bits_f32(Ftz ? ftz32(f) : f); };
+  // the approximate functions: evaluated in double and rounded once, inside the ISA's bounds
+  auto unary = [&](auto f) { for_lanes(m, [&](int l) { d[l] = out(static_cast<float>(f(static_cast<double>(x(a[l]))))); }); };
   switch (in.op) {
-    case Op::add: for_lanes(m, [&](int l) { d[l] = bits_f32(as_f32(a[l]) + as_f32(b[l])); }); return;
-    case Op::sub: for_lanes(m, [&](int l) { d[l] = bits_f32(as_f32(a[l]) - as_f32(b[l])); }); return;
-    case Op::mul: for_lanes(m, [&](int l) { d[l] = bits_f32(as_f32(a[l]) * as_f32(b[l])); }); return;
-    case Op::fma: case Op::mad:
-      for_lanes(m, [&](int l) { d[l] = bits_f32(std::fma(as_f32(a[l]), as_f32(b[l]), as_f32(c[l]))); });
-      return;
-    case Op::neg: for_lanes(m, [&](int l) { d[l] = a[l] ^ 0x80000000u; }); return;
-    case Op::abs: for_lanes(m, [&](int l) { d[l] = a[l] & 0x7fffffffu; }); return;
-    case Op::div:
-      if (in.flags & kApprox) {
-        // div.approx is a * rcp(b); the exact quotient is within its 2-ulp bound
-        for_lanes(m, [&](int l) { d[l] = bits_f32(as_f32(a[l]) / as_f32(b[l])); });
-        return;
-      }
-      for_lanes(m, [&](int l) { d[l] = bits_f32(as_f32(a[l]) / as_f32(b[l])); });
-      return;
-    default: return generic(w, in, m);
+    case Op::add: for_lanes(m, [&](int l) { d[l] = out(x(a[l]) + x(b[l])); }); return true;
+    case Op::sub: for_lanes(m, [&](int l) { d[l] = out(x(a[l]) - x(b[l])); }); return true;
+    case Op::mul: for_lanes(m, [&](int l) { d[l] = out(x(a[l]) * x(b[l])); }); return true;
+    case Op::fma: case Op::mad: for_lanes(m, [&](int l) { d[l] = out(std::fma(x(a[l]), x(b[l]), x(c[l]))); }); return true;
+    case Op::div: for_lanes(m, [&](int l) { d[l] = out(x(a[l]) / x(b[l])); }); return true;  // approx: exact is within 2 ulp
+    case Op::neg: for_lanes(m, [&](int l) { d[l] = bits_f32(-x(a[l])); }); return true;
+    case Op::abs: for_lanes(m, [&](int l) { d[l] = bits_f32(std::fabs(x(a[l]))); }); return true;
+    case Op::min: case Op::max: {
+      const bool is_min = in.op == Op::min;
+      for_lanes(m, [&](int l) {
+        const float p = x(a[l]), q = x(b[l]);
+        float r;
+        if (std::isnan(p)) r = q;
+        else if (std::isnan(q)) r = p;
+        else if (p == q) r = (std::signbit(p) == is_min) ? p : q;  // min(-0, +0) = -0, max(-0, +0) = +0
+        else r = (p < q) == is_min ? p : q;
+        d[l] = out(r);
+      });
+      return true;
+    }
+    case Op::sqrt: for_lanes(m, [&](int l) { d[l] = out(std::sqrt(x(a[l]))); }); return true;
+    case Op::rcp: for_lanes(m, [&](int l) { d[l] = out(1.0f / x(a[l])); }); return true;
+    case Op::rsqrt: unary([](double v) { return 1.0 / std::sqrt(v); }); return true;
+    case Op::ex2: unary([](double v) { return std::exp2(v); }); return true;
+    case Op::lg2: unary([](double v) { return std::log2(v); }); return true;
+    case Op::sin: unary([](double v) { return std::sin(v); }); return true;
+    case Op::cos: unary([](double v) { return std::cos(v); }); return true;
+    case Op::tanh: unary([](double v) { return std::tanh(v); }); return true;
+    default: return false;
   }
+}
+
+}  // namespace
+
+void exec_float(Cta&, Warp& w, const Instr& in, std::uint32_t m) {
+  const bool fast = in.type == Type::f32 && (in.rnd == Rnd::none || in.rnd == Rnd::rn) && !(in.flags & (kSat | kRelu));
+  if (fast && ((in.flags & kFtz) ? fast_f32<true>(w, in, m) : fast_f32<false>(w, in, m))) return;
+  generic(w, in, m);
 }
 
 }  // namespace trine::cuda::emu
