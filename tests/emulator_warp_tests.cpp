@@ -452,3 +452,26 @@ JOIN:
     }
   }
 }
+
+TEST_CASE("nested scopes give their registers names of their own", "[emulator][parser]") {
+  // two inline-asm style blocks declare the same names; the outer %r1 stays visible after them
+  const auto v = run_block(R"(
+  mov.u32 %r1, 5;
+  {
+    .reg .b32 tmp, %r<3>;
+    add.u32 tmp, %tid.x, 100;  // %r0 is shadowed by the scope's own %r<3> here
+    mov.u32 %r2, tmp;
+    st.global.u32 [%rd4], %r2;
+  }
+  {
+    .reg .b32 tmp;
+    mul.lo.u32 tmp, %r1, 2;
+    st.global.u32 [%rd0+128], tmp;
+  }
+  add.u32 %r2, %r1, 1;
+  st.global.u32 [%rd0+132], %r2;
+)", 32);
+  for (std::uint32_t t = 0; t < 32; ++t) CHECK(v[t] == t + 100);
+  CHECK(v[32] == 10);
+  CHECK(v[33] == 6);
+}

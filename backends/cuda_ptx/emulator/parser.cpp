@@ -269,8 +269,11 @@ class Parser {
     while (true) {
       if (at_end()) fail(peek().line, "unterminated body of kernel " + k.name);
       if (accept("}")) return;
-      if (accept("{")) {  // nested scopes are flattened; the decoder rejects duplicate names
+      if (accept("{")) {
+        // a nested scope's registers get names of their own (nvcc's inline-asm blocks reuse names)
+        scopes_.push_back(Scope{"$s" + std::to_string(++scope_count_) + "_", {}});
         body(k, depth + 1);
+        scopes_.pop_back();
         continue;
       }
       const Token& t = peek();
@@ -284,8 +287,14 @@ class Parser {
           r.type = type;
           r.name = expect_word("a register name").text;
           if (accept("<")) {
-            r.count = static_cast<int>(expect_uint("register count"));
+            const std::uint64_t n = expect_uint("register count");
+            if (n > 65536) fail(t.line, "register range " + r.name + "<" + std::to_string(n) + "> is too large");
+            r.count = static_cast<int>(n);
             expect(">");
+          }
+          if (!scopes_.empty()) {
+            scopes_.back().regs.emplace_back(r.name, r.count);
+            r.name += scopes_.back().suffix;
           }
           k.regs.push_back(r);
         } while (accept(","));
@@ -302,9 +311,36 @@ class Parser {
         next();
       } else {
         k.statements.push_back(statement());
+        if (!scopes_.empty()) rename_scoped(k.statements.back());
       }
     }
   }
+
+  // The name a register has after scoping: the innermost scope declaring it wins.
+  std::string scoped(const std::string& name) const {
+    for (auto s = scopes_.rbegin(); s != scopes_.rend(); ++s)
+      for (const auto& [base, count] : s->regs) {
+        if (count < 0 && name == base) return base + s->suffix;
+        if (count >= 0 && name.size() > base.size() && name.size() - base.size() <= 6 && name.compare(0, base.size(), base) == 0 &&
+            name.find_first_not_of("0123456789", base.size()) == std::string::npos &&
+            std::stoul(name.substr(base.size())) < static_cast<unsigned long>(count))
+          return base + s->suffix + name.substr(base.size());
+      }
+    return name;
+  }
+  void rename_scoped(ParsedStatement& st) const {
+    if (!st.guard.empty()) st.guard = scoped(st.guard);
+    for (auto& o : st.operands)
+      for (auto& n : o.names)
+        if (!n.empty()) n = scoped(n);
+  }
+
+  struct Scope {
+    std::string suffix;
+    std::vector<std::pair<std::string, int>> regs;
+  };
+  std::vector<Scope> scopes_;
+  int scope_count_ = 0;
 
   ParsedOperand operand() {
     ParsedOperand o;
