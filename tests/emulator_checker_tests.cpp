@@ -224,3 +224,13 @@ TEST_CASE("the checker can be turned off", "[emulator][checker]") {
   CHECK(r.result == CUDA_SUCCESS);
   CHECK(r.report.empty());
 }
+
+TEST_CASE("an endless loop ends the launch with CUDA_ERROR_LAUNCH_TIMEOUT", "[emulator][checker]") {
+  EmuRun run(emu_kernel("SPIN:\n  add.u32 %r1, %r1, 1;\n  bra.uni SPIN;\n"));
+  auto out = run.buffer<std::uint32_t>(4);
+  auto in = run.buffer<std::uint32_t>(4);
+  run.max_warp_instructions_per_cta = 100000;
+  auto r = run.launch("t", {1}, {32}, out.ptr(), in.ptr());
+  CHECK(r.result == CUDA_ERROR_LAUNCH_TIMEOUT);
+  CHECK(has(r.report, "Launch timed out"));
+}

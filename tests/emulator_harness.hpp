@@ -39,6 +39,7 @@ class EmuRun {
 
   cuda::emu::CheckOptions check;
   int threads = 1;
+  std::uint64_t max_warp_instructions_per_cta = 1ull << 32;
 
   template <class... Args>
   cuda::emu::LaunchResult launch(const std::string& name, std::vector<std::uint32_t> grid, std::vector<std::uint32_t> block,
@@ -64,6 +65,7 @@ class EmuRun {
     c.check = check;
     c.allocations = &allocations_;
     c.threads = threads;
+    c.max_warp_instructions_per_cta = max_warp_instructions_per_cta;
     return cuda::emu::launch_kernel(module_, *k, c);
   }
 

@@ -150,8 +150,17 @@ void run_warp(Cta& cta, Warp& w) {
   const Instr* code = cta.kernel->code.data();
   std::uint64_t* R = w.r;
   std::uint64_t executed = 0;
+  const std::uint64_t limit = cta.config->max_warp_instructions_per_cta;
   while (!cta.stop) {
     if (!w.active && !reschedule(w)) break;
+    if (++cta.steps > limit) {
+      char text[200];
+      std::snprintf(text, sizeof text, "Launch timed out: block %s executed more than %llu warp instructions (an endless loop?) at line %d in %s",
+                    cta.block_text().c_str(), static_cast<unsigned long long>(limit), code[w.pc].line, cta.kernel->name.c_str());
+      cta.reporter->report(CUDA_ERROR_LAUNCH_TIMEOUT, text);
+      cta.stop = true;
+      break;
+    }
     const Instr& in = code[w.pc];
     std::uint32_t m = w.active;
     if (in.guard >= 0) {
@@ -234,6 +243,7 @@ void run_cta(Cta& cta) {
   if (!cta.shadow.empty()) std::fill(cta.shadow.begin(), cta.shadow.end(), ShadowByte{});
   for (auto& b : cta.bars) b = Barrier{};
   cta.epoch = 1;
+  cta.steps = 0;
   cta.pending_init.clear();
   for (std::size_t i = 0; i < nwarps; ++i) {
     Warp& w = cta.warps[i];

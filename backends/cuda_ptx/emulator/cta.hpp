@@ -68,6 +68,7 @@ struct Cta {
   bool stop = false;  // a finding that ends the launch
   std::string pending_init;  // the first initcheck finding, reported when the block ends clean
   std::uint64_t executed = 0;
+  std::uint64_t steps = 0;  // warp instructions of this CTA, against the timeout
   std::uint64_t hit_begin = 0, hit_end = 0;  // the allocation the last checked global access was in
 
   std::int32_t thread_id(const Warp& w, int lane) const { return w.index * 32 + lane; }

@@ -49,6 +49,9 @@ struct LaunchConfig {
   CheckOptions check;
   const AllocationTable* allocations = nullptr;  // needed for global memcheck
   int threads = 1;  // CTAs run in parallel over this many std::threads
+  // A CTA that executes more warp instructions than this ends the launch with
+  // CUDA_ERROR_LAUNCH_TIMEOUT: an endless loop fails instead of hanging the process.
+  std::uint64_t max_warp_instructions_per_cta = 1ull << 32;
 };
 
 struct LaunchResult {
