@@ -254,3 +254,22 @@ TEST_CASE("approximate functions stay within the PTX ISA's bounds", "[emulator][
   CHECK(std::fabs(f(8) - 1.0f / 3.0f) < 1e-7f);
   CHECK(f(9) == 3.0f);
 }
+
+TEST_CASE("setp.f32 ordered and unordered comparisons against NaN", "[emulator][instr]") {
+  // for each comparison: (1 cmp 2), (2 cmp 2), (NaN cmp 2) packed as bits 0, 1, 2
+  const char* cmps[] = {"eq", "ne", "lt", "le", "gt", "ge", "equ", "neu", "ltu", "leu", "gtu", "geu", "num", "nan"};
+  const std::uint32_t want[] = {2, 1, 1, 3, 0, 2, 6, 5, 5, 7, 4, 6, 3, 4};
+  std::string body;
+  for (int i = 0; i < 14; ++i) {
+    const std::string c = cmps[i];
+    body += "  setp." + c + ".f32 %p1, 1.0, 2.0;\n  selp.u32 %r1, 1, 0, %p1;\n";
+    body += "  setp." + c + ".f32 %p1, 2.0, 2.0;\n  selp.u32 %r2, 2, 0, %p1;\n";
+    body += "  setp." + c + ".ftz.f32 %p1, 0f7FC00000, 2.0;\n  selp.u32 %r3, 4, 0, %p1;\n";
+    body += "  or.b32 %r1, %r1, %r2;\n  or.b32 %r1, %r1, %r3;\n  st.global.u32 [%rd0+" + std::to_string(4 * i) + "], %r1;\n";
+  }
+  const auto v = run1(body, 14);
+  for (int i = 0; i < 14; ++i) {
+    INFO(cmps[i]);
+    CHECK(v[static_cast<std::size_t>(i)] == want[i]);
+  }
+}

@@ -198,6 +198,28 @@ bool fast_f32(Warp& w, const Instr& in, std::uint32_t m) {
     case Op::sin: unary([](double v) { return std::sin(v); }); return true;
     case Op::cos: unary([](double v) { return std::cos(v); }); return true;
     case Op::tanh: unary([](double v) { return std::tanh(v); }); return true;
+    case Op::setp: {
+      if (in.ops[0].count != 1 || in.bool_op != BoolOp::none) return false;
+      // C++ comparisons are the ordered ones (false on NaN); the unordered ones are their negations
+      auto cmp = [&](auto f) { for_lanes(m, [&](int l) { d[l] = f(x(a[l]), x(b[l])); }); };
+      switch (in.cmp) {
+        case Cmp::eq: cmp([](float p, float q) { return p == q; }); return true;
+        case Cmp::ne: cmp([](float p, float q) { return p < q || p > q; }); return true;
+        case Cmp::lt: case Cmp::lo: cmp([](float p, float q) { return p < q; }); return true;
+        case Cmp::le: case Cmp::ls: cmp([](float p, float q) { return p <= q; }); return true;
+        case Cmp::gt: case Cmp::hi: cmp([](float p, float q) { return p > q; }); return true;
+        case Cmp::ge: case Cmp::hs: cmp([](float p, float q) { return p >= q; }); return true;
+        case Cmp::equ: cmp([](float p, float q) { return !(p < q || p > q); }); return true;
+        case Cmp::neu: cmp([](float p, float q) { return p != q; }); return true;
+        case Cmp::ltu: cmp([](float p, float q) { return !(p >= q); }); return true;
+        case Cmp::leu: cmp([](float p, float q) { return !(p > q); }); return true;
+        case Cmp::gtu: cmp([](float p, float q) { return !(p <= q); }); return true;
+        case Cmp::geu: cmp([](float p, float q) { return !(p < q); }); return true;
+        case Cmp::num: cmp([](float p, float q) { return p == p && q == q; }); return true;
+        case Cmp::nan: cmp([](float p, float q) { return p != p || q != q; }); return true;
+      }
+      return false;
+    }
     default: return false;
   }
 }
