@@ -185,3 +185,43 @@ L1:
   CHECK(accepted > 0);
   CHECK(rejected > 0);
 }
+
+TEST_CASE("module .global and .const variables with initialisers", "[emulator][exec]") {
+  const char* ptx = R"(
+.version 8.0
+.target sm_80
+.address_size 64
+.const .align 4 .b32 table[4] = {10, 20, 30, 40};
+.global .align 4 .f32 scale = 0f40000000;
+.global .align 4 .u32 counter;
+.visible .entry t(.param .u64 out)
+{
+  .reg .b32 %r<6>;
+  .reg .f32 %f<3>;
+  .reg .b64 %rd<6>;
+  ld.param.u64 %rd1, [out];
+  mov.u32 %r1, %tid.x;
+  shl.b32 %r2, %r1, 2;
+  mov.u64 %rd2, table;
+  cvt.u64.u32 %rd3, %r2;
+  add.s64 %rd4, %rd2, %rd3;
+  ld.const.u32 %r3, [%rd4];
+  ld.global.f32 %f1, [scale];
+  cvt.rn.f32.u32 %f2, %r3;
+  mul.f32 %f2, %f2, %f1;
+  add.s64 %rd5, %rd1, %rd3;
+  st.global.f32 [%rd5], %f2;
+  atom.global.add.u32 %r4, [counter], 1;
+  ret;
+}
+)";
+  EmuRun run(ptx);
+  auto out = run.buffer<float>(4);
+  auto r = run.launch("t", {1}, {4}, out.ptr());
+  INFO(r.report);
+  REQUIRE(r.result == CUDA_SUCCESS);
+  for (int i = 0; i < 4; ++i) CHECK(out[static_cast<std::size_t>(i)] == 20.0f * static_cast<float>(i + 1));
+  std::uint32_t counter = 0;
+  std::memcpy(&counter, run.module().global_init.data() + run.module().globals[2].offset, 4);
+  CHECK(counter == 4);
+}
