@@ -234,3 +234,37 @@ TEST_CASE("an endless loop ends the launch with CUDA_ERROR_LAUNCH_TIMEOUT", "[em
   CHECK(r.result == CUDA_ERROR_LAUNCH_TIMEOUT);
   CHECK(has(r.report, "Launch timed out"));
 }
+
+TEST_CASE("racecheck remembers a reader from another warp behind the last one", "[emulator][checker]") {
+  // thread 0 (warp 0) reads s[0]; thread 32 (warp 1) reads it too and then overwrites it: without
+  // a barrier between the reads and the write, the write races with warp 0's read
+  auto body = [](bool barrier) {
+    return std::string(R"(
+  mov.u32 %r1, s;
+  setp.eq.u32 %p1, %r0, 0;
+  @!%p1 bra SKIP0;
+  st.shared.u32 [%r1], 5;
+SKIP0:
+  bar.sync 0;
+  setp.eq.u32 %p2, %r0, 0;
+  setp.eq.or.u32 %p2, %r0, 32, %p2;
+  @!%p2 bra SKIP1;
+  ld.shared.u32 %r2, [%r1];
+SKIP1:
+)") + (barrier ? "  bar.sync 0;\n" : "") + R"(
+  setp.eq.u32 %p3, %r0, 32;
+  @!%p3 bra DONE;
+  st.shared.u32 [%r1], 7;
+DONE:
+)";
+  };
+  const auto good = run_case(body(true), 64, ".shared .align 4 .b32 s[1];");
+  INFO(good.report);
+  CHECK(good.result == CUDA_SUCCESS);
+  const auto bad = run_case(body(false), 64, ".shared .align 4 .b32 s[1];");
+  INFO(bad.report);
+  CHECK(bad.result == CUDA_ERROR_LAUNCH_FAILED);
+  CHECK(has(bad.report, "WAR hazard"));
+  CHECK(has(bad.report, "by thread (0,0,0)"));
+  CHECK(has(bad.report, "by thread (32,0,0)"));
+}

@@ -212,6 +212,8 @@ void shadow_shared(Cta& cta, Warp& w, int lane, std::uint64_t off, int size, boo
         return race("Write", s.writer, s.write_line, "Write", "WAW");
       if (o.racecheck && s.read_epoch == e && s.reader >= 0 && s.reader / 32 != me / 32)
         return race("Read", s.reader, s.read_line, "Write", "WAR");
+      if (o.racecheck && s.read_epoch == e && s.reader2 >= 0 && s.reader2 / 32 != me / 32)
+        return race("Read", s.reader2, s.read2_line, "Write", "WAR");
       s.write_epoch = e, s.writer = me, s.write_line = in.line;
     } else {
       if (o.initcheck && s.write_epoch == 0 && cta.pending_init.empty()) {
@@ -221,6 +223,9 @@ void shadow_shared(Cta& cta, Warp& w, int lane, std::uint64_t off, int size, boo
       }
       if (o.racecheck && s.write_epoch == e && s.writer >= 0 && s.writer / 32 != me / 32)
         return race("Write", s.writer, s.write_line, "Read", "RAW");
+      // keep one reader from another warp too: warp 0 reads, warp 1 reads and then writes is a race
+      if (s.read_epoch != e) s.reader2 = -1;
+      else if (s.reader >= 0 && s.reader / 32 != me / 32) s.reader2 = s.reader, s.read2_line = s.read_line;
       s.read_epoch = e, s.reader = me, s.read_line = in.line;
     }
   }

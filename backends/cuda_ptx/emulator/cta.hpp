@@ -39,6 +39,7 @@ struct ShadowByte {
   std::uint32_t write_epoch = 0, read_epoch = 0;  // 0: never in this launch
   std::int32_t writer = -1, reader = -1;          // linear thread ids
   std::int32_t write_line = 0, read_line = 0;
+  std::int32_t reader2 = -1, read2_line = 0;      // the last reader from another warp than `reader`
   std::int32_t async_lane_thread = -1;            // a cp.async into this byte has not landed
 };
 
