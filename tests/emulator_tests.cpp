@@ -225,3 +225,19 @@ TEST_CASE("module .global and .const variables with initialisers", "[emulator][e
   std::memcpy(&counter, run.module().global_init.data() + run.module().globals[2].offset, 4);
   CHECK(counter == 4);
 }
+
+TEST_CASE("decoder rejects writes to immediates and special registers and odd vector moves", "[emulator][parser]") {
+  auto rejects = [](const std::string& body) {
+    try {
+      load_ptx(".version 8.0\n.target sm_80\n.address_size 64\n.visible .entry k()\n{\n.reg .b32 %r<4>;\n.reg .b64 %rd1;\n" + body + "\n}\n");
+    } catch (const PtxError& e) {
+      return e.code() == CUDA_ERROR_INVALID_PTX;
+    }
+    return false;
+  };
+  CHECK(rejects("mov.u32 %tid.x, 1;"));
+  CHECK(rejects("add.u32 5, %r1, %r2;"));
+  CHECK(rejects("mov.b64 {%r1, %r2}, {%r2, %r3};"));
+  CHECK(rejects("mov.b32 {%r1, %r2, %r3}, %r0;"));
+  CHECK_FALSE(rejects("mov.b64 {%r1, %r2}, %rd1;"));
+}
