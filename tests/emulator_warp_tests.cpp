@@ -475,3 +475,20 @@ TEST_CASE("nested scopes give their registers names of their own", "[emulator][p
   CHECK(v[32] == 10);
   CHECK(v[33] == 6);
 }
+
+TEST_CASE("mma.sync m16n8k16 with f16 accumulators", "[emulator][mma]") {
+  // A = all 0.5 (f16x2 0x38003800), B = all 2.0 (0x40004000), C = all 1.0 (0x3c003c00): D = 1 + 16 * 1 = 17
+  const auto v = run_block(R"(
+  mov.b32 %r1, 0x38003800;
+  mov.b32 %r2, 0x40004000;
+  mov.b32 %r3, 0x3c003c00;
+  mma.sync.aligned.m16n8k16.row.col.f16.f16.f16.f16 {%r4, %r5}, {%r1, %r1, %r1, %r1}, {%r2, %r2}, {%r3, %r3};
+  mul.wide.u32 %rd5, %r0, 32;
+  add.s64 %rd6, %rd0, %rd5;
+  st.global.v2.u32 [%rd6], {%r4, %r5};
+)", 32);
+  for (std::uint32_t l = 0; l < 32; ++l) {
+    CHECK(v[l * 8] == 0x4c404c40u);  // 17.0 in f16 is 0x4c40
+    CHECK(v[l * 8 + 1] == 0x4c404c40u);
+  }
+}

@@ -144,20 +144,29 @@ void exec_mma(Cta& cta, Warp& w, const Instr& in, std::uint32_t m) {
       const int row = 2 * t + (i & 1) + 8 * (i >= 2), col = g;
       B[row][col] = half_value(R[in.ops[2].reg[i >> 1] * 32 + lane], i & 1, in.type2);
     }
-    for (int i = 0; i < 4; ++i) C[g + 8 * (i >= 2)][2 * t + (i & 1)] = as_f32(R[in.ops[3].reg[i] * 32 + lane]);
+    for (int i = 0; i < 4; ++i)
+      C[g + 8 * (i >= 2)][2 * t + (i & 1)] = (in.flags & kAccF16) ? half_value(R[in.ops[3].reg[i >> 1] * 32 + lane], i & 1, Type::f16)
+                                                                  : as_f32(R[in.ops[3].reg[i] * 32 + lane]);
   }
-  // products of f16/bf16 are exact in double; the sum is rounded once to f32
-  float D[16][8];
+  // products of f16/bf16 are exact in double; the sum is rounded once to the D type
+  double D[16][8];
   for (int r = 0; r < 16; ++r)
     for (int c = 0; c < 8; ++c) {
       double s = C[r][c];
       for (int k = 0; k < K; ++k) s += static_cast<double>(A[r][k]) * B[k][c];
-      D[r][c] = static_cast<float>(s);
+      D[r][c] = s;
     }
   std::uint64_t* W = w.r;
   for (int lane = 0; lane < 32; ++lane) {
     const int g = lane >> 2, t = lane & 3;
-    for (int i = 0; i < 4; ++i) W[in.ops[0].reg[i] * 32 + lane] = bits_f32(D[g + 8 * (i >= 2)][2 * t + (i & 1)]);
+    if (in.type == Type::f16) {  // d0, d1 (row g) and d2, d3 (row g + 8) as f16x2 pairs
+      for (int i = 0; i < 2; ++i) {
+        const int row = g + 8 * i;
+        W[in.ops[0].reg[i] * 32 + lane] = static_cast<std::uint64_t>(f16_from(D[row][2 * t + 1])) << 16 | f16_from(D[row][2 * t]);
+      }
+    } else {
+      for (int i = 0; i < 4; ++i) W[in.ops[0].reg[i] * 32 + lane] = bits_f32(static_cast<float>(D[g + 8 * (i >= 2)][2 * t + (i & 1)]));
+    }
   }
 }
 

@@ -65,7 +65,7 @@ enum class Mode : std::uint8_t {
 // Instruction flags (bits of Instr::flags).
 enum : std::uint16_t {
   kSat = 1, kFtz = 2, kApprox = 4, kUni = 8, kTrans = 16, kAligned = 32, kZfill = 64, kToGeneric = 128,
-  kRelu = 256, kNegB = 512
+  kRelu = 256, kNegB = 512, kAccF16 = 1024  // kAccF16: an mma's C operand is f16x2 pairs
 };
 
 // An operand after decoding: every value lives in a register slot (immediates and special registers
