@@ -273,3 +273,24 @@ TEST_CASE("setp.f32 ordered and unordered comparisons against NaN", "[emulator][
     CHECK(v[static_cast<std::size_t>(i)] == want[i]);
   }
 }
+
+TEST_CASE("lop3, dp4a, bfi and bfind", "[emulator][instr]") {
+  const auto v = run1(R"(
+  lop3.b32 %r1, 0xF0F0F0F0, 0xCCCCCCCC, 0xAAAAAAAA, 0x80;  st.global.u32 [%rd0+0], %r1;
+  lop3.b32 %r1, 0x0000FFFF, 0x00FF00FF, 0x0F0F0F0F, 0x96;  st.global.u32 [%rd0+4], %r1;
+  dp4a.s32.s32 %r1, 0x01FF0203, 0x02020202, 10;             st.global.u32 [%rd0+8], %r1;
+  dp4a.u32.u32 %r1, 0x01FF0203, 0x02020202, 10;             st.global.u32 [%rd0+12], %r1;
+  bfi.b32 %r1, 0x5, 0xFFFFFFFF, 4, 3;                       st.global.u32 [%rd0+16], %r1;
+  bfind.u32 %r1, 0x00010000;                                st.global.u32 [%rd0+20], %r1;
+  bfind.s32 %r1, -1;                                        st.global.u32 [%rd0+24], %r1;
+  bfind.s32 %r1, -65536;                                    st.global.u32 [%rd0+28], %r1;
+)", 8);
+  CHECK(v[0] == (0xF0F0F0F0u & 0xCCCCCCCCu & 0xAAAAAAAAu));
+  CHECK(v[1] == (0x0000FFFFu ^ 0x00FF00FFu ^ 0x0F0F0F0Fu));
+  CHECK(v[2] == static_cast<std::uint32_t>(10 + 2 * (3 + 2 - 1 + 1)));  // bytes 3, 2, -1, 1 times 2
+  CHECK(v[3] == 10u + 2u * (3u + 2u + 255u + 1u));
+  CHECK(v[4] == 0xFFFFFFDFu);  // bits 4..6 become 101
+  CHECK(v[5] == 16u);
+  CHECK(v[6] == 0xFFFFFFFFu);
+  CHECK(v[7] == 15u);  // ~(-65536) = 0xFFFF: its top bit is 15
+}

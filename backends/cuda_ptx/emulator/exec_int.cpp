@@ -223,6 +223,64 @@ void run_mov(Warp& w, const Instr& in, std::uint32_t m) {
   }
 }
 
+// lop3 (any three-input function by its truth table), dp4a (four byte products plus c), bfi
+// (bit-field insert) and bfind (most significant non-sign bit) on 32-bit registers.
+void exec_bits(Warp& w, const Instr& in, std::uint32_t m) {
+  std::uint64_t* R = w.r;
+  std::uint64_t* d = R + in.ops[0].reg[0] * 32;
+  const std::uint64_t* a = R + in.ops[1].reg[0] * 32;
+  switch (in.op) {
+    case Op::lop3: {
+      const std::uint64_t *b = R + in.ops[2].reg[0] * 32, *c = R + in.ops[3].reg[0] * 32, *lut = R + in.ops[4].reg[0] * 32;
+      for_lanes(m, [&](int l) {
+        std::uint32_t r = 0;
+        for (int i = 0; i < 32; ++i) {
+          const unsigned idx = ((a[l] >> i) & 1) << 2 | ((b[l] >> i) & 1) << 1 | ((c[l] >> i) & 1);
+          r |= static_cast<std::uint32_t>((lut[l] >> idx) & 1) << i;
+        }
+        d[l] = r;
+      });
+      return;
+    }
+    case Op::dp4a: {
+      const std::uint64_t *b = R + in.ops[2].reg[0] * 32, *c = R + in.ops[3].reg[0] * 32;
+      const bool sa = in.type == Type::s32, sb = in.type2 == Type::s32;
+      for_lanes(m, [&](int l) {
+        std::int64_t s = static_cast<std::int32_t>(c[l]);
+        for (int i = 0; i < 4; ++i) {
+          const auto x = static_cast<std::uint8_t>(a[l] >> (8 * i)), y = static_cast<std::uint8_t>(b[l] >> (8 * i));
+          s += (sa ? static_cast<std::int8_t>(x) : x) * static_cast<std::int64_t>(sb ? static_cast<std::int8_t>(y) : y);
+        }
+        d[l] = static_cast<std::uint32_t>(s);
+      });
+      return;
+    }
+    case Op::bfi: {  // bfi.b32 d, f, b, pos, len: b with len bits at pos replaced by f's low bits
+      const std::uint64_t *b = R + in.ops[2].reg[0] * 32, *pos = R + in.ops[3].reg[0] * 32, *len = R + in.ops[4].reg[0] * 32;
+      const int bits = type_bytes(in.type) * 8;
+      for_lanes(m, [&](int l) {
+        std::uint64_t r = b[l];
+        const unsigned p = pos[l] & 0xff, n = len[l] & 0xff;
+        for (unsigned i = 0; i < n && p + i < static_cast<unsigned>(bits); ++i)
+          r = (r & ~(1ull << (p + i))) | (((a[l] >> i) & 1) << (p + i));
+        d[l] = bits == 64 ? r : r & 0xffffffffull;
+      });
+      return;
+    }
+    case Op::bfind: {
+      const int bits = type_bytes(in.type) * 8;
+      const bool sign = is_signed(in.type);
+      for_lanes(m, [&](int l) {
+        std::uint64_t x = bits == 64 ? a[l] : a[l] & 0xffffffffull;
+        if (sign && ((x >> (bits - 1)) & 1)) x = ~x & (bits == 64 ? ~0ull : 0xffffffffull);
+        d[l] = x == 0 ? 0xffffffffull : static_cast<std::uint64_t>(63 - std::countl_zero(x));
+      });
+      return;
+    }
+    default: return;
+  }
+}
+
 }  // namespace
 
 void exec_int(Cta&, Warp& w, const Instr& in, std::uint32_t m) {
@@ -262,6 +320,7 @@ void exec_int(Cta&, Warp& w, const Instr& in, std::uint32_t m) {
       });
       return;
     }
+    case Op::lop3: case Op::dp4a: case Op::bfi: case Op::bfind: return exec_bits(w, in, m);
     default: break;
   }
   switch (in.type) {

@@ -28,7 +28,7 @@ enum class Op : std::uint8_t {
   mov, add, sub, mul, mad, fma, div, rem, min, max, neg, abs, and_, or_, xor_, not_, shl, shr, popc, clz, brev,
   bfe, setp, selp, cvt, cvta, ex2, lg2, rcp, sqrt, rsqrt, sin, cos, tanh, ld, st, atom, red, bra, ret, exit, bar,
   bar_warp, shfl, vote, mma, ldmatrix, cp_async, cp_async_commit, cp_async_wait, nop, copysign, testp, prmt,
-  activemask, redux
+  activemask, redux, lop3, dp4a, bfi, bfind
 };
 
 enum class Type : std::uint8_t {
