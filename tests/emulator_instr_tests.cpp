@@ -294,3 +294,16 @@ TEST_CASE("lop3, dp4a, bfi and bfind", "[emulator][instr]") {
   CHECK(v[6] == 0xFFFFFFFFu);
   CHECK(v[7] == 15u);  // ~(-65536) = 0xFFFF: its top bit is 15
 }
+
+TEST_CASE("shf funnel shifts", "[emulator][instr]") {
+  const auto v = run1(R"(
+  shf.l.wrap.b32 %r1, 0x80000000, 0x00000001, 1;   st.global.u32 [%rd0+0], %r1;
+  shf.r.wrap.b32 %r1, 0x00000002, 0x00000001, 33;  st.global.u32 [%rd0+4], %r1;
+  shf.r.clamp.b32 %r1, 0x00000002, 0x00000001, 40; st.global.u32 [%rd0+8], %r1;
+  shf.l.clamp.b32 %r1, 0x12345678, 0x9abcdef0, 32; st.global.u32 [%rd0+12], %r1;
+)", 4);
+  CHECK(v[0] == 3u);           // (1:0x80000000) << 1, high word
+  CHECK(v[1] == 0x80000001u);  // (1:2) >> 1, low word
+  CHECK(v[2] == 1u);           // clamped to 32: the high word
+  CHECK(v[3] == 0x12345678u);  // << 32: the low word moves up
+}

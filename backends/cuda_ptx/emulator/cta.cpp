@@ -193,7 +193,7 @@ void run_warp(Cta& cta, Warp& w) {
       case Op::min: case Op::max: case Op::neg: case Op::abs: case Op::and_: case Op::or_: case Op::xor_:
       case Op::not_: case Op::shl: case Op::shr: case Op::popc: case Op::clz: case Op::brev: case Op::bfe:
       case Op::setp: case Op::selp: case Op::cvta: case Op::prmt: case Op::fma: case Op::copysign:
-      case Op::lop3: case Op::dp4a: case Op::bfi: case Op::bfind:
+      case Op::lop3: case Op::dp4a: case Op::bfi: case Op::bfind: case Op::shf:
         if (m) {
           if (is_float(in.type) && in.op != Op::mov && in.op != Op::selp) exec_float(cta, w, in, m);
           else exec_int(cta, w, in, m);

@@ -33,7 +33,7 @@ const std::map<std::string, Op, std::less<>> kOps = {
     {"exit", Op::exit},   {"bar", Op::bar},       {"barrier", Op::bar}, {"shfl", Op::shfl},   {"vote", Op::vote},
     {"mma", Op::mma},     {"ldmatrix", Op::ldmatrix}, {"cp", Op::cp_async}, {"membar", Op::nop}, {"fence", Op::nop},
     {"copysign", Op::copysign}, {"prmt", Op::prmt}, {"activemask", Op::activemask}, {"redux", Op::redux},
-    {"lop3", Op::lop3}, {"dp4a", Op::dp4a}, {"bfi", Op::bfi}, {"bfind", Op::bfind}};
+    {"lop3", Op::lop3}, {"dp4a", Op::dp4a}, {"bfi", Op::bfi}, {"bfind", Op::bfind}, {"shf", Op::shf}};
 
 const std::map<std::string, Rnd, std::less<>> kRnd = {{"rn", Rnd::rn},   {"rz", Rnd::rz},   {"rm", Rnd::rm},
                                                        {"rp", Rnd::rp},   {"rni", Rnd::rni}, {"rzi", Rnd::rzi},

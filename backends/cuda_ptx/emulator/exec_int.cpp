@@ -267,6 +267,16 @@ void exec_bits(Warp& w, const Instr& in, std::uint32_t m) {
       });
       return;
     }
+    case Op::shf: {  // funnel shift of the 64-bit b:a by c (wrapped mod 32 or clamped to 32)
+      const std::uint64_t *b = R + in.ops[2].reg[0] * 32, *c = R + in.ops[3].reg[0] * 32;
+      const bool wrap = in.flags & kWrap;
+      for_lanes(m, [&](int l) {
+        const std::uint64_t v = (b[l] & 0xffffffffull) << 32 | (a[l] & 0xffffffffull);
+        const std::uint32_t n = wrap ? static_cast<std::uint32_t>(c[l] & 31) : std::min<std::uint32_t>(static_cast<std::uint32_t>(c[l]), 32);
+        d[l] = in.mode == Mode::shf_l ? ((v << n) >> 32) & 0xffffffffull : (v >> n) & 0xffffffffull;
+      });
+      return;
+    }
     case Op::bfind: {
       const int bits = type_bytes(in.type) * 8;
       const bool sign = is_signed(in.type);
@@ -320,7 +330,7 @@ void exec_int(Cta&, Warp& w, const Instr& in, std::uint32_t m) {
       });
       return;
     }
-    case Op::lop3: case Op::dp4a: case Op::bfi: case Op::bfind: return exec_bits(w, in, m);
+    case Op::lop3: case Op::dp4a: case Op::bfi: case Op::bfind: case Op::shf: return exec_bits(w, in, m);
     default: break;
   }
   switch (in.type) {
