@@ -59,13 +59,13 @@ enum class Space : std::uint8_t { generic, param, global, shared, local, const_ 
 enum class AtomOp : std::uint8_t { none, add, min, max, exch, cas, and_, or_, xor_, inc, dec };
 enum class Mode : std::uint8_t {
   none, shfl_bfly, shfl_down, shfl_up, shfl_idx, vote_all, vote_any, vote_uni, vote_ballot, bar_sync, bar_arrive,
-  bar_red_popc, mma_m16n8k16, mma_m16n8k8, mul_lo, mul_hi, mul_wide, shf_l, shf_r
+  mma_m16n8k16, mma_m16n8k8, mul_lo, mul_hi, mul_wide, shf_l, shf_r
 };
 
 // Instruction flags (bits of Instr::flags).
 enum : std::uint16_t {
   kSat = 1, kFtz = 2, kApprox = 4, kUni = 8, kTrans = 16, kAligned = 32, kZfill = 64, kToGeneric = 128,
-  kRelu = 256, kNegB = 512, kAccF16 = 1024, kWrap = 2048  // kAccF16: an mma's C is f16x2 pairs; kWrap: shf.wrap
+  kRelu = 256, kAccF16 = 1024, kWrap = 2048  // kAccF16: an mma's C is f16x2 pairs; kWrap: shf.wrap
 };
 
 // An operand after decoding: every value lives in a register slot (immediates and special registers
