@@ -8,12 +8,6 @@
 namespace trine {
 namespace detail {
 
-struct FutureState {
-  Tensor value;                      // the result, possibly still being computed
-  std::shared_ptr<Completion> done;  // the work that computes it; null when there is none
-  std::exception_ptr error;          // the op failed before it was submitted
-};
-
 namespace {
 thread_local bool t_async = false;
 }
@@ -24,65 +18,58 @@ AsyncScope::AsyncScope() noexcept : previous_(t_async) { t_async = true; }
 AsyncScope::~AsyncScope() { t_async = previous_; }
 
 Future<Tensor> future_of(const Tensor& pending) {
-  auto s = std::make_shared<FutureState>();
-  s->value = pending;
-  if (pending.defined()) s->done = pending.storage()->writer();
-  return Future<Tensor>(std::move(s));
+  return Future<Tensor>(pending, pending.defined() ? pending.storage()->writer() : nullptr, nullptr);
 }
 
-Future<Tensor> future_of_error(std::exception_ptr error) {
-  auto s = std::make_shared<FutureState>();
-  s->error = std::move(error);
-  return Future<Tensor>(std::move(s));
-}
+Future<Tensor> future_of_error(std::exception_ptr error) { return Future<Tensor>(Tensor(), nullptr, std::move(error)); }
 
-Future<void> future_of_completion(std::shared_ptr<Completion> done) {
-  auto s = std::make_shared<FutureState>();
-  s->done = std::move(done);
-  return Future<void>(std::move(s));
-}
+Future<void> future_of_completion(std::shared_ptr<Completion> done) { return Future<void>(std::move(done)); }
 
 namespace {
 
-const FutureState& state_of(const std::shared_ptr<FutureState>& s) {
-  if (!s) throw Error(ErrorCode::invalid_argument, "[future] this Future is empty (default-constructed)");
-  return *s;
+void require_valid(bool valid) {
+  if (!valid) throw Error(ErrorCode::invalid_argument, "[future] this Future is empty (default-constructed)");
 }
 
-bool ready(const std::shared_ptr<FutureState>& p) {
-  const auto& s = state_of(p);
-  return s.error || !s.done || s.done->poll();
+bool ready(bool valid, const std::exception_ptr& error, const std::shared_ptr<Completion>& done) {
+  require_valid(valid);
+  return error || !done || done->poll();
 }
 
-void wait(const std::shared_ptr<FutureState>& p) {
-  const auto& s = state_of(p);
-  if (s.error) std::rethrow_exception(s.error);
-  if (s.done) s.done->wait();
+void wait(bool valid, const std::exception_ptr& error, const std::shared_ptr<Completion>& done) {
+  require_valid(valid);
+  if (error) std::rethrow_exception(error);
+  if (done) done->wait();
 }
 
-bool wait_for(const std::shared_ptr<FutureState>& p, std::chrono::nanoseconds timeout) {
-  const auto& s = state_of(p);
-  return s.error || !s.done || s.done->wait_for(timeout);
+bool wait_for(bool valid, const std::exception_ptr& error, const std::shared_ptr<Completion>& done,
+              std::chrono::nanoseconds timeout) {
+  require_valid(valid);
+  return error || !done || done->wait_for(timeout);
 }
 
 }  // namespace
 }  // namespace detail
 
-bool Future<Tensor>::ready() const { return detail::ready(state_); }
-void Future<Tensor>::wait() const { detail::wait(state_); }
-bool Future<Tensor>::wait_for(std::chrono::nanoseconds timeout) const { return detail::wait_for(state_, timeout); }
+bool Future<Tensor>::ready() const { return detail::ready(valid_, error_, done_); }
+void Future<Tensor>::wait() const { detail::wait(valid_, error_, done_); }
+bool Future<Tensor>::wait_for(std::chrono::nanoseconds timeout) const {
+  return detail::wait_for(valid_, error_, done_, timeout);
+}
 Tensor Future<Tensor>::get() const {
-  detail::wait(state_);
-  return state_->value;
+  detail::wait(valid_, error_, done_);
+  return value_;
 }
 Future<Tensor>::operator Tensor() const {
-  const auto& s = detail::state_of(state_);
-  if (s.error) std::rethrow_exception(s.error);
-  return s.value;
+  detail::require_valid(valid_);
+  if (error_) std::rethrow_exception(error_);
+  return value_;
 }
 
-bool Future<void>::ready() const { return detail::ready(state_); }
-void Future<void>::wait() const { detail::wait(state_); }
-bool Future<void>::wait_for(std::chrono::nanoseconds timeout) const { return detail::wait_for(state_, timeout); }
+bool Future<void>::ready() const { return detail::ready(valid_, nullptr, done_); }
+void Future<void>::wait() const { detail::wait(valid_, nullptr, done_); }
+bool Future<void>::wait_for(std::chrono::nanoseconds timeout) const {
+  return detail::wait_for(valid_, nullptr, done_, timeout);
+}
 
 }  // namespace trine

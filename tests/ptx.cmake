@@ -27,7 +27,4 @@ if(TRINE_CUDA AND TRINE_BUILD_TOOLS)
   set_tests_properties(trine_ptx_list PROPERTIES PASS_REGULAR_EXPRESSION "matmul_mma")
   add_test(NAME trine_ptx_print COMMAND trine-ptx attention d64 sm_90)
   set_tests_properties(trine_ptx_print PROPERTIES PASS_REGULAR_EXPRESSION "\\.target sm_90")
-  # The emulator's issue fills `run`; until then it must say so and exit 2.
-  add_test(NAME trine_ptx_run_slot COMMAND ${CMAKE_COMMAND} -DTOOL=$<TARGET_FILE:trine-ptx>
-           -P ${CMAKE_CURRENT_LIST_DIR}/ptx_run_slot.cmake)
 endif()

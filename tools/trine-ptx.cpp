@@ -1,9 +1,10 @@
 // trine-ptx: prints the PTX of any cuda_ptx kernel for a target and configuration, lists the
-// kernels (--list), and keeps a slot for running a kernel on the emulator (`run`).
+// kernels (--list), and runs any PTX file's kernel on the emulator with its checker (`run`).
 #include <cstdio>
 #include <cstring>
 #include <string>
 
+#include "backends/cuda_ptx/emulator/run_cli.hpp"
 #include "backends/cuda_ptx/kernels/registry.hpp"
 #include "trine/error.hpp"
 
@@ -16,7 +17,10 @@ void usage() {
   std::fputs(
       "usage: trine-ptx --list\n"
       "       trine-ptx <family> <config> [sm_75|sm_80|sm_86|sm_89|sm_90|sm_120]   (default sm_80)\n"
-      "       trine-ptx run ...   (executes a kernel on the emulator)\n",
+      "       trine-ptx run FILE.ptx --kernel NAME --grid X[,Y,Z] --block X[,Y,Z] [--arg SPEC]...\n"
+      "                 [--shared BYTES] [--no-check] [--threads N] [--dump] [--dump-dir DIR]\n"
+      "             runs one kernel of any PTX file on the emulator and prints the checker's findings;\n"
+      "             SPEC: u32:1000, f32:0.5, buf:f32:1024 (seeded), buf:f32:1024=0, buf:f32:1024=@FILE\n",
       stderr);
 }
 
@@ -32,16 +36,11 @@ int list() {
   return 0;
 }
 
-// ---- the `run` subcommand: filled in by the emulator's issue ----
-int run(int, char**) {
-  std::fputs("trine-ptx run: not built in this build\n", stderr);
-  return 2;
-}
-
 }  // namespace
 
 int main(int argc, char** argv) {
-  if (argc >= 2 && std::strcmp(argv[1], "run") == 0) return run(argc - 2, argv + 2);
+  // Any PTX file, ours or not, on the emulator with the checker: compute-sanitizer's report format.
+  if (argc >= 2 && std::strcmp(argv[1], "run") == 0) return trine::cuda::emu::run_ptx_command(argc - 1, argv + 1);
   if (argc == 2 && std::strcmp(argv[1], "--list") == 0) return list();
   if (argc < 3 || argc > 4) {
     usage();

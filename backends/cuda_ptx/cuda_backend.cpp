@@ -1,10 +1,12 @@
 // The cuda_ptx backend over the Driver API table: memory, transfers and kernel launches on one
 // stream per device, completions as events, so it runs the same on libcuda and on the emulator.
+#include <chrono>
 #include <cstdlib>
 #include <deque>
 #include <memory>
 #include <mutex>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "backends/backend.hpp"
@@ -12,7 +14,7 @@
 #include "backends/cuda_ptx/driver/driver_api.hpp"
 #include "backends/cuda_ptx/driver/check.hpp"
 #include "backends/cuda_ptx/driver/libcuda_loader.hpp"
-#include "backends/cuda_ptx/emulator/provider.hpp"
+#include "backends/cuda_ptx/emulator/driver_provider.hpp"
 #include "trine/error.hpp"
 
 namespace trine::cuda {
@@ -352,7 +354,7 @@ namespace trine::detail {
 std::unique_ptr<Backend> make_cuda_backend(std::string& reason, bool& built) {
   built = true;
   const char* emu = std::getenv("TRINE_CUDA_EMULATOR");
-  cuda::DriverProvider provider = emu && *emu == '1' ? cuda::emulator_provider() : cuda::libcuda_provider();
+  cuda::DriverProvider provider = emu && *emu == '1' ? cuda::emu::emulator_provider() : cuda::libcuda_provider();
   if (!provider.api) {
     reason = provider.reason + (emu && *emu == '1' ? "" : " (TRINE_CUDA_EMULATOR=1 runs it on the PTX emulator)");
     return nullptr;

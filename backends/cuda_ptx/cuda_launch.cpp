@@ -65,12 +65,6 @@ bool contiguous(const detail::OpCall& c) {
   return true;
 }
 
-bool all_f32(const detail::OpCall& c) {
-  for (const auto& t : c.inputs)
-    if (t.defined() && t.dtype() != DType::f32) return false;
-  return true;
-}
-
 const char* elem(DType t) {
   switch (t) {
     case DType::f32: return "f32";

@@ -12,7 +12,7 @@
 namespace trine {
 
 namespace detail {
-struct FutureState;
+class Completion;
 }
 
 template <class T>
@@ -24,7 +24,7 @@ template <>
 class Future<Tensor> {
  public:
   Future() = default;  // not valid()
-  bool valid() const noexcept { return state_ != nullptr; }
+  bool valid() const noexcept { return valid_; }
   // True once the op has finished (successfully or not). Never blocks.
   bool ready() const;
   // Blocks until finished; throws the op's error.
@@ -39,10 +39,16 @@ class Future<Tensor> {
   // already failed, this throws its error.
   operator Tensor() const;  // NOLINT: implicit by design, so a Future can be passed where a Tensor is
 
-  explicit Future(std::shared_ptr<detail::FutureState> state) : state_(std::move(state)) {}
+  // Internal (trine::async): the pending result and the work computing it, or the error that stopped
+  // it before it was submitted. Every member is a shared handle, so copies see the same result.
+  Future(Tensor value, std::shared_ptr<detail::Completion> done, std::exception_ptr error) noexcept
+      : value_(std::move(value)), done_(std::move(done)), error_(std::move(error)), valid_(true) {}
 
  private:
-  std::shared_ptr<detail::FutureState> state_;
+  Tensor value_;
+  std::shared_ptr<detail::Completion> done_;  // null: nothing pending
+  std::exception_ptr error_;
+  bool valid_ = false;
 };
 
 // The completion of a submitted Batch: its read handles have their data once it is ready.
@@ -50,16 +56,17 @@ template <>
 class Future<void> {
  public:
   Future() = default;
-  bool valid() const noexcept { return state_ != nullptr; }
+  bool valid() const noexcept { return valid_; }
   bool ready() const;
   void wait() const;
   bool wait_for(std::chrono::nanoseconds timeout) const;
   void get() const { wait(); }
 
-  explicit Future(std::shared_ptr<detail::FutureState> state) : state_(std::move(state)) {}
+  explicit Future(std::shared_ptr<detail::Completion> done) noexcept : done_(std::move(done)), valid_(true) {}
 
  private:
-  std::shared_ptr<detail::FutureState> state_;
+  std::shared_ptr<detail::Completion> done_;
+  bool valid_ = false;
 };
 
 namespace detail {

@@ -1,5 +1,5 @@
 # The PTX emulator (backends/cuda_ptx/emulator): its sources join the trine library when the
-# cuda_ptx backend is built, and trine-ptx-run runs any PTX file through it from the command line.
+# cuda_ptx backend is built (`trine-ptx run` runs any PTX file through it from the command line).
 if(TRINE_CUDA)
   set(TRINE_EMULATOR_DIR ${CMAKE_CURRENT_SOURCE_DIR}/backends/cuda_ptx/emulator)
   target_sources(trine PRIVATE
@@ -15,8 +15,4 @@ if(TRINE_CUDA)
     ${TRINE_EMULATOR_DIR}/driver_provider.cpp
     ${TRINE_EMULATOR_DIR}/driver_streams.cpp
     ${TRINE_EMULATOR_DIR}/run_cli.cpp)
-  add_executable(trine-ptx-run ${TRINE_EMULATOR_DIR}/trine_ptx_run.cpp)
-  target_include_directories(trine-ptx-run PRIVATE ${CMAKE_CURRENT_SOURCE_DIR})
-  target_link_libraries(trine-ptx-run PRIVATE trine)
-  target_compile_options(trine-ptx-run PRIVATE ${TRINE_WARNINGS})
 endif()
