@@ -1,0 +1,33 @@
+// The ops on Vulkan: which calls each op family runs (supports) and how it records them. One file
+// per op family (ops_elementwise.cpp, ops_reduce.cpp, ops_linalg.cpp); ops.cpp switches over OpKind.
+#pragma once
+
+#include <cstdint>
+
+#include "backends/backend.hpp"
+#include "backends/vulkan/recorder.hpp"
+
+namespace trine::vulkan {
+
+bool supports_op(const detail::OpCall& call);
+void record_op(Recorder& rec, const detail::OpCall& call);
+
+// A tensor's memory as a shader sees it: the allocation and the first element.
+struct TensorRef {
+  Allocation* alloc;
+  std::uint32_t offset;  // in elements
+};
+TensorRef ref_of(const Tensor& t);
+// `t` as a contiguous f32 tensor: itself when it already is, else a strided copy into a temporary
+// of the submission, recorded here (the one named step that makes inputs contiguous on the device).
+TensorRef contiguous_f32(Recorder& rec, const Tensor& t);
+
+// ---- families ----
+bool supports_elementwise(const detail::OpCall& call);
+void record_elementwise(Recorder& rec, const detail::OpCall& call);
+bool supports_reduce(const detail::OpCall& call);  // sum, mean, max, softmax, log_softmax, norms
+void record_reduce(Recorder& rec, const detail::OpCall& call);
+bool supports_linalg(const detail::OpCall& call);  // matmul, gemv, dot
+void record_linalg(Recorder& rec, const detail::OpCall& call);
+
+}  // namespace trine::vulkan

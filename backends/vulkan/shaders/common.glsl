@@ -1,0 +1,65 @@
+// Shared by every shader: the workgroup index over a grid that may be split into 2-D (the host
+// splits past maxComputeWorkGroupCount[0]), and the activations of trine::Activation.
+
+uint linear_group() { return gl_WorkGroupID.x + gl_NumWorkGroups.x * gl_WorkGroupID.y; }
+
+// Codes follow trine::Activation (identity = 0 ... clip = 9); 10 is scale's alpha * x + beta.
+const uint ACT_IDENTITY = 0u, ACT_RELU = 1u, ACT_LEAKY = 2u, ACT_ELU = 3u, ACT_SIGMOID = 4u, ACT_TANH = 5u,
+           ACT_SILU = 6u, ACT_GELU = 7u, ACT_GELU_TANH = 8u, ACT_CLIP = 9u, ACT_AFFINE = 10u;
+
+// tanh from exp(-2|x|): never overflows (the naive (e^2x - 1)/(e^2x + 1) gives inf/inf past |x| ~ 44);
+// a short series near 0, where 1 - t would cancel.
+float stable_tanh(float x) {
+  float ax = abs(x);
+  if (ax < 0.0625) {
+    float x2 = x * x;
+    return x * (1.0 + x2 * (-1.0 / 3.0 + x2 * (2.0 / 15.0 + x2 * (-17.0 / 315.0))));
+  }
+  float t = exp(-2.0 * ax);
+  float r = (1.0 - t) / (1.0 + t);
+  return x < 0.0 ? -r : r;
+}
+
+// erf to ~1e-7 absolute (Abramowitz & Stegun 7.1.26 is 1.5e-7; this is W. J. Cody's rational form
+// reduced to what f32 needs): GLSL has no erf.
+float erf_approx(float x) {
+  float ax = abs(x);
+  float r;
+  if (ax < 0.5) {
+    float x2 = x * x;
+    // Taylor to x^11: error < 1e-8 on [0, 0.5]
+    r = ax * (1.1283791671 + x2 * (-0.3761263890 + x2 * (0.1128379167 + x2 * (-0.0268661706 + x2 * (0.0052239776 + x2 * -0.0008548327)))));
+  } else {
+    // erfc(ax) = t * exp(-ax^2 + P(t)) (Numerical Recipes' erfcc, fractional error < 1.2e-7)
+    float t = 1.0 / (1.0 + 0.5 * ax);
+    float poly = -1.26551223 + t * (1.00002368 + t * (0.37409196 + t * (0.09678418 + t * (-0.18628806 +
+                 t * (0.27886807 + t * (-1.13520398 + t * (1.48851587 + t * (-0.82215223 + t * 0.17087277))))))));
+    r = 1.0 - t * exp(-ax * ax + poly);
+  }
+  return x < 0.0 ? -r : r;
+}
+
+float activate(uint code, float x, float alpha, float beta) {
+  switch (code) {
+    case ACT_IDENTITY: return x;
+    case ACT_RELU: return x < 0.0 ? 0.0 : x;  // NaN stays NaN
+    case ACT_LEAKY: return x < 0.0 ? alpha * x : x;
+    case ACT_ELU: return x < 0.0 ? alpha * (exp(x) - 1.0) : x;
+    case ACT_SIGMOID: return x >= 0.0 ? 1.0 / (1.0 + exp(-x)) : exp(x) / (1.0 + exp(x));
+    case ACT_TANH: return stable_tanh(x);
+    case ACT_SILU:
+      if (isinf(x)) return x > 0.0 ? x : 0.0;
+      return x >= 0.0 ? x / (1.0 + exp(-x)) : x * exp(x) / (1.0 + exp(x));
+    case ACT_GELU:
+      if (isinf(x)) return x > 0.0 ? x : 0.0;
+      return 0.5 * x * (1.0 + erf_approx(x * 0.70710678118654752));
+    case ACT_GELU_TANH: {
+      if (isinf(x)) return x > 0.0 ? x : 0.0;
+      float inner = 0.79788456080286536 * (x + 0.044715 * x * x * x);
+      return 0.5 * x * (1.0 + stable_tanh(inner));
+    }
+    case ACT_CLIP: return x < alpha ? alpha : (x > beta ? beta : x);  // NaN fails both: stays NaN
+    case ACT_AFFINE: return alpha * x + beta;
+  }
+  return x;
+}

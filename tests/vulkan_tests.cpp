@@ -1,0 +1,311 @@
+// The Vulkan backend on whatever Vulkan device 0 is (lavapipe in CI), under the validation layer
+// (ctest sets TRINE_VULKAN_VALIDATION=1): every op it runs against the reference oracle, the ops it
+// does not run refused as unsupported, async chains, a batch's transfer counts, out of memory and
+// the maxStorageBufferRange limit. Any validation message fails the test that caused it.
+#include <catch2/catch.hpp>
+
+#include <cmath>
+#include <string>
+#include <vector>
+
+#include "backends/vulkan/debug.hpp"
+#include "tests/reference/bridge.hpp"
+#include "trine/debug.hpp"
+#include "trine/trine.hpp"
+
+using namespace trine;
+
+namespace {
+
+const Device k_vk{DeviceKind::vulkan, 0};
+
+// Not a skip: a machine without a Vulkan device fails here with the reason.
+void require_vulkan() {
+  for (const auto& s : backend_status()) {
+    if (s.kind != DeviceKind::vulkan) continue;
+    INFO("vulkan backend: " << s.reason);
+    REQUIRE(s.available);
+  }
+}
+
+// Every validation message since the last call fails the current test.
+void require_no_validation_messages() {
+  const auto messages = vulkan::take_validation_messages();
+  std::string all;
+  for (const auto& m : messages) all += m + "\n";
+  INFO(all);
+  REQUIRE(messages.empty());
+}
+
+std::uint64_t seq() {
+  static std::uint64_t n = 1000;
+  return ++n;
+}
+
+enum class Layout { contiguous, strided, transposed };
+
+// A vulkan tensor of `shape` (values uniform in [low, high)), laid out as asked: strided takes every
+// other element of a wider tensor along the last axis; transposed is the transpose of the swapped shape.
+Tensor input(const Shape& shape, float low = -1.0f, float high = 1.0f, Layout layout = Layout::contiguous) {
+  if (layout == Layout::strided && shape.rank() >= 1) {
+    Shape wide = shape;
+    wide[shape.rank() - 1] *= 2;
+    return Tensor::random(wide, seq(), low, high, DType::f32, k_vk).slice(-1, 0, wide[shape.rank() - 1], 2);
+  }
+  if (layout == Layout::transposed && shape.rank() >= 2) {
+    Shape swapped = shape;
+    std::swap(swapped[shape.rank() - 1], swapped[shape.rank() - 2]);
+    return Tensor::random(swapped, seq(), low, high, DType::f32, k_vk).transpose(-2, -1);
+  }
+  return Tensor::random(shape, seq(), low, high, DType::f32, k_vk);
+}
+
+// Runs `op` on the vulkan inputs and compares with the oracle (which reads the inputs through
+// to_vector, its own index arithmetic on the host copy).
+void check(OpKind op, const std::vector<Tensor>& inputs, const OpParams& params, double bound, const std::string& label) {
+  std::vector<ref::Array> ref_in;
+  for (const auto& t : inputs) ref_in.push_back(ref::from_tensor(t));
+  INFO(op_info(op).name << " " << label);
+  Tensor out = run_op(op, inputs, params);
+  REQUIRE(out.device() == k_vk);
+  const ref::Array expect = ref::run(op, ref_in, params);
+  REQUIRE(static_cast<std::size_t>(out.rank()) == expect.shape.size());
+  for (int i = 0; i < out.rank(); ++i) REQUIRE(out.shape()[i] == expect.shape[static_cast<std::size_t>(i)]);
+  REQUIRE(debug::guards_intact(out));
+  for (const auto& t : inputs)
+    if (t.defined()) REQUIRE(debug::guards_intact(t));
+  const auto got = out.to_vector();
+  const ref::Comparison c = ref::compare(got, expect);
+  INFO(c.first_mismatch);
+  REQUIRE(c.specials_match);
+  INFO("nmse " << c.nmse << " bound " << bound);
+  REQUIRE(c.nmse <= bound);
+  require_no_validation_messages();
+}
+
+std::string label(const std::vector<Tensor>& in, const std::string& extra = "") {
+  std::string s;
+  for (const auto& t : in) s += (t.defined() ? t.str() : std::string("none")) + " ";
+  return s + extra;
+}
+
+const std::vector<std::int64_t> k_sizes = {1, 2, 3, 7, 31, 32, 33, 64, 127, 256, 1000, 4099, 65537};
+constexpr double k_exact = 1e-12, k_arith = 1e-10, k_sum = 1e-9, k_transc = 1e-9;
+
+}  // namespace
+
+TEST_CASE("vulkan device 0 is present and describes itself", "[vulkan]") {
+  require_vulkan();
+  bool found = false;
+  for (const auto& d : devices()) {
+    if (d.device != k_vk) continue;
+    found = true;
+    INFO(d.name << ": " << d.capabilities);
+    CHECK(d.capabilities.find("maxStorageBufferRange") != std::string::npos);
+    CHECK(d.capabilities.find("subgroup") != std::string::npos);
+  }
+  REQUIRE(found);
+  require_no_validation_messages();
+}
+
+TEST_CASE("vulkan: uploads and readbacks round-trip, views included", "[vulkan]") {
+  require_vulkan();
+  for (auto n : k_sizes) {
+    std::vector<float> host(static_cast<std::size_t>(n));
+    for (std::size_t i = 0; i < host.size(); ++i) host[i] = static_cast<float>(i) * 0.5f - 3.0f;
+    Tensor t = Tensor::from(host, {n}, DType::f32, k_vk);
+    REQUIRE(t.to_vector() == host);
+  }
+  Tensor m = Tensor::arange(0, 35, 1, DType::f32, k_vk).reshape({5, 7});
+  auto tv = m.transpose().to_vector();  // copy op on the device, then a readback
+  REQUIRE(tv.size() == 35);
+  for (int i = 0; i < 7; ++i)
+    for (int j = 0; j < 5; ++j) REQUIRE(tv[static_cast<std::size_t>(i * 5 + j)] == static_cast<float>(j * 7 + i));
+  require_no_validation_messages();
+}
+
+TEST_CASE("vulkan: activations and scale against the reference", "[vulkan]") {
+  require_vulkan();
+  struct Act {
+    OpKind op;
+    ActParams p;
+  };
+  const std::vector<Act> acts = {{OpKind::relu, {}},       {OpKind::leaky_relu, {0.01f, 0}}, {OpKind::elu, {1.0f, 0}},
+                                 {OpKind::elu, {0.5f, 0}}, {OpKind::sigmoid, {}},            {OpKind::tanh, {}},
+                                 {OpKind::silu, {}},       {OpKind::gelu, {}},               {OpKind::gelu_tanh, {}},
+                                 {OpKind::clip, {-0.5f, 0.75f}}};
+  std::vector<Shape> shapes;
+  for (auto n : k_sizes) shapes.push_back({n});
+  shapes.push_back({31, 33});
+  shapes.push_back({3, 1 << 20});  // large: more workgroups than one grid dimension holds at 1 per group
+  for (const auto& a : acts) {
+    for (const auto& s : shapes) {
+      std::vector<Tensor> in{input(s, -6.0f, 6.0f)};
+      check(a.op, in, a.p, k_transc, label(in));
+    }
+    std::vector<Tensor> wide{input({1000}, -40.0f, 40.0f)};
+    check(a.op, wide, a.p, k_transc, label(wide, "range +-40"));
+    std::vector<Tensor> view{input({33, 31}, -6.0f, 6.0f, Layout::transposed)};
+    check(a.op, view, a.p, k_transc, label(view, "transposed view"));
+    std::vector<Tensor> empty{Tensor::empty({0}, DType::f32, k_vk)};
+    check(a.op, empty, a.p, k_exact, label(empty, "zero-size"));
+  }
+  for (const auto& s : shapes) {
+    std::vector<Tensor> in{input(s)};
+    check(OpKind::scale, in, ScaleParams{-2.5f, 0.25f}, k_arith, label(in));
+  }
+  std::vector<Tensor> view{input({64, 65}, -1, 1, Layout::strided)};
+  check(OpKind::scale, view, ScaleParams{3.0f, 0.0f}, k_arith, label(view, "strided"));
+}
+
+TEST_CASE("vulkan: add, sub, mul, div with broadcasting", "[vulkan]") {
+  require_vulkan();
+  const std::vector<std::pair<Shape, Shape>> shapes = {
+      {{1}, {1}},           {{7}, {7}},           {{1000}, {1000}},      {{31, 33}, {31, 33}},
+      {{31, 33}, {33}},     {{33}, {31, 33}},     {{31, 1}, {1, 33}},    {{127, 64}, {127, 1}},
+      {{}, {64}},           {{3, 7}, {}},         {{2, 1, 3, 5}, {4, 1, 5}}, {{1, 1, 1}, {2, 3, 4}},
+      {{256, 1000}, {1000}}, {{1000, 1000}, {1000, 1000}}};
+  for (OpKind op : {OpKind::add, OpKind::sub, OpKind::mul, OpKind::div}) {
+    for (const auto& [sa, sb] : shapes) {
+      std::vector<Tensor> in{input(sa), op == OpKind::div ? input(sb, 0.5f, 2.0f) : input(sb)};
+      check(op, in, NoParams{}, k_arith, label(in));
+    }
+    std::vector<Tensor> views{input({33, 31}, -1, 1, Layout::transposed), input({31}, 0.5f, 2.0f, Layout::strided)};
+    check(op, views, NoParams{}, k_arith, label(views, "views"));
+    std::vector<Tensor> empty{Tensor::empty({0, 3}, DType::f32, k_vk), input({3})};
+    check(op, empty, NoParams{}, k_exact, label(empty, "zero-size"));
+  }
+}
+
+TEST_CASE("vulkan: bias_act with every activation, and copy", "[vulkan]") {
+  require_vulkan();
+  const Activation acts[] = {Activation::identity,  Activation::relu, Activation::leaky_relu, Activation::elu,
+                             Activation::sigmoid,   Activation::tanh, Activation::silu,       Activation::gelu,
+                             Activation::gelu_tanh, Activation::clip};
+  for (Activation act : acts) {
+    BiasActParams p{act, act == Activation::clip ? -0.5f : 0.1f, act == Activation::clip ? 0.5f : 0.0f};
+    for (auto [r, c] : {std::pair<std::int64_t, std::int64_t>{1, 1}, {7, 3}, {31, 33}, {64, 1000}, {1000, 127}}) {
+      std::vector<Tensor> in{input({r, c}, -4.0f, 4.0f), input({c})};
+      check(OpKind::bias_act, in, p, k_transc, label(in, activation_name(act)));
+    }
+    std::vector<Tensor> in{input({2, 5, 33}, -1, 1, Layout::strided), input({33}, -1, 1, Layout::strided)};
+    check(OpKind::bias_act, in, p, k_transc, label(in, std::string(activation_name(act)) + " strided"));
+  }
+  for (Layout l : {Layout::contiguous, Layout::strided, Layout::transposed}) {
+    for (Shape s : {Shape{1}, Shape{7, 33}, Shape{2, 3, 127, 5}, Shape{0, 4}}) {
+      std::vector<Tensor> in{input(s, -1, 1, l)};
+      check(OpKind::copy, in, NoParams{}, 0.0, label(in));
+    }
+  }
+  std::vector<Tensor> big{input({1 << 22}, -1, 1, Layout::strided)};
+  check(OpKind::copy, big, NoParams{}, 0.0, "large strided");
+}
+
+TEST_CASE("vulkan: ops not written yet are refused as unsupported, naming the op", "[vulkan]") {
+  require_vulkan();
+  Tensor x = input({1, 2, 5, 5}), w = input({3, 2, 3, 3});
+  try {
+    (void)conv2d(x, w);
+    FAIL("conv2d ran on vulkan");
+  } catch (const Error& e) {
+    REQUIRE(e.code() == ErrorCode::unsupported);
+    REQUIRE(std::string(e.what()).find("[conv2d]") != std::string::npos);
+    REQUIRE(std::string(e.what()).find("vulkan:0") != std::string::npos);
+  }
+  Tensor h = Tensor::random({4, 4}, 1, -1, 1, DType::f16, k_vk);
+  REQUIRE_THROWS_AS(h.astype(DType::f32), Error);
+  require_no_validation_messages();
+}
+
+TEST_CASE("vulkan: async ops chain through futures without blocking", "[vulkan]") {
+  require_vulkan();
+  Tensor x = input({4099}, -3.0f, 3.0f);
+  const auto host = x.to_vector();
+  Future<Tensor> a = async::relu(x);
+  Future<Tensor> b = async::sigmoid(a);
+  Future<Tensor> c = async::add(b, a);
+  Future<Tensor> d = async::scale(c, 2.0f, -1.0f);
+  const auto got = d.get().to_vector();
+  REQUIRE(got.size() == host.size());
+  for (std::size_t i = 0; i < host.size(); ++i) {
+    const double r = host[i] < 0 ? 0.0 : host[i];
+    const double expect = 2.0 * (1.0 / (1.0 + std::exp(-r)) + r) - 1.0;
+    REQUIRE(std::abs(got[i] - expect) <= 1e-5 * (1 + std::abs(expect)));
+  }
+  // Many in flight at once, results dropped while running: nothing blocks or leaks.
+  std::vector<Future<Tensor>> many;
+  for (int i = 0; i < 64; ++i) many.push_back(async::tanh(i % 2 ? Tensor(many.back()) : x));
+  many.back().wait();
+  many.clear();
+  synchronize();
+  require_no_validation_messages();
+}
+
+TEST_CASE("vulkan: a batch of N ops is one upload, one readback and one submission", "[vulkan]") {
+  require_vulkan();
+  std::vector<float> host(4096);
+  for (std::size_t i = 0; i < host.size(); ++i) host[i] = std::sin(static_cast<float>(i)) * 3.0f;
+  Batch batch(k_vk);
+  Tensor x = batch.upload(host, {64, 64});
+  Tensor y = x;
+  for (int i = 0; i < 16; ++i) y = i % 2 ? tanh(y) : scale(relu(y), 0.5f, 0.1f);
+  BatchRead out = batch.read(y);
+  batch.run();  // places the batch
+  const TransferStats before = transfer_stats(k_vk);
+  batch.run();
+  const TransferStats after = transfer_stats(k_vk);
+  REQUIRE(after.uploads - before.uploads == 1);
+  REQUIRE(after.readbacks - before.readbacks == 1);
+  REQUIRE(after.submissions - before.submissions == 1);
+  REQUIRE(after.device_copies - before.device_copies == 0);
+  // The same chain as sync calls.
+  Tensor e = Tensor::from(host, {64, 64}, DType::f32, k_vk);
+  for (int i = 0; i < 16; ++i) e = i % 2 ? tanh(e) : scale(relu(e), 0.5f, 0.1f);
+  REQUIRE(out.get() == e.to_vector());
+  require_no_validation_messages();
+}
+
+TEST_CASE("vulkan: out of memory is an error and the device works after", "[vulkan]") {
+  require_vulkan();
+  const std::int64_t too_many = std::int64_t{1} << 40;  // 4 TiB of f32: over any heap here
+  try {
+    (void)Tensor::empty({too_many}, DType::f32, k_vk);
+    FAIL("a 4 TiB allocation succeeded");
+  } catch (const Error& e) {
+    INFO(e.what());
+    REQUIRE(e.code() == ErrorCode::out_of_memory);
+    REQUIRE(std::string(e.what()).find("vulkan:0") != std::string::npos);
+  }
+  std::vector<Tensor> in{input({1000})};
+  check(OpKind::relu, in, ActParams{}, k_exact, "after out of memory");
+}
+
+TEST_CASE("vulkan: a tensor over maxStorageBufferRange is refused clearly", "[vulkan]") {
+  require_vulkan();
+  // 40M floats = 160 MB, over lavapipe's 128 MiB binding limit. The device's own limit decides:
+  // on a device with a larger range this runs and must simply be right.
+  const std::int64_t n = 40'000'000;
+  Tensor x = Tensor::zeros({n}, DType::f32, k_vk);
+  const std::string caps = [] {
+    for (const auto& d : devices())
+      if (d.device == k_vk) return d.capabilities;
+    return std::string();
+  }();
+  if (caps.find("maxStorageBufferRange 128 MiB") == std::string::npos) {
+    WARN("this device binds more than 128 MiB: checking the op instead");
+    REQUIRE(relu(x).to_vector()[0] == 0.0f);
+    return;
+  }
+  try {
+    (void)relu(x);
+    FAIL("relu over maxStorageBufferRange ran");
+  } catch (const Error& e) {
+    INFO(e.what());
+    REQUIRE(e.code() == ErrorCode::unsupported);
+    REQUIRE(std::string(e.what()).find("[relu]") != std::string::npos);
+    REQUIRE(std::string(e.what()).find("maxStorageBufferRange") != std::string::npos);
+  }
+  // The device is still fine.
+  std::vector<Tensor> in{input({33})};
+  check(OpKind::relu, in, ActParams{}, k_exact, "after the refusal");
+}
