@@ -20,23 +20,23 @@ float stable_tanh(float x) {
   return x < 0.0 ? -r : r;
 }
 
-// erf to ~1e-7 absolute (Abramowitz & Stegun 7.1.26 is 1.5e-7; this is W. J. Cody's rational form
-// reduced to what f32 needs): GLSL has no erf.
-float erf_approx(float x) {
-  float ax = abs(x);
-  float r;
-  if (ax < 0.5) {
-    float x2 = x * x;
-    // Taylor to x^11: error < 1e-8 on [0, 0.5]
-    r = ax * (1.1283791671 + x2 * (-0.3761263890 + x2 * (0.1128379167 + x2 * (-0.0268661706 + x2 * (0.0052239776 + x2 * -0.0008548327)))));
-  } else {
-    // erfc(ax) = t * exp(-ax^2 + P(t)) (Numerical Recipes' erfcc, fractional error < 1.2e-7)
-    float t = 1.0 / (1.0 + 0.5 * ax);
-    float poly = -1.26551223 + t * (1.00002368 + t * (0.37409196 + t * (0.09678418 + t * (-0.18628806 +
-                 t * (0.27886807 + t * (-1.13520398 + t * (1.48851587 + t * (-0.82215223 + t * 0.17087277))))))));
-    r = 1.0 - t * exp(-ax * ax + poly);
+// erfc(z) for z >= 0 with fractional error < 1.2e-7 (Numerical Recipes' erfcc): GLSL has no erf.
+// Kept as erfc so gelu's negative tail, 1 + erf(z) = erfc(-z), has no cancellation.
+float erfc_pos(float z) {
+  float t = 1.0 / (1.0 + 0.5 * z);
+  float poly = -1.26551223 + t * (1.00002368 + t * (0.37409196 + t * (0.09678418 + t * (-0.18628806 +
+               t * (0.27886807 + t * (-1.13520398 + t * (1.48851587 + t * (-0.82215223 + t * 0.17087277))))))));
+  return t * exp(-z * z + poly);
+}
+
+// 1 + erf(z), accurate relative to its value on both sides.
+float one_plus_erf(float z) {
+  if (abs(z) < 0.5) {
+    float z2 = z * z;  // Taylor to z^11: error < 2e-8 on [0, 0.5]
+    return 1.0 + z * (1.1283791671 + z2 * (-0.3761263890 + z2 * (0.1128379167 + z2 * (-0.0268661706 +
+                 z2 * (0.0052239776 + z2 * -0.0008548327)))));
   }
-  return x < 0.0 ? -r : r;
+  return z < 0.0 ? erfc_pos(-z) : 2.0 - erfc_pos(z);
 }
 
 float activate(uint code, float x, float alpha, float beta) {
@@ -52,11 +52,12 @@ float activate(uint code, float x, float alpha, float beta) {
       return x >= 0.0 ? x / (1.0 + exp(-x)) : x * exp(x) / (1.0 + exp(x));
     case ACT_GELU:
       if (isinf(x)) return x > 0.0 ? x : 0.0;
-      return 0.5 * x * (1.0 + erf_approx(x * 0.70710678118654752));
+      return 0.5 * x * one_plus_erf(x * 0.70710678118654752);
     case ACT_GELU_TANH: {
       if (isinf(x)) return x > 0.0 ? x : 0.0;
-      float inner = 0.79788456080286536 * (x + 0.044715 * x * x * x);
-      return 0.5 * x * (1.0 + stable_tanh(inner));
+      // 0.5 (1 + tanh(u)) = sigmoid(2u): no cancellation in the negative tail
+      float u2 = 2.0 * 0.79788456080286536 * (x + 0.044715 * x * x * x);
+      return u2 >= 0.0 ? x / (1.0 + exp(-u2)) : x * exp(u2) / (1.0 + exp(u2));
     }
     case ACT_CLIP: return x < alpha ? alpha : (x > beta ? beta : x);  // NaN fails both: stays NaN
     case ACT_AFFINE: return alpha * x + beta;
