@@ -5,6 +5,7 @@
 #include <catch2/catch.hpp>
 
 #include <cmath>
+#include <limits>
 #include <string>
 #include <vector>
 
@@ -199,6 +200,120 @@ TEST_CASE("vulkan: bias_act with every activation, and copy", "[vulkan]") {
   }
   std::vector<Tensor> big{input({1 << 22}, -1, 1, Layout::strided)};
   check(OpKind::copy, big, NoParams{}, 0.0, "large strided");
+}
+
+TEST_CASE("vulkan: sum, mean, max over an axis", "[vulkan]") {
+  require_vulkan();
+  for (OpKind op : {OpKind::sum, OpKind::mean, OpKind::max}) {
+    for (auto n : {std::int64_t{1}, std::int64_t{2}, std::int64_t{7}, std::int64_t{33}, std::int64_t{127},
+                   std::int64_t{1000}}) {
+      for (int axis : {0, 1, -1}) {
+        std::vector<Tensor> in{input({3, n, 5})};
+        check(op, in, ReduceParams{axis, false}, k_sum, label(in, "axis " + std::to_string(axis)));
+      }
+      std::vector<Tensor> in{input({n})};
+      check(op, in, ReduceParams{0, true}, k_sum, label(in, "keepdims"));
+    }
+    std::vector<Tensor> view{input({33, 64}, -1, 1, Layout::transposed)};
+    check(op, view, ReduceParams{-1, true}, k_sum, label(view, "transposed view"));
+    std::vector<Tensor> big{input({64, 100000})};
+    check(op, big, ReduceParams{-1, false}, k_sum, label(big, "large"));
+  }
+}
+
+TEST_CASE("vulkan: softmax and log_softmax over any axis", "[vulkan]") {
+  require_vulkan();
+  for (OpKind op : {OpKind::softmax, OpKind::log_softmax}) {
+    for (auto n : {std::int64_t{1}, std::int64_t{3}, std::int64_t{31}, std::int64_t{128}, std::int64_t{1000}}) {
+      std::vector<Tensor> in{input({3, n}, -10.0f, 10.0f)};
+      check(op, in, AxisParams{-1}, k_transc, label(in));
+      std::vector<Tensor> col{input({n, 5}, -10.0f, 10.0f)};
+      check(op, col, AxisParams{0}, k_transc, label(col, "axis 0"));
+    }
+    std::vector<Tensor> mid{input({4, 33, 7}, -10.0f, 10.0f)};
+    check(op, mid, AxisParams{1}, k_transc, label(mid, "axis 1"));
+    std::vector<Tensor> view{input({31, 64}, -10.0f, 10.0f, Layout::transposed)};
+    check(op, view, AxisParams{-1}, k_transc, label(view, "transposed view"));
+    std::vector<Tensor> big{input({16, 32000}, -20.0f, 20.0f)};
+    check(op, big, AxisParams{-1}, k_transc, label(big, "large"));
+  }
+  // Special values: -inf entries give 0, a row of -inf gives NaN, 1e30 is exact.
+  const float inf = std::numeric_limits<float>::infinity();
+  std::vector<float> host = {1e30f, 0.0f, -inf, 2.0f, -inf, -inf, -inf, -inf};
+  std::vector<Tensor> sp{Tensor::from(host, {2, 4}, DType::f32, k_vk)};
+  check(OpKind::softmax, sp, AxisParams{-1}, k_transc, "special values");
+  check(OpKind::log_softmax, sp, AxisParams{-1}, k_transc, "special values");
+}
+
+TEST_CASE("vulkan: layernorm and rmsnorm", "[vulkan]") {
+  require_vulkan();
+  for (auto n : {std::int64_t{1}, std::int64_t{2}, std::int64_t{7}, std::int64_t{33}, std::int64_t{256},
+                 std::int64_t{1000}}) {
+    for (std::int64_t rows : {1, 5}) {
+      Tensor x = input({rows, n}, -3.0f, 5.0f), g = input({n}), b = input({n});
+      check(OpKind::layernorm, {x, g, b}, NormParams{1e-5f}, k_sum, label({x}, "gamma beta"));
+      check(OpKind::layernorm, {x}, NormParams{1e-5f}, k_sum, label({x}, "plain"));
+      check(OpKind::layernorm, {x, g}, NormParams{1e-3f}, k_sum, label({x}, "gamma"));
+      check(OpKind::rmsnorm, {x, g}, NormParams{1e-6f}, k_sum, label({x}, "gamma"));
+      check(OpKind::rmsnorm, {x}, NormParams{1e-6f}, k_sum, label({x}, "plain"));
+    }
+  }
+  Tensor x = input({2, 3, 4096}, -1, 1, Layout::strided), g = input({4096});
+  check(OpKind::layernorm, {x, g, Tensor()}, NormParams{}, k_sum, "strided large, gamma only");
+  check(OpKind::rmsnorm, {x, g}, NormParams{}, k_sum, "strided large");
+}
+
+TEST_CASE("vulkan: matmul, gemv and dot", "[vulkan]") {
+  require_vulkan();
+  auto mm = [](const Shape& as, const Shape& bs, MatmulParams p, Layout la = Layout::contiguous,
+               Layout lb = Layout::contiguous) {
+    std::vector<Tensor> in{input(as, -1, 1, la), input(bs, -1, 1, lb)};
+    check(OpKind::matmul, in, p, k_sum, label(in, std::string(p.trans_a ? "ta " : "") + (p.trans_b ? "tb" : "")));
+  };
+  for (auto s : {std::int64_t{1}, std::int64_t{2}, std::int64_t{7}, std::int64_t{31}, std::int64_t{32},
+                 std::int64_t{33}, std::int64_t{64}, std::int64_t{127}}) {
+    mm({s, s}, {s, s}, {});
+    mm({s, 33}, {33, 7}, {});
+    mm({1, s}, {s, 31}, {});
+    mm({3, 1}, {1, s}, {});
+  }
+  mm({3, 1000}, {1000, 7}, {});
+  mm({129, 257}, {257, 65}, {});
+  mm({384, 512}, {512, 320}, {});  // large
+  for (bool ta : {false, true}) {
+    for (bool tb : {false, true}) {
+      Shape as = ta ? Shape{33, 31} : Shape{31, 33};
+      Shape bs = tb ? Shape{7, 33} : Shape{33, 7};
+      mm(as, bs, {ta, tb});
+      mm(as, bs, {ta, tb}, Layout::transposed, Layout::strided);
+    }
+  }
+  mm({2, 3, 17, 9}, {9, 5}, {});
+  mm({2, 1, 7, 9}, {1, 4, 9, 6}, {});
+  mm({4, 31, 33}, {4, 33, 32}, {}, Layout::transposed);
+  mm({5, 33, 31}, {5, 7, 33}, {true, true});
+  mm({3, 0}, {0, 4}, {});
+  mm({0, 5}, {5, 4}, {});
+  for (auto m : {std::int64_t{1}, std::int64_t{7}, std::int64_t{33}, std::int64_t{1000}}) {
+    for (auto k : {std::int64_t{1}, std::int64_t{7}, std::int64_t{33}, std::int64_t{1000}}) {
+      for (bool trans : {false, true}) {
+        std::vector<Tensor> in{input(trans ? Shape{k, m} : Shape{m, k}), input({k})};
+        check(OpKind::gemv, in, GemvParams{trans}, k_sum, label(in, trans ? "trans" : ""));
+      }
+    }
+  }
+  std::vector<Tensor> gv{input({127, 255}, -1, 1, Layout::transposed), input({255}, -1, 1, Layout::strided)};
+  check(OpKind::gemv, gv, GemvParams{false}, k_sum, label(gv, "views"));
+  std::vector<Tensor> gl{input({2048, 4096}), input({4096})};
+  check(OpKind::gemv, gl, GemvParams{false}, k_sum, label(gl, "large"));
+  for (auto n : k_sizes) {
+    std::vector<Tensor> in{input({n}), input({n})};
+    check(OpKind::dot, in, NoParams{}, k_sum, label(in));
+  }
+  std::vector<Tensor> dv{input({1000}, -1, 1, Layout::strided), input({1000})};
+  check(OpKind::dot, dv, NoParams{}, k_sum, label(dv, "strided"));
+  std::vector<Tensor> big{input({1 << 20}), input({1 << 20})};
+  check(OpKind::dot, big, NoParams{}, k_sum, label(big, "large"));
 }
 
 TEST_CASE("vulkan: ops not written yet are refused as unsupported, naming the op", "[vulkan]") {

@@ -22,6 +22,11 @@ TensorRef ref_of(const Tensor& t);
 // of the submission, recorded here (the one named step that makes inputs contiguous on the device).
 TensorRef contiguous_f32(Recorder& rec, const Tensor& t);
 
+// y[o] = the reduction over k of x viewed as a contiguous [outer, n, inner] (o runs over outer x
+// inner): op 0 sum, 1 mean, 2 max, 3 sum of x * v[k] (dot, gemv). ops_reduce.cpp.
+void record_reduction(Recorder& rec, const TensorRef& x, const TensorRef* v, const TensorRef& y, std::uint32_t outer,
+                      std::uint32_t n, std::uint32_t inner, std::uint32_t op);
+
 // ---- families ----
 bool supports_elementwise(const detail::OpCall& call);
 void record_elementwise(Recorder& rec, const detail::OpCall& call);

@@ -1,0 +1,37 @@
+// Reductions over the middle axis of a contiguous [outer, n, inner] view, one workgroup per output:
+// sum, mean, max, and the sum of products with a vector indexed along the axis (dot, gemv).
+#version 450
+#extension GL_GOOGLE_include_directive : require
+#include "common.glsl"
+
+layout(constant_id = 0) const uint WG = 128;
+layout(local_size_x_id = 0) in;
+#include "workgroup_reduce.glsl"
+
+layout(set = 0, binding = 0) readonly buffer X { float x[]; };
+layout(set = 0, binding = 1) readonly buffer V { float v[]; };
+layout(set = 0, binding = 2) writeonly buffer Y { float y[]; };
+layout(push_constant) uniform Push {
+  uint outer;
+  uint n;
+  uint inner;
+  uint x_off;
+  uint v_off;
+  uint op;  // 0 sum, 1 mean, 2 max, 3 sum of x * v[k]
+  uint y_off;
+} p;
+
+void main() {
+  uint o = linear_group();
+  if (o >= p.outer * p.inner) return;  // uniform per workgroup: no barrier is skipped by some only
+  uint base = p.x_off + (o / p.inner) * p.n * p.inner + (o % p.inner);
+  float acc = p.op == 2u ? -1.0 / 0.0 : 0.0;
+  for (uint k = gl_LocalInvocationID.x; k < p.n; k += WG) {
+    float e = x[base + k * p.inner];
+    if (p.op == 2u) acc = nan_max(acc, e);
+    else if (p.op == 3u) acc += e * v[p.v_off + k];
+    else acc += e;
+  }
+  float r = p.op == 2u ? wg_max(acc) : wg_sum(acc);
+  if (gl_LocalInvocationID.x == 0u) y[p.y_off + o] = p.op == 1u ? r / float(p.n) : r;
+}
