@@ -316,19 +316,53 @@ TEST_CASE("vulkan: matmul, gemv and dot", "[vulkan]") {
   check(OpKind::dot, big, NoParams{}, k_sum, label(big, "large"));
 }
 
-TEST_CASE("vulkan: ops not written yet are refused as unsupported, naming the op", "[vulkan]") {
+TEST_CASE("vulkan: copy and cast between f32, f16 and bf16, bit-exact", "[vulkan]") {
   require_vulkan();
-  Tensor x = input({1, 2, 5, 5}), w = input({3, 2, 3, 3});
+  for (DType t : {DType::f32, DType::f16, DType::bf16}) {
+    for (Layout l : {Layout::contiguous, Layout::strided, Layout::transposed}) {
+      for (Shape s : {Shape{1}, Shape{7, 33}, Shape{2, 3, 127, 5}, Shape{0, 4}}) {
+        Tensor base = Tensor::random(s, seq(), -1, 1, t, k_vk);
+        if (l == Layout::strided && s.rank() >= 1) {
+          Shape wide = s;
+          wide[s.rank() - 1] *= 2;
+          base = Tensor::random(wide, seq(), -1, 1, t, k_vk).slice(-1, 0, wide[s.rank() - 1], 2);
+        } else if (l == Layout::transposed && s.rank() >= 2) {
+          Shape sw = s;
+          std::swap(sw[s.rank() - 1], sw[s.rank() - 2]);
+          base = Tensor::random(sw, seq(), -1, 1, t, k_vk).transpose(-2, -1);
+        }
+        std::vector<Tensor> in{base};
+        check(OpKind::copy, in, NoParams{}, 0.0, label(in));
+        for (DType to : {DType::f32, DType::f16, DType::bf16})
+          check(OpKind::cast, in, CastParams{to}, 0.0, label(in, std::string("to ") + dtype_name(to)));
+      }
+    }
+  }
+  std::vector<Tensor> wide{input({1001}, -1e5f, 1e5f)};
+  check(OpKind::cast, wide, CastParams{DType::f16}, 0.0, "to f16 with overflow to inf");
+  check(OpKind::cast, wide, CastParams{DType::bf16}, 0.0, "to bf16");
+  // f16 subnormals, the largest finite values, ties, inf and NaN
+  const float inf = std::numeric_limits<float>::infinity();
+  std::vector<float> sp = {0.0f, -0.0f, 6e-8f, 3e-8f, 2.9e-8f, 1e-5f, 6.1e-5f, 65504.0f, 65519.0f, 65520.0f,
+                           -70000.0f, inf, -inf, std::nanf(""), 1.0009765625f, 1.00146484375f, 3e38f};
+  std::vector<Tensor> special{Tensor::from(sp, {static_cast<std::int64_t>(sp.size())}, DType::f32, k_vk)};
+  for (DType to : {DType::f16, DType::bf16})
+    check(OpKind::cast, special, CastParams{to}, 0.0, std::string("special values to ") + dtype_name(to));
+}
+
+TEST_CASE("vulkan: cases not written yet are refused as unsupported, naming the op", "[vulkan]") {
+  require_vulkan();
+  // f16 / bf16 matmul inputs are the op table's, not yet this backend's: refused, never computed wrong.
+  Tensor a = Tensor::random({4, 8}, 1, -1, 1, DType::f16, k_vk), b = Tensor::random({8, 3}, 2, -1, 1, DType::f16, k_vk);
   try {
-    (void)conv2d(x, w);
-    FAIL("conv2d ran on vulkan");
+    (void)matmul(a, b);
+    FAIL("f16 matmul ran on vulkan");
   } catch (const Error& e) {
+    INFO(e.what());
     REQUIRE(e.code() == ErrorCode::unsupported);
-    REQUIRE(std::string(e.what()).find("[conv2d]") != std::string::npos);
+    REQUIRE(std::string(e.what()).find("[matmul]") != std::string::npos);
     REQUIRE(std::string(e.what()).find("vulkan:0") != std::string::npos);
   }
-  Tensor h = Tensor::random({4, 4}, 1, -1, 1, DType::f16, k_vk);
-  REQUIRE_THROWS_AS(h.astype(DType::f32), Error);
   require_no_validation_messages();
 }
 

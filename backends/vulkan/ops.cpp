@@ -27,7 +27,8 @@ Family family_of(OpKind op) {
     case OpKind::gelu:
     case OpKind::gelu_tanh:
     case OpKind::clip:
-    case OpKind::copy: return Family::elementwise;
+    case OpKind::copy:
+    case OpKind::cast: return Family::elementwise;
     case OpKind::softmax:
     case OpKind::log_softmax:
     case OpKind::layernorm:
@@ -41,8 +42,7 @@ Family family_of(OpKind op) {
     // Not written for Vulkan yet: supports() says no, so a pinned call is Error(unsupported).
     case OpKind::conv2d:
     case OpKind::attention:
-    case OpKind::rope:
-    case OpKind::cast: return Family::none;
+    case OpKind::rope: return Family::none;
   }
   return Family::none;
 }

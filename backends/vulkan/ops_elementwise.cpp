@@ -1,5 +1,6 @@
 // Element-wise ops on Vulkan: activations and scale (unary.comp on contiguous input), add/sub/mul/div
-// with broadcasting, bias_act, strided inputs and copy (elementwise.comp over any strides).
+// with broadcasting, bias_act, strided inputs and copy (elementwise.comp over any strides), cast
+// between f32, f16 and bf16 (cast.comp).
 #include <cstring>
 
 #include "backends/vulkan/memory.hpp"
@@ -25,6 +26,39 @@ struct StridedPush {
   std::uint32_t dims[8], a_str[8], b_str[8];
 };
 static_assert(sizeof(StridedPush) == 128, "elementwise.comp's push constants are 128 bytes");
+
+struct CastPush {
+  std::uint32_t n, rank, in_type, out_type, x_off;
+  std::uint32_t dims[8], str[8];
+};
+
+std::uint32_t dtype_code(DType t) {
+  switch (t) {
+    case DType::f32: return 0;
+    case DType::f16: return 1;
+    case DType::bf16: return 2;
+  }
+  return 0;
+}
+
+// y (contiguous, `to`) = x converted element by element, x read through its strides (cast.comp).
+void record_cast(Recorder& rec, const Tensor& x, const TensorRef& y, DType to) {
+  const std::uint64_t n = static_cast<std::uint64_t>(x.numel());
+  if (n == 0) return;
+  CastPush p{};
+  p.n = static_cast<std::uint32_t>(n);
+  p.rank = static_cast<std::uint32_t>(x.rank());
+  p.in_type = dtype_code(x.dtype());
+  p.out_type = dtype_code(to);
+  const TensorRef rx = ref_of(x);
+  p.x_off = rx.offset;
+  for (int i = 0; i < x.rank(); ++i) {
+    p.dims[i] = static_cast<std::uint32_t>(x.shape()[i]);
+    p.str[i] = static_cast<std::uint32_t>(x.strides()[i]);
+  }
+  constexpr std::uint32_t group = 256;
+  rec.dispatch("cast", {{rx.alloc, false}, {y.alloc, true}}, &p, sizeof(p), ((n + 1) / 2 + group - 1) / group, {group});
+}
 
 enum : std::uint32_t { k_op_add = 0, k_op_sub = 1, k_op_mul = 2, k_op_div = 3, k_op_first = 4 };
 constexpr std::uint32_t k_act_affine = 10;
@@ -102,10 +136,10 @@ TensorRef contiguous_f32(Recorder& rec, const Tensor& t) {
 
 bool supports_elementwise(const detail::OpCall& call) {
   for (const auto& t : call.inputs) {
-    if (t.defined() && (t.dtype() != DType::f32 || !fits_u32(t))) {
-      // copy of any dtype is a byte copy when contiguous
-      if (!(call.op == OpKind::copy && t.is_contiguous() && fits_u32(t))) return false;
-    }
+    if (!t.defined()) continue;
+    if (!fits_u32(t)) return false;
+    // copy and cast take every dtype; the rest compute in f32
+    if (t.dtype() != DType::f32 && call.op != OpKind::copy && call.op != OpKind::cast) return false;
   }
   return true;
 }
@@ -137,8 +171,10 @@ void record_elementwise(Recorder& rec, const detail::OpCall& call) {
         const std::size_t esz = dtype_size(x.dtype());
         return rec.copy(ref_of(x).alloc, static_cast<std::size_t>(x.offset()) * esz, ry.alloc, 0, n * esz);
       }
+      if (x.dtype() != DType::f32) return record_cast(rec, x, ry, x.dtype());
       return record_strided(rec, x, x, ry, y.shape(), k_op_first, 0, 0, 0);
     }
+    case OpKind::cast: return record_cast(rec, x, ry, std::get<CastParams>(call.params).dtype);
     default: break;
   }
   std::uint32_t act;
