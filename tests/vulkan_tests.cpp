@@ -350,6 +350,62 @@ TEST_CASE("vulkan: copy and cast between f32, f16 and bf16, bit-exact", "[vulkan
     check(OpKind::cast, special, CastParams{to}, 0.0, std::string("special values to ") + dtype_name(to));
 }
 
+TEST_CASE("vulkan: conv2d, attention and rope", "[vulkan]") {
+  require_vulkan();
+  struct C {
+    std::int64_t n, c, h, w, k, r, s;
+    Conv2dParams p;
+    bool bias;
+  };
+  const std::vector<C> convs = {
+      {1, 1, 1, 1, 1, 1, 1, {}, false},          {1, 1, 5, 5, 1, 3, 3, {}, true},
+      {2, 3, 7, 7, 4, 3, 3, {1, 1, 1, 1}, true}, {1, 3, 13, 11, 5, 3, 3, {2, 1, 1, 1}, false},
+      {1, 4, 31, 33, 8, 5, 5, {{2, 1}, {2, 0}, 1, 1}, true}, {2, 4, 17, 17, 6, 3, 3, {1, 2, 2, 2}, true},
+      {1, 8, 32, 32, 8, 3, 3, {1, 1, 1, 8}, true},  {1, 6, 9, 9, 4, 1, 1, {2, 0, 1, 1}, true},
+      {1, 3, 2, 2, 2, 3, 3, {1, 1, 1, 1}, true},    {2, 32, 56, 56, 64, 3, 3, {1, 1, 1, 1}, true}};
+  for (const auto& c : convs) {
+    std::vector<Tensor> in{input({c.n, c.c, c.h, c.w}), input({c.k, c.c / c.p.groups, c.r, c.s}),
+                           c.bias ? input({c.k}) : Tensor()};
+    check(OpKind::conv2d, in, c.p, k_sum, label(in, "groups " + std::to_string(c.p.groups)));
+  }
+  std::vector<Tensor> cv{input({1, 3, 9, 11}, -1, 1, Layout::transposed), input({4, 3, 3, 3}, -1, 1, Layout::strided)};
+  check(OpKind::conv2d, cv, Conv2dParams{1, 1, 1, 1}, k_sum, label(cv, "views"));
+
+  struct A {
+    Shape lead;
+    std::int64_t lq, lk, d, dv;
+    bool causal;
+    float scale;
+  };
+  const std::vector<A> atts = {{{1}, 1, 1, 1, 1, true, 0},        {{2, 3}, 7, 7, 8, 8, false, 0},
+                               {{2, 3}, 7, 7, 8, 8, true, 0},     {{1, 2}, 5, 13, 16, 8, true, 0},
+                               {{1, 2}, 5, 13, 16, 8, false, 0.3f}, {{3}, 31, 33, 64, 64, true, 0},
+                               {{2}, 1, 1000, 64, 64, true, 0},   {{1}, 257, 257, 32, 32, false, 0}};
+  for (const auto& a : atts) {
+    Shape qs = a.lead, ks = a.lead, vs = a.lead;
+    qs.push_back(a.lq), qs.push_back(a.d);
+    ks.push_back(a.lk), ks.push_back(a.d);
+    vs.push_back(a.lk), vs.push_back(a.dv);
+    std::vector<Tensor> in{input(qs, -2, 2), input(ks, -2, 2), input(vs)};
+    check(OpKind::attention, in, AttentionParams{a.causal, a.scale}, k_sum, label(in, a.causal ? "causal" : ""));
+  }
+  std::vector<Tensor> av{input({2, 9, 16}, -1, 1, Layout::strided), input({2, 11, 16}, -1, 1, Layout::transposed),
+                         input({2, 11, 8}, -1, 1, Layout::strided)};
+  check(OpKind::attention, av, AttentionParams{true, 0}, k_sum, label(av, "views"));
+
+  for (auto l : {std::int64_t{1}, std::int64_t{3}, std::int64_t{31}, std::int64_t{256}}) {
+    for (auto d : {std::int64_t{2}, std::int64_t{8}, std::int64_t{62}, std::int64_t{128}}) {
+      std::vector<Tensor> in{input({2, l, d})};
+      check(OpKind::rope, in, RopeParams{10000.0f, 0}, k_transc, label(in));
+      check(OpKind::rope, in, RopeParams{500000.0f, 17}, k_transc, label(in, "base 5e5 offset 17"));
+    }
+  }
+  std::vector<Tensor> rv{input({2, 4, 33, 64}, -1, 1, Layout::strided)};
+  check(OpKind::rope, rv, RopeParams{10000.0f, 1000}, k_transc, label(rv, "strided, offset 1000"));
+  std::vector<Tensor> rb{input({8, 1000, 128})};
+  check(OpKind::rope, rb, RopeParams{}, k_transc, label(rb, "large"));
+}
+
 TEST_CASE("vulkan: cases not written yet are refused as unsupported, naming the op", "[vulkan]") {
   require_vulkan();
   // f16 / bf16 matmul inputs are the op table's, not yet this backend's: refused, never computed wrong.

@@ -8,7 +8,7 @@
 namespace trine::vulkan {
 
 namespace {
-enum class Family { elementwise, reduce, linalg, none };
+enum class Family { elementwise, reduce, linalg, nn };
 
 Family family_of(OpKind op) {
   switch (op) {
@@ -39,12 +39,11 @@ Family family_of(OpKind op) {
     case OpKind::matmul:
     case OpKind::gemv:
     case OpKind::dot: return Family::linalg;
-    // Not written for Vulkan yet: supports() says no, so a pinned call is Error(unsupported).
     case OpKind::conv2d:
     case OpKind::attention:
-    case OpKind::rope: return Family::none;
+    case OpKind::rope: return Family::nn;
   }
-  return Family::none;
+  return Family::nn;
 }
 }  // namespace
 
@@ -53,7 +52,7 @@ bool supports_op(const detail::OpCall& call) {
     case Family::elementwise: return supports_elementwise(call);
     case Family::reduce: return supports_reduce(call);
     case Family::linalg: return supports_linalg(call);
-    case Family::none: return false;
+    case Family::nn: return supports_nn(call);
   }
   return false;
 }
@@ -63,9 +62,9 @@ void record_op(Recorder& rec, const detail::OpCall& call) {
     case Family::elementwise: return record_elementwise(rec, call);
     case Family::reduce: return record_reduce(rec, call);
     case Family::linalg: return record_linalg(rec, call);
-    case Family::none: break;
+    case Family::nn: return record_nn(rec, call);
   }
-  throw Error(ErrorCode::unsupported, std::string("[") + op_info(call.op).name + "] is not implemented on vulkan yet");
+  throw Error(ErrorCode::internal, std::string("[") + op_info(call.op).name + "] has no op family on vulkan");
 }
 
 TensorRef ref_of(const Tensor& t) {

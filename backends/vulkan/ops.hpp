@@ -1,5 +1,5 @@
 // The ops on Vulkan: which calls each op family runs (supports) and how it records them. One file
-// per op family (ops_elementwise.cpp, ops_reduce.cpp, ops_linalg.cpp); ops.cpp switches over OpKind.
+// per op family (ops_elementwise.cpp, ops_reduce.cpp, ops_linalg.cpp, ops_nn.cpp); ops.cpp switches over OpKind.
 #pragma once
 
 #include <cstdint>
@@ -34,5 +34,7 @@ bool supports_reduce(const detail::OpCall& call);  // sum, mean, max, softmax, l
 void record_reduce(Recorder& rec, const detail::OpCall& call);
 bool supports_linalg(const detail::OpCall& call);  // matmul, gemv, dot
 void record_linalg(Recorder& rec, const detail::OpCall& call);
+bool supports_nn(const detail::OpCall& call);  // conv2d, attention, rope
+void record_nn(Recorder& rec, const detail::OpCall& call);
 
 }  // namespace trine::vulkan

@@ -61,6 +61,7 @@ target_sources(trine PRIVATE
   ${TRINE_VULKAN_DIR}/ops_elementwise.cpp
   ${TRINE_VULKAN_DIR}/ops_reduce.cpp
   ${TRINE_VULKAN_DIR}/ops_linalg.cpp
+  ${TRINE_VULKAN_DIR}/ops_nn.cpp
   ${TRINE_VULKAN_SHADERS_CPP})
 # GCC 12 warns falsely on std::string concatenation at -O3 (GCC bug 105329), as in the tests.
 set_source_files_properties(${TRINE_VULKAN_DIR}/context.cpp ${TRINE_VULKAN_DIR}/vulkan_backend.cpp
