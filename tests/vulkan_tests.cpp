@@ -406,6 +406,46 @@ TEST_CASE("vulkan: conv2d, attention and rope", "[vulkan]") {
   check(OpKind::rope, rb, RopeParams{}, k_transc, label(rb, "large"));
 }
 
+TEST_CASE("vulkan: long reductions are split, never cut short by the driver's loop limit", "[vulkan]") {
+  require_vulkan();
+  // lavapipe stops a shader loop near 65535 iterations; these lengths need more than that per
+  // invocation unless the reduction is split across workgroups.
+  const std::int64_t n = std::int64_t{1} << 24;
+  Tensor ones = Tensor::full({n}, 1.0f, DType::f32, k_vk);
+  REQUIRE(sum(ones, 0).item() == static_cast<float>(n));
+  REQUIRE(mean(ones, 0).item() == 1.0f);
+  REQUIRE(dot(ones, ones).item() == static_cast<float>(n));
+  std::vector<Tensor> in{input({3, 9'000'001})};
+  for (OpKind op : {OpKind::sum, OpKind::max}) check(op, in, ReduceParams{-1, false}, k_sum, label(in, "split"));
+  std::vector<Tensor> mv{input({2, 1 << 23}), input({1 << 23})};
+  check(OpKind::gemv, mv, GemvParams{false}, k_sum, label(mv, "split"));
+}
+
+TEST_CASE("vulkan: what the driver's loop limit keeps from running is refused clearly", "[vulkan]") {
+  require_vulkan();
+  const std::string caps = [] {
+    for (const auto& d : devices())
+      if (d.device == k_vk) return d.capabilities;
+    return std::string();
+  }();
+  if (caps.find("shader loops cut") == std::string::npos) {
+    WARN("this device has no loop limit: nothing to refuse");
+    return;
+  }
+  Tensor row = Tensor::zeros({1, 1 << 23}, DType::f32, k_vk);
+  try {
+    (void)softmax(row);
+    FAIL("a softmax row of 2^23 ran where loops are cut short");
+  } catch (const Error& e) {
+    INFO(e.what());
+    REQUIRE(e.code() == ErrorCode::unsupported);
+    REQUIRE(std::string(e.what()).find("[softmax]") != std::string::npos);
+    REQUIRE(std::string(e.what()).find("loop") != std::string::npos);
+  }
+  std::vector<Tensor> in{input({4, 100})};
+  check(OpKind::softmax, in, AxisParams{-1}, k_transc, "after the refusal");
+}
+
 TEST_CASE("vulkan: cases not written yet are refused as unsupported, naming the op", "[vulkan]") {
   require_vulkan();
   // f16 / bf16 matmul inputs are the op table's, not yet this backend's: refused, never computed wrong.

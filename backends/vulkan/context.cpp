@@ -77,7 +77,8 @@ std::string subgroup_ops_str(vk::SubgroupFeatureFlags f) {
 
 DeviceCaps read_caps(const vk::raii::PhysicalDevice& pd) {
   DeviceCaps c;
-  auto props = pd.getProperties2<vk::PhysicalDeviceProperties2, vk::PhysicalDeviceSubgroupProperties>();
+  auto props = pd.getProperties2<vk::PhysicalDeviceProperties2, vk::PhysicalDeviceSubgroupProperties,
+                                 vk::PhysicalDeviceDriverProperties>();
   const auto& p = props.get<vk::PhysicalDeviceProperties2>().properties;
   const auto& sg = props.get<vk::PhysicalDeviceSubgroupProperties>();
   c.name = p.deviceName.data();
@@ -85,6 +86,8 @@ DeviceCaps read_caps(const vk::raii::PhysicalDevice& pd) {
   c.software = p.deviceType == vk::PhysicalDeviceType::eCpu;
   c.api_version = p.apiVersion;
   c.subgroup_size = sg.subgroupSize;
+  // Half of llvmpipe's 65535, leaving room for the shaders' short loops around the long one.
+  if (props.get<vk::PhysicalDeviceDriverProperties>().driverID == vk::DriverId::eMesaLlvmpipe) c.loop_budget = 32768;
   c.subgroup_ops = sg.supportedOperations;
   c.shared_memory = p.limits.maxComputeSharedMemorySize;
   c.max_workgroup_invocations = p.limits.maxComputeWorkGroupInvocations;
@@ -151,7 +154,10 @@ std::string capability_line(const DeviceCaps& c) {
          std::to_string(c.max_workgroup_count[1]) + "," + std::to_string(c.max_workgroup_count[2]) +
          "]; maxStorageBufferRange " + mib(c.max_storage_buffer_range) + "; heap " + mib(c.heap_bytes) +
          (c.host_coherent ? " host-visible coherent" : " device-local") + "; f16 " + (c.f16 ? "yes" : "no") +
-         ", int8 " + (c.int8 ? "yes" : "no") + "; robustBufferAccess " + (c.robust_access ? "on" : "absent");
+         ", int8 " + (c.int8 ? "yes" : "no") + "; robustBufferAccess " + (c.robust_access ? "on" : "absent") +
+         (c.loop_budget ? "; shader loops cut at ~65535 iterations (ops split or refuse past " +
+                              std::to_string(c.loop_budget) + ")"
+                        : "");
 }
 
 }  // namespace

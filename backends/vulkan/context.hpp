@@ -41,6 +41,10 @@ struct DeviceCaps {
   bool timeline = false;
   bool f16 = false, int8 = false, storage16 = false, storage8 = false;
   std::uint32_t queue_family = 0;
+  // Loop iterations one invocation may run before the driver silently cuts the loop short (0: no
+  // such limit). llvmpipe (lavapipe) stops every shader loop near 65535 iterations to guard against
+  // hangs, and a cut loop is a wrong answer, not an error: ops split or refuse work past this.
+  std::uint32_t loop_budget = 0;
 };
 
 // Validation messages (warnings and errors), kept until someone takes them.

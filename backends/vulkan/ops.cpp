@@ -2,6 +2,7 @@
 // placed), and the helpers the families share.
 #include "backends/vulkan/ops.hpp"
 
+#include "backends/vulkan/context.hpp"
 #include "backends/vulkan/memory.hpp"
 #include "trine/error.hpp"
 
@@ -65,6 +66,15 @@ void record_op(Recorder& rec, const detail::OpCall& call) {
     case Family::nn: return record_nn(rec, call);
   }
   throw Error(ErrorCode::internal, std::string("[") + op_info(call.op).name + "] has no op family on vulkan");
+}
+
+void require_loop_budget(Recorder& rec, std::uint64_t iterations, const char* what) {
+  const std::uint32_t budget = rec.caps().loop_budget;
+  if (budget == 0 || iterations <= budget) return;
+  throw Error(ErrorCode::unsupported,
+              std::string(what) + " needs " + std::to_string(iterations) + " loop iterations per shader invocation; " +
+                  rec.caps().name + " cuts shader loops short past ~65535 (this backend keeps under " +
+                  std::to_string(budget) + "), and splitting this case is not implemented yet: run it on the cpu");
 }
 
 TensorRef ref_of(const Tensor& t) {

@@ -27,6 +27,10 @@ TensorRef contiguous_f32(Recorder& rec, const Tensor& t);
 void record_reduction(Recorder& rec, const TensorRef& x, const TensorRef* v, const TensorRef& y, std::uint32_t outer,
                       std::uint32_t n, std::uint32_t inner, std::uint32_t op);
 
+// Throws Error(unsupported) naming `what` when one invocation would loop `iterations` times on a
+// device that cuts long shader loops short (DeviceCaps::loop_budget): a refusal, never a wrong answer.
+void require_loop_budget(Recorder& rec, std::uint64_t iterations, const char* what);
+
 // ---- families ----
 bool supports_elementwise(const detail::OpCall& call);
 void record_elementwise(Recorder& rec, const detail::OpCall& call);

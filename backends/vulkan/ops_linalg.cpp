@@ -1,5 +1,7 @@
 // matmul, gemv and dot on Vulkan. matmul reads its inputs through their strides (transposes and
 // views cost nothing); gemv and dot are reductions with a vector along the reduced axis.
+#include <string>
+
 #include "backends/vulkan/ops.hpp"
 #include "trine/error.hpp"
 
@@ -46,6 +48,7 @@ void record_matmul(Recorder& rec, const detail::OpCall& call) {
     p.batch *= p.bdims[slot];
   }
   if (p.M == 0 || p.N == 0 || p.batch == 0) return;
+  require_loop_budget(rec, p.K, ("[matmul] an inner dimension K of " + std::to_string(p.K)).c_str());
   const std::uint64_t tiles = std::uint64_t{(p.M + k_tile - 1) / k_tile} * ((p.N + k_tile - 1) / k_tile);
   rec.dispatch("matmul", {{ra.alloc, false}, {rb.alloc, false}, {ry.alloc, true}}, &p, sizeof(p), tiles * p.batch);
 }

@@ -1,5 +1,6 @@
 // conv2d, attention and rope on Vulkan (inputs made contiguous on the device first).
 #include <cmath>
+#include <string>
 #include <vector>
 
 #include "backends/vulkan/memory.hpp"
@@ -64,6 +65,10 @@ void record_conv2d(Recorder& rec, const detail::OpCall& call) {
              static_cast<std::int32_t>(cp.padding.h), static_cast<std::int32_t>(cp.padding.w),
              static_cast<std::int32_t>(cp.dilation.h), static_cast<std::int32_t>(cp.dilation.w),
              u32(cp.groups), has_bias, rx.offset, rw.offset, rb.offset};
+  require_loop_budget(rec, std::uint64_t{p.C / p.groups} * p.R * (p.S + 1),
+                      ("[conv2d] a window of " + std::to_string(p.C / p.groups) + "x" + std::to_string(p.R) + "x" +
+                       std::to_string(p.S))
+                          .c_str());
   const TensorRef ry = ref_of(y);
   rec.dispatch("conv2d", {{rx.alloc, false}, {rw.alloc, false}, {rb.alloc, false}, {ry.alloc, true}}, &p, sizeof(p),
                groups(static_cast<std::uint64_t>(y.numel())), {k_group});
@@ -78,6 +83,8 @@ void record_attention(Recorder& rec, const detail::OpCall& call) {
   const float scale = ap.scale != 0.0f ? ap.scale : static_cast<float>(1.0 / std::sqrt(static_cast<double>(D)));
   const TensorRef rq = contiguous_f32(rec, q), rk = contiguous_f32(rec, k), rv = contiguous_f32(rec, v);
   AttentionPush p{u32(batch), u32(Lq), u32(Lk), u32(D), u32(Dv), ap.causal, scale, rq.offset, rk.offset, rv.offset};
+  require_loop_budget(rec, (std::uint64_t{p.Lk} + k_group - 1) / k_group * (p.D + 1),
+                      ("[attention] " + std::to_string(p.Lk) + " keys of dimension " + std::to_string(p.D)).c_str());
   const TensorRef ry = ref_of(y);
   // One workgroup per output element: see shaders/attention.comp.
   rec.dispatch("attention", {{rq.alloc, false}, {rk.alloc, false}, {rv.alloc, false}, {ry.alloc, true}}, &p,

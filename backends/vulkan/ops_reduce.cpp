@@ -1,5 +1,8 @@
 // Reductions, softmax and norms on Vulkan: one workgroup per output row over a contiguous
 // [outer, n, inner] view (strided inputs are made contiguous on the device first).
+#include <string>
+
+#include "backends/vulkan/context.hpp"
 #include "backends/vulkan/ops.hpp"
 #include "trine/error.hpp"
 
@@ -9,7 +12,8 @@ namespace {
 constexpr std::uint32_t k_wg = 128;
 
 struct ReducePush {
-  std::uint32_t outer, n, inner, x_off, v_off, op, y_off;
+  std::uint32_t outer, n, inner, x_off, v_off, op, y_off, chunks, chunk_len;
+  float scale;
 };
 struct SoftmaxPush {
   std::uint32_t outer, n, inner, x_off, log_form;
@@ -39,11 +43,29 @@ Split split(const Shape& s, int axis) {
 }  // namespace
 
 // Records y[o] = reduce over k of x[o, k] (times v[k] for op 3); x contiguous as [outer, n, inner].
+// An axis longer than one workgroup may loop over (the device's loop budget) is cut into chunks,
+// each reduced into a temporary, and the partial results reduced by a second dispatch.
 void record_reduction(Recorder& rec, const TensorRef& x, const TensorRef* v, const TensorRef& y, std::uint32_t outer,
                       std::uint32_t n, std::uint32_t inner, std::uint32_t op) {
-  ReducePush p{outer, n, inner, x.offset, v ? v->offset : 0, op, y.offset};
-  rec.dispatch("reduce", {{x.alloc, false}, {v ? v->alloc : x.alloc, false}, {y.alloc, true}}, &p, sizeof(p),
-               std::uint64_t{outer} * inner, {k_wg});
+  const std::uint32_t budget = rec.caps().loop_budget;
+  const std::uint64_t chunk_len = budget ? std::uint64_t{k_wg} * (budget / 2) : std::uint64_t{n} + 1;
+  const std::uint32_t first_op = op == 1 ? 0 : op;  // mean: sums, divided once at the end
+  const float scale = op == 1 ? 1.0f / static_cast<float>(n) : 1.0f;
+  const std::uint64_t outputs = std::uint64_t{outer} * inner;
+  if (n <= chunk_len) {
+    ReducePush p{outer, n, inner, x.offset, v ? v->offset : 0, first_op, y.offset, 1, n, scale};
+    rec.dispatch("reduce", {{x.alloc, false}, {v ? v->alloc : x.alloc, false}, {y.alloc, true}}, &p, sizeof(p),
+                 outputs, {k_wg});
+    return;
+  }
+  const auto chunks = static_cast<std::uint32_t>((n + chunk_len - 1) / chunk_len);
+  Allocation* partial = rec.temporary(static_cast<std::size_t>(outputs * chunks * 4));
+  ReducePush p1{outer, n, inner, x.offset, v ? v->offset : 0, first_op, 0, chunks, static_cast<std::uint32_t>(chunk_len), 1.0f};
+  rec.dispatch("reduce", {{x.alloc, false}, {v ? v->alloc : x.alloc, false}, {partial, true}}, &p1, sizeof(p1),
+               outputs * chunks, {k_wg});
+  const std::uint32_t second_op = op == 2 ? 2 : 0;
+  ReducePush p2{static_cast<std::uint32_t>(outputs), chunks, 1, 0, 0, second_op, y.offset, 1, chunks, scale};
+  rec.dispatch("reduce", {{partial, false}, {partial, false}, {y.alloc, true}}, &p2, sizeof(p2), outputs, {k_wg});
 }
 
 bool supports_reduce(const detail::OpCall& call) {
@@ -67,6 +89,8 @@ void record_reduce(Recorder& rec, const detail::OpCall& call) {
     case OpKind::softmax:
     case OpKind::log_softmax: {
       const Split s = split(x.shape(), std::get<AxisParams>(call.params).axis);
+      require_loop_budget(rec, 3 * ((std::uint64_t{s.n} + k_wg - 1) / k_wg),
+                          (std::string("[") + op_info(call.op).name + "] a row of " + std::to_string(s.n)).c_str());
       const TensorRef rx = contiguous_f32(rec, x);
       SoftmaxPush p{s.outer, s.n, s.inner, rx.offset, call.op == OpKind::log_softmax ? 1u : 0u};
       return rec.dispatch("softmax", {{rx.alloc, false}, {y.alloc, true}}, &p, sizeof(p),
@@ -75,6 +99,8 @@ void record_reduce(Recorder& rec, const detail::OpCall& call) {
     case OpKind::layernorm:
     case OpKind::rmsnorm: {
       const Split s = split(x.shape(), -1);
+      require_loop_budget(rec, 3 * ((std::uint64_t{s.n} + k_wg - 1) / k_wg),
+                          (std::string("[") + op_info(call.op).name + "] a row of " + std::to_string(s.n)).c_str());
       const TensorRef rx = contiguous_f32(rec, x);
       const bool has_g = call.inputs.size() > 1 && call.inputs[1].defined();
       const bool has_b = call.op == OpKind::layernorm && call.inputs.size() > 2 && call.inputs[2].defined();

@@ -1,5 +1,7 @@
-// Reductions over the middle axis of a contiguous [outer, n, inner] view, one workgroup per output:
-// sum, mean, max, and the sum of products with a vector indexed along the axis (dot, gemv).
+// Reductions over the middle axis of a contiguous [outer, n, inner] view, one workgroup per output
+// and chunk of the axis: sum, max, and the sum of products with a vector indexed along the axis
+// (dot, gemv), times `scale` (1/n for mean). Long axes are cut into chunks, reduced again by a
+// second dispatch, so no invocation loops past the driver's budget (see DeviceCaps::loop_budget).
 #version 450
 #extension GL_GOOGLE_include_directive : require
 #include "common.glsl"
@@ -17,21 +19,26 @@ layout(push_constant) uniform Push {
   uint inner;
   uint x_off;
   uint v_off;
-  uint op;  // 0 sum, 1 mean, 2 max, 3 sum of x * v[k]
+  uint op;  // 0 sum, 2 max, 3 sum of x * v[k]
   uint y_off;
+  uint chunks;     // per output
+  uint chunk_len;  // elements of the axis per chunk
+  float scale;
 } p;
 
 void main() {
-  uint o = linear_group();
+  uint g = linear_group();
+  uint o = g / p.chunks, c = g % p.chunks;
   if (o >= p.outer * p.inner) return;  // uniform per workgroup: no barrier is skipped by some only
   uint base = p.x_off + (o / p.inner) * p.n * p.inner + (o % p.inner);
   float acc = p.op == 2u ? -1.0 / 0.0 : 0.0;
-  for (uint k = gl_LocalInvocationID.x; k < p.n; k += WG) {
+  uint end = min(p.n, (c + 1u) * p.chunk_len);
+  for (uint k = c * p.chunk_len + gl_LocalInvocationID.x; k < end; k += WG) {
     float e = x[base + k * p.inner];
     if (p.op == 2u) acc = nan_max(acc, e);
     else if (p.op == 3u) acc += e * v[p.v_off + k];
     else acc += e;
   }
   float r = p.op == 2u ? wg_max(acc) : wg_sum(acc);
-  if (gl_LocalInvocationID.x == 0u) y[p.y_off + o] = p.op == 1u ? r / float(p.n) : r;
+  if (gl_LocalInvocationID.x == 0u) y[p.y_off + g] = r * p.scale;
 }
