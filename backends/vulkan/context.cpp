@@ -225,8 +225,17 @@ Instance::Instance() {
       extensions.push_back(VK_EXT_DEBUG_UTILS_EXTENSION_NAME);
     }
     vk::InstanceCreateInfo info({}, &app, layers, extensions);
+    // Synchronization validation checks the barriers the recorder computes; TRINE_VULKAN_VALIDATION=gpu
+    // adds GPU-assisted validation (out-of-bounds shader accesses reported, not silently dropped).
+    std::vector<vk::ValidationFeatureEnableEXT> features{vk::ValidationFeatureEnableEXT::eSynchronizationValidation};
+    const char* mode = std::getenv("TRINE_VULKAN_VALIDATION");
+    if (mode && std::strcmp(mode, "gpu") == 0) features.push_back(vk::ValidationFeatureEnableEXT::eGpuAssisted);
+    vk::ValidationFeaturesEXT validation_features(features, {});
     // The messenger also sees instance creation and destruction.
-    if (validation_) info.pNext = &messenger_info;
+    if (validation_) {
+      validation_features.pNext = &messenger_info;
+      info.pNext = &validation_features;
+    }
     instance_ = TRINE_VK(context_.createInstance(info));
     if (validation_) messenger_.emplace(TRINE_VK(instance_.createDebugUtilsMessengerEXT(messenger_info)));
     physical_ = TRINE_VK(instance_.enumeratePhysicalDevices());
