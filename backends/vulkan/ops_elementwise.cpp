@@ -15,12 +15,12 @@ constexpr std::uint32_t k_unary_elems = 16;  // per invocation: lavapipe pays pe
 constexpr std::uint32_t k_strided_elems = 4;
 
 struct UnaryPush {
-  std::uint32_t n, x_off, act;
+  std::uint32_t n, x_off;
   float alpha, beta;
 };
 
 struct StridedPush {
-  std::uint32_t n, rank, op, act;
+  std::uint32_t n, rank, pad0, pad1;
   float alpha, beta;
   std::uint32_t a_off, b_off;
   std::uint32_t dims[8], a_str[8], b_str[8];
@@ -108,7 +108,7 @@ void record_strided(Recorder& rec, const Tensor& a, const Tensor& b, const Tenso
   StridedPush p{};
   p.n = static_cast<std::uint32_t>(n);
   p.rank = static_cast<std::uint32_t>(out.rank());
-  p.op = op, p.act = act, p.alpha = alpha, p.beta = beta;
+  p.alpha = alpha, p.beta = beta;
   for (int i = 0; i < out.rank(); ++i) p.dims[i] = static_cast<std::uint32_t>(out[i]);
   broadcast_strides(a, out, p.a_str);
   broadcast_strides(b, out, p.b_str);
@@ -116,7 +116,7 @@ void record_strided(Recorder& rec, const Tensor& a, const Tensor& b, const Tenso
   p.a_off = ra.offset, p.b_off = rb.offset;
   // y's offset is 0: outputs and temporaries are fresh allocations.
   rec.dispatch("elementwise", {{ra.alloc, false}, {rb.alloc, false}, {y.alloc, true}}, &p, sizeof(p),
-               groups_for(n, k_strided_elems), {k_group, k_strided_elems});
+               groups_for(n, k_strided_elems), {k_group, k_strided_elems, op, act});
 }
 
 bool fits_u32(const Tensor& t) {
@@ -182,9 +182,9 @@ void record_elementwise(Recorder& rec, const detail::OpCall& call) {
   unary_act(call, act, alpha, beta);
   if (!x.is_contiguous()) return record_strided(rec, x, x, ry, y.shape(), k_op_first, act, alpha, beta);
   const TensorRef rx = ref_of(x);
-  UnaryPush p{static_cast<std::uint32_t>(n), rx.offset, act, alpha, beta};
+  UnaryPush p{static_cast<std::uint32_t>(n), rx.offset, alpha, beta};
   rec.dispatch("unary", {{rx.alloc, false}, {ry.alloc, true}}, &p, sizeof(p), groups_for(n, k_unary_elems),
-               {k_group, k_unary_elems});
+               {k_group, k_unary_elems, act});
 }
 
 }  // namespace trine::vulkan

@@ -12,7 +12,7 @@ namespace {
 constexpr std::uint32_t k_wg = 128;
 
 struct ReducePush {
-  std::uint32_t outer, n, inner, x_off, v_off, op, y_off, chunks, chunk_len;
+  std::uint32_t outer, n, inner, x_off, v_off, pad, y_off, chunks, chunk_len;
   float scale;
 };
 struct SoftmaxPush {
@@ -55,17 +55,18 @@ void record_reduction(Recorder& rec, const TensorRef& x, const TensorRef* v, con
   if (n <= chunk_len) {
     ReducePush p{outer, n, inner, x.offset, v ? v->offset : 0, first_op, y.offset, 1, n, scale};
     rec.dispatch("reduce", {{x.alloc, false}, {v ? v->alloc : x.alloc, false}, {y.alloc, true}}, &p, sizeof(p),
-                 outputs, {k_wg});
+                 outputs, {k_wg, first_op});
     return;
   }
   const auto chunks = static_cast<std::uint32_t>((n + chunk_len - 1) / chunk_len);
   Allocation* partial = rec.temporary(static_cast<std::size_t>(outputs * chunks * 4));
   ReducePush p1{outer, n, inner, x.offset, v ? v->offset : 0, first_op, 0, chunks, static_cast<std::uint32_t>(chunk_len), 1.0f};
   rec.dispatch("reduce", {{x.alloc, false}, {v ? v->alloc : x.alloc, false}, {partial, true}}, &p1, sizeof(p1),
-               outputs * chunks, {k_wg});
+               outputs * chunks, {k_wg, first_op});
   const std::uint32_t second_op = op == 2 ? 2 : 0;
   ReducePush p2{static_cast<std::uint32_t>(outputs), chunks, 1, 0, 0, second_op, y.offset, 1, chunks, scale};
-  rec.dispatch("reduce", {{partial, false}, {partial, false}, {y.alloc, true}}, &p2, sizeof(p2), outputs, {k_wg});
+  rec.dispatch("reduce", {{partial, false}, {partial, false}, {y.alloc, true}}, &p2, sizeof(p2), outputs,
+               {k_wg, second_op});
 }
 
 bool supports_reduce(const detail::OpCall& call) {

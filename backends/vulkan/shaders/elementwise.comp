@@ -6,6 +6,10 @@
 
 layout(local_size_x_id = 0) in;
 layout(constant_id = 1) const uint ELEMS = 4;
+// The operation and activation are specialization constants, so each pipeline holds only its own
+// code (llvmpipe evaluates every case of a switch on a push constant).
+layout(constant_id = 2) const uint OP = 4;  // 0 add, 1 sub, 2 mul, 3 div, 4 first
+layout(constant_id = 3) const uint ACT = 0;
 
 layout(set = 0, binding = 0) readonly buffer A { float a[]; };
 layout(set = 0, binding = 1) readonly buffer B { float b[]; };
@@ -13,8 +17,8 @@ layout(set = 0, binding = 2) writeonly buffer Y { float y[]; };
 layout(push_constant) uniform Push {
   uint n;
   uint rank;
-  uint op;  // 0 add, 1 sub, 2 mul, 3 div, 4 first
-  uint act;
+  uint pad0;
+  uint pad1;
   float alpha;
   float beta;
   uint a_off;
@@ -38,13 +42,13 @@ void main() {
     }
     float va = a[ai];
     float v;
-    switch (p.op) {
+    switch (OP) {
       case 0u: v = va + b[bi]; break;
       case 1u: v = va - b[bi]; break;
       case 2u: v = va * b[bi]; break;
       case 3u: v = va / b[bi]; break;
       default: v = va; break;
     }
-    y[i] = activate(p.act, v, p.alpha, p.beta);
+    y[i] = activate(ACT, v, p.alpha, p.beta);
   }
 }

@@ -8,6 +8,7 @@
 
 layout(constant_id = 0) const uint WG = 128;
 layout(local_size_x_id = 0) in;
+layout(constant_id = 1) const uint OP = 0;  // 0 sum, 2 max, 3 sum of x * v[k]: one pipeline each
 #include "workgroup_reduce.glsl"
 
 layout(set = 0, binding = 0) readonly buffer X { float x[]; };
@@ -19,7 +20,7 @@ layout(push_constant) uniform Push {
   uint inner;
   uint x_off;
   uint v_off;
-  uint op;  // 0 sum, 2 max, 3 sum of x * v[k]
+  uint pad;
   uint y_off;
   uint chunks;     // per output
   uint chunk_len;  // elements of the axis per chunk
@@ -31,14 +32,14 @@ void main() {
   uint o = g / p.chunks, c = g % p.chunks;
   if (o >= p.outer * p.inner) return;  // uniform per workgroup: no barrier is skipped by some only
   uint base = p.x_off + (o / p.inner) * p.n * p.inner + (o % p.inner);
-  float acc = p.op == 2u ? -1.0 / 0.0 : 0.0;
+  float acc = OP == 2u ? -1.0 / 0.0 : 0.0;
   uint end = min(p.n, (c + 1u) * p.chunk_len);
   for (uint k = c * p.chunk_len + gl_LocalInvocationID.x; k < end; k += WG) {
     float e = x[base + k * p.inner];
-    if (p.op == 2u) acc = nan_max(acc, e);
-    else if (p.op == 3u) acc += e * v[p.v_off + k];
+    if (OP == 2u) acc = nan_max(acc, e);
+    else if (OP == 3u) acc += e * v[p.v_off + k];
     else acc += e;
   }
-  float r = p.op == 2u ? wg_max(acc) : wg_sum(acc);
+  float r = OP == 2u ? wg_max(acc) : wg_sum(acc);
   if (gl_LocalInvocationID.x == 0u) y[p.y_off + g] = r * p.scale;
 }
