@@ -1,9 +1,13 @@
-// Storage buffers: one VkBuffer + VkDeviceMemory per allocation for now (a pooled sub-allocator is
-// the next step), mapped for good when the memory is host-visible and coherent.
+// Storage buffers: one VkBuffer + VkDeviceMemory per allocation, mapped for good when the memory is
+// host-visible and coherent, and kept in a per-device cache by size class when freed, so the next
+// allocation of that class costs neither a driver call nor fresh page faults. (Sub-allocating few
+// large blocks is the next step.)
 #pragma once
 
 #include <cstddef>
 #include <cstdint>
+#include <map>
+#include <mutex>
 
 #include <vulkan/vulkan_raii.hpp>
 
@@ -20,14 +24,34 @@ struct Allocation {
   vk::raii::Buffer buffer{nullptr};
   vk::raii::DeviceMemory memory{nullptr};
   std::size_t bytes = 0;     // what was asked for
-  std::size_t guard = 0;     // offset of the data in the buffer (k_guard_bytes when mapped, else 0)
-  std::size_t size = 0;      // buffer size: guard + data rounded up + guard
+  std::size_t capacity = 0;  // the size class: bytes rounded up
+  std::size_t guard = 0;     // offset of the data in the buffer (a guard when mapped, else 0)
+  std::size_t size = 0;      // buffer size: guard + capacity + guard
   unsigned char* mapped = nullptr;  // the buffer's first byte, when host-visible and coherent
-  int device = 0;
+  DeviceContext* ctx = nullptr;
 
   // The bytes a binding of the data spans (never 0: Vulkan has no empty ranges).
   std::size_t range() const noexcept { return bytes ? (bytes + 3) / 4 * 4 : 4; }
   unsigned char* data() const noexcept { return mapped ? mapped + guard : nullptr; }
+};
+
+// Freed allocations by capacity, up to a byte budget; owned by the DeviceContext, so emptied
+// before its device goes.
+class BufferCache {
+ public:
+  explicit BufferCache(std::size_t budget) : budget_(budget) {}
+  ~BufferCache() { clear(); }
+  BufferCache(const BufferCache&) = delete;
+  BufferCache& operator=(const BufferCache&) = delete;
+  Allocation* take(std::size_t capacity);
+  void put(Allocation* a) noexcept;  // deletes it when over budget
+  void clear() noexcept;
+
+ private:
+  std::mutex mu_;
+  std::multimap<std::size_t, Allocation*> free_;
+  std::size_t cached_ = 0;
+  std::size_t budget_;
 };
 
 // Throws Error(out_of_memory) when the device cannot hold `bytes` (the device stays usable).
