@@ -150,6 +150,12 @@ TEST_CASE("vulkan: activations and scale against the reference", "[vulkan]") {
     check(a.op, view, a.p, k_transc, label(view, "transposed view"));
     std::vector<Tensor> empty{Tensor::empty({0}, DType::f32, k_vk)};
     check(a.op, empty, a.p, k_exact, label(empty, "zero-size"));
+    // Contiguous views that start inside their storage: aligned to a vec4 or not.
+    Tensor base = input({1009}, -6.0f, 6.0f);
+    for (std::int64_t start : {1, 4, 5}) {
+      std::vector<Tensor> off{base.slice(0, start, 1009)};
+      check(a.op, off, a.p, k_transc, label(off, "offset " + std::to_string(start)));
+    }
   }
   for (const auto& s : shapes) {
     std::vector<Tensor> in{input(s)};

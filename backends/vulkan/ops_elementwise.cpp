@@ -12,10 +12,15 @@ namespace {
 
 constexpr std::uint32_t k_group = 256;
 constexpr std::uint32_t k_unary_elems = 16;  // per invocation: lavapipe pays per invocation
+constexpr std::uint32_t k_vec4_elems = 4;    // vec4s per invocation
 constexpr std::uint32_t k_strided_elems = 4;
 
 struct UnaryPush {
-  std::uint32_t n, x_off;
+  std::uint32_t n, x_off, y_off;
+  float alpha, beta;
+};
+struct Unary4Push {
+  std::uint32_t n4, x_off4, y_off4;
   float alpha, beta;
 };
 
@@ -182,8 +187,18 @@ void record_elementwise(Recorder& rec, const detail::OpCall& call) {
   unary_act(call, act, alpha, beta);
   if (!x.is_contiguous()) return record_strided(rec, x, x, ry, y.shape(), k_op_first, act, alpha, beta);
   const TensorRef rx = ref_of(x);
-  UnaryPush p{static_cast<std::uint32_t>(n), rx.offset, alpha, beta};
-  rec.dispatch("unary", {{rx.alloc, false}, {ry.alloc, true}}, &p, sizeof(p), groups_for(n, k_unary_elems),
+  // Whole vec4s when the input is aligned to them, the last n % 4 (or everything) one by one.
+  std::uint64_t done = 0;
+  if (rx.offset % 4 == 0 && n >= 4) {
+    Unary4Push p4{static_cast<std::uint32_t>(n / 4), rx.offset / 4, 0, alpha, beta};
+    rec.dispatch("unary_vec4", {{rx.alloc, false}, {ry.alloc, true}}, &p4, sizeof(p4), groups_for(n / 4, k_vec4_elems),
+                 {k_group, k_vec4_elems, act});
+    done = n / 4 * 4;
+  }
+  if (done == n) return;
+  UnaryPush p{static_cast<std::uint32_t>(n - done), rx.offset + static_cast<std::uint32_t>(done),
+              static_cast<std::uint32_t>(done), alpha, beta};
+  rec.dispatch("unary", {{rx.alloc, false}, {ry.alloc, true}}, &p, sizeof(p), groups_for(n - done, k_unary_elems),
                {k_group, k_unary_elems, act});
 }
 

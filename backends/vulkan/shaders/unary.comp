@@ -16,6 +16,7 @@ layout(set = 0, binding = 1) writeonly buffer Y { float y[]; };
 layout(push_constant) uniform Push {
   uint n;
   uint x_off;
+  uint y_off;
   float alpha;
   float beta;
 } p;
@@ -24,6 +25,6 @@ void main() {
   uint base = linear_group() * gl_WorkGroupSize.x * ELEMS + gl_LocalInvocationID.x;
   for (uint k = 0u; k < ELEMS; ++k) {
     uint i = base + k * gl_WorkGroupSize.x;
-    if (i < p.n) y[i] = activate(ACT, x[p.x_off + i], p.alpha, p.beta);
+    if (i < p.n) y[p.y_off + i] = activate(ACT, x[p.x_off + i], p.alpha, p.beta);
   }
 }
