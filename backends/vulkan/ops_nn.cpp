@@ -65,7 +65,8 @@ void record_conv2d(Recorder& rec, const detail::OpCall& call) {
              static_cast<std::int32_t>(cp.padding.h), static_cast<std::int32_t>(cp.padding.w),
              static_cast<std::int32_t>(cp.dilation.h), static_cast<std::int32_t>(cp.dilation.w),
              u32(cp.groups), has_bias, rx.offset, rw.offset, rb.offset};
-  require_loop_budget(rec, std::uint64_t{p.C / p.groups} * p.R * (p.S + 1),
+  // lavapipe counts the iterations of nested loops together: channels x (rows x (columns + 1) + 2).
+  require_loop_budget(rec, std::uint64_t{p.C / p.groups} * (std::uint64_t{p.R} * (p.S + 2) + 2),
                       ("[conv2d] a window of " + std::to_string(p.C / p.groups) + "x" + std::to_string(p.R) + "x" +
                        std::to_string(p.S))
                           .c_str());

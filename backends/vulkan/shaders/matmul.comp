@@ -1,10 +1,11 @@
 // Batched matmul over any strides (so transposes and views need no copy): 32x32 output tiles, each
-// of the 16x16 invocations computing 2x2 of them from 32x16 slices of A and B staged in shared memory.
+// of the 8x8 invocations computing 4x4 of them from 32x16 slices of A and B staged in shared memory.
+// Few invocations with much work each: lavapipe pays per invocation and per barrier.
 #version 450
 #extension GL_GOOGLE_include_directive : require
 #include "common.glsl"
 
-layout(local_size_x = 16, local_size_y = 16) in;
+layout(local_size_x = 8, local_size_y = 8) in;
 const uint TM = 32u, TN = 32u, TK = 16u;
 
 layout(set = 0, binding = 0) readonly buffer A { float a[]; };
@@ -37,32 +38,36 @@ void main() {
     a_base += c * p.a_bs[d];
     b_base += c * p.b_bs[d];
   }
-  uint lx = gl_LocalInvocationID.x, ly = gl_LocalInvocationID.y, lid = ly * 16u + lx;
-  float c00 = 0.0, c01 = 0.0, c10 = 0.0, c11 = 0.0;
+  uint lx = gl_LocalInvocationID.x, ly = gl_LocalInvocationID.y, lid = ly * 8u + lx;
+  float c[4][4];
+  for (uint i = 0u; i < 4u; ++i)
+    for (uint j = 0u; j < 4u; ++j) c[i][j] = 0.0;
   for (uint k0 = 0u; k0 < p.K; k0 += TK) {
-    for (uint i = lid; i < TM * TK; i += 256u) {
+    for (uint i = lid; i < TM * TK; i += 64u) {
       uint m = i / TK, k = i % TK, gm = m0 + m, gk = k0 + k;
       As[k][m] = (gm < p.M && gk < p.K) ? a[a_base + gm * p.a_rs + gk * p.a_cs] : 0.0;
     }
-    for (uint i = lid; i < TK * TN; i += 256u) {
+    for (uint i = lid; i < TK * TN; i += 64u) {
       uint k = i / TN, n = i % TN, gk = k0 + k, gn = n0 + n;
       Bs[k][n] = (gk < p.K && gn < p.N) ? b[b_base + gk * p.b_rs + gn * p.b_cs] : 0.0;
     }
     barrier();
     for (uint k = 0u; k < TK; ++k) {
-      float a0 = As[k][ly], a1 = As[k][ly + 16u];
-      float b0 = Bs[k][lx], b1 = Bs[k][lx + 16u];
-      c00 += a0 * b0;
-      c01 += a0 * b1;
-      c10 += a1 * b0;
-      c11 += a1 * b1;
+      float av[4], bv[4];
+      for (uint i = 0u; i < 4u; ++i) av[i] = As[k][ly + 8u * i];
+      for (uint j = 0u; j < 4u; ++j) bv[j] = Bs[k][lx + 8u * j];
+      for (uint i = 0u; i < 4u; ++i)
+        for (uint j = 0u; j < 4u; ++j) c[i][j] += av[i] * bv[j];
     }
     barrier();
   }
   uint out_base = bi * p.M * p.N;
-  uint r0 = m0 + ly, r1 = m0 + ly + 16u, q0 = n0 + lx, q1 = n0 + lx + 16u;
-  if (r0 < p.M && q0 < p.N) y[out_base + r0 * p.N + q0] = c00;
-  if (r0 < p.M && q1 < p.N) y[out_base + r0 * p.N + q1] = c01;
-  if (r1 < p.M && q0 < p.N) y[out_base + r1 * p.N + q0] = c10;
-  if (r1 < p.M && q1 < p.N) y[out_base + r1 * p.N + q1] = c11;
+  for (uint i = 0u; i < 4u; ++i) {
+    uint r = m0 + ly + 8u * i;
+    if (r >= p.M) continue;
+    for (uint j = 0u; j < 4u; ++j) {
+      uint q = n0 + lx + 8u * j;
+      if (q < p.N) y[out_base + r * p.N + q] = c[i][j];
+    }
+  }
 }
