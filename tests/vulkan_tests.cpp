@@ -63,7 +63,8 @@ Tensor input(const Shape& shape, float low = -1.0f, float high = 1.0f, Layout la
 
 // Runs `op` on the vulkan inputs and compares with the oracle (which reads the inputs through
 // to_vector, its own index arithmetic on the host copy).
-void check(OpKind op, const std::vector<Tensor>& inputs, const OpParams& params, double bound, const std::string& label) {
+void check(OpKind op, const std::vector<Tensor>& inputs, const OpParams& params, double bound,
+           const std::string& label) {
   std::vector<ref::Array> ref_in;
   for (const auto& t : inputs) ref_in.push_back(ref::from_tensor(t));
   INFO(op_info(op).name << " " << label);
@@ -131,10 +132,11 @@ TEST_CASE("vulkan: activations and scale against the reference", "[vulkan]") {
     OpKind op;
     ActParams p;
   };
-  const std::vector<Act> acts = {{OpKind::relu, {}},       {OpKind::leaky_relu, {0.01f, 0}}, {OpKind::elu, {1.0f, 0}},
-                                 {OpKind::elu, {0.5f, 0}}, {OpKind::sigmoid, {}},            {OpKind::tanh, {}},
-                                 {OpKind::silu, {}},       {OpKind::gelu, {}},               {OpKind::gelu_tanh, {}},
-                                 {OpKind::clip, {-0.5f, 0.75f}}};
+  const std::vector<Act> acts = {{OpKind::relu, {}},       {OpKind::leaky_relu, {0.01f, 0}},
+                                 {OpKind::elu, {1.0f, 0}}, {OpKind::elu, {0.5f, 0}},
+                                 {OpKind::sigmoid, {}},    {OpKind::tanh, {}},
+                                 {OpKind::silu, {}},       {OpKind::gelu, {}},
+                                 {OpKind::gelu_tanh, {}},  {OpKind::clip, {-0.5f, 0.75f}}};
   std::vector<Shape> shapes;
   for (auto n : k_sizes) shapes.push_back({n});
   shapes.push_back({31, 33});
@@ -167,11 +169,20 @@ TEST_CASE("vulkan: activations and scale against the reference", "[vulkan]") {
 
 TEST_CASE("vulkan: add, sub, mul, div with broadcasting", "[vulkan]") {
   require_vulkan();
-  const std::vector<std::pair<Shape, Shape>> shapes = {
-      {{1}, {1}},           {{7}, {7}},           {{1000}, {1000}},      {{31, 33}, {31, 33}},
-      {{31, 33}, {33}},     {{33}, {31, 33}},     {{31, 1}, {1, 33}},    {{127, 64}, {127, 1}},
-      {{}, {64}},           {{3, 7}, {}},         {{2, 1, 3, 5}, {4, 1, 5}}, {{1, 1, 1}, {2, 3, 4}},
-      {{256, 1000}, {1000}}, {{1000, 1000}, {1000, 1000}}};
+  const std::vector<std::pair<Shape, Shape>> shapes = {{{1}, {1}},
+                                                       {{7}, {7}},
+                                                       {{1000}, {1000}},
+                                                       {{31, 33}, {31, 33}},
+                                                       {{31, 33}, {33}},
+                                                       {{33}, {31, 33}},
+                                                       {{31, 1}, {1, 33}},
+                                                       {{127, 64}, {127, 1}},
+                                                       {{}, {64}},
+                                                       {{3, 7}, {}},
+                                                       {{2, 1, 3, 5}, {4, 1, 5}},
+                                                       {{1, 1, 1}, {2, 3, 4}},
+                                                       {{256, 1000}, {1000}},
+                                                       {{1000, 1000}, {1000, 1000}}};
   for (OpKind op : {OpKind::add, OpKind::sub, OpKind::mul, OpKind::div}) {
     for (const auto& [sa, sb] : shapes) {
       std::vector<Tensor> in{input(sa), op == OpKind::div ? input(sb, 0.5f, 2.0f) : input(sb)};
@@ -211,8 +222,8 @@ TEST_CASE("vulkan: bias_act with every activation, and copy", "[vulkan]") {
 TEST_CASE("vulkan: sum, mean, max over an axis", "[vulkan]") {
   require_vulkan();
   for (OpKind op : {OpKind::sum, OpKind::mean, OpKind::max}) {
-    for (auto n : {std::int64_t{1}, std::int64_t{2}, std::int64_t{7}, std::int64_t{33}, std::int64_t{127},
-                   std::int64_t{1000}}) {
+    for (auto n :
+         {std::int64_t{1}, std::int64_t{2}, std::int64_t{7}, std::int64_t{33}, std::int64_t{127}, std::int64_t{1000}}) {
       for (int axis : {0, 1, -1}) {
         std::vector<Tensor> in{input({3, n, 5})};
         check(op, in, ReduceParams{axis, false}, k_sum, label(in, "axis " + std::to_string(axis)));
@@ -253,8 +264,8 @@ TEST_CASE("vulkan: softmax and log_softmax over any axis", "[vulkan]") {
 
 TEST_CASE("vulkan: layernorm and rmsnorm", "[vulkan]") {
   require_vulkan();
-  for (auto n : {std::int64_t{1}, std::int64_t{2}, std::int64_t{7}, std::int64_t{33}, std::int64_t{256},
-                 std::int64_t{1000}}) {
+  for (auto n :
+       {std::int64_t{1}, std::int64_t{2}, std::int64_t{7}, std::int64_t{33}, std::int64_t{256}, std::int64_t{1000}}) {
     for (std::int64_t rows : {1, 5}) {
       Tensor x = input({rows, n}, -3.0f, 5.0f), g = input({n}), b = input({n});
       check(OpKind::layernorm, {x, g, b}, NormParams{1e-5f}, k_sum, label({x}, "gamma beta"));
@@ -349,8 +360,9 @@ TEST_CASE("vulkan: copy and cast between f32, f16 and bf16, bit-exact", "[vulkan
   check(OpKind::cast, wide, CastParams{DType::bf16}, 0.0, "to bf16");
   // f16 subnormals, the largest finite values, ties, inf and NaN
   const float inf = std::numeric_limits<float>::infinity();
-  std::vector<float> sp = {0.0f, -0.0f, 6e-8f, 3e-8f, 2.9e-8f, 1e-5f, 6.1e-5f, 65504.0f, 65519.0f, 65520.0f,
-                           -70000.0f, inf, -inf, std::nanf(""), 1.0009765625f, 1.00146484375f, 3e38f};
+  std::vector<float> sp = {0.0f,    -0.0f,         6e-8f,         3e-8f,          2.9e-8f,   1e-5f,
+                           6.1e-5f, 65504.0f,      65519.0f,      65520.0f,       -70000.0f, inf,
+                           -inf,    std::nanf(""), 1.0009765625f, 1.00146484375f, 3e38f};
   std::vector<Tensor> special{Tensor::from(sp, {static_cast<std::int64_t>(sp.size())}, DType::f32, k_vk)};
   for (DType to : {DType::f16, DType::bf16})
     check(OpKind::cast, special, CastParams{to}, 0.0, std::string("special values to ") + dtype_name(to));
@@ -363,12 +375,16 @@ TEST_CASE("vulkan: conv2d, attention and rope", "[vulkan]") {
     Conv2dParams p;
     bool bias;
   };
-  const std::vector<C> convs = {
-      {1, 1, 1, 1, 1, 1, 1, {}, false},          {1, 1, 5, 5, 1, 3, 3, {}, true},
-      {2, 3, 7, 7, 4, 3, 3, {1, 1, 1, 1}, true}, {1, 3, 13, 11, 5, 3, 3, {2, 1, 1, 1}, false},
-      {1, 4, 31, 33, 8, 5, 5, {{2, 1}, {2, 0}, 1, 1}, true}, {2, 4, 17, 17, 6, 3, 3, {1, 2, 2, 2}, true},
-      {1, 8, 32, 32, 8, 3, 3, {1, 1, 1, 8}, true},  {1, 6, 9, 9, 4, 1, 1, {2, 0, 1, 1}, true},
-      {1, 3, 2, 2, 2, 3, 3, {1, 1, 1, 1}, true},    {2, 32, 56, 56, 64, 3, 3, {1, 1, 1, 1}, true}};
+  const std::vector<C> convs = {{1, 1, 1, 1, 1, 1, 1, {}, false},
+                                {1, 1, 5, 5, 1, 3, 3, {}, true},
+                                {2, 3, 7, 7, 4, 3, 3, {1, 1, 1, 1}, true},
+                                {1, 3, 13, 11, 5, 3, 3, {2, 1, 1, 1}, false},
+                                {1, 4, 31, 33, 8, 5, 5, {{2, 1}, {2, 0}, 1, 1}, true},
+                                {2, 4, 17, 17, 6, 3, 3, {1, 2, 2, 2}, true},
+                                {1, 8, 32, 32, 8, 3, 3, {1, 1, 1, 8}, true},
+                                {1, 6, 9, 9, 4, 1, 1, {2, 0, 1, 1}, true},
+                                {1, 3, 2, 2, 2, 3, 3, {1, 1, 1, 1}, true},
+                                {2, 32, 56, 56, 64, 3, 3, {1, 1, 1, 1}, true}};
   for (const auto& c : convs) {
     std::vector<Tensor> in{input({c.n, c.c, c.h, c.w}), input({c.k, c.c / c.p.groups, c.r, c.s}),
                            c.bias ? input({c.k}) : Tensor()};
@@ -383,10 +399,10 @@ TEST_CASE("vulkan: conv2d, attention and rope", "[vulkan]") {
     bool causal;
     float scale;
   };
-  const std::vector<A> atts = {{{1}, 1, 1, 1, 1, true, 0},        {{2, 3}, 7, 7, 8, 8, false, 0},
-                               {{2, 3}, 7, 7, 8, 8, true, 0},     {{1, 2}, 5, 13, 16, 8, true, 0},
+  const std::vector<A> atts = {{{1}, 1, 1, 1, 1, true, 0},          {{2, 3}, 7, 7, 8, 8, false, 0},
+                               {{2, 3}, 7, 7, 8, 8, true, 0},       {{1, 2}, 5, 13, 16, 8, true, 0},
                                {{1, 2}, 5, 13, 16, 8, false, 0.3f}, {{3}, 31, 33, 64, 64, true, 0},
-                               {{2}, 1, 1000, 64, 64, true, 0},   {{1}, 257, 257, 32, 32, false, 0}};
+                               {{2}, 1, 1000, 64, 64, true, 0},     {{1}, 257, 257, 32, 32, false, 0}};
   for (const auto& a : atts) {
     Shape qs = a.lead, ks = a.lead, vs = a.lead;
     qs.push_back(a.lq), qs.push_back(a.d);

@@ -21,8 +21,8 @@ VulkanCompletion::~VulkanCompletion() {
   }
 }
 
-void VulkanCompletion::submitted(std::uint64_t value, Recorder::StatePtr state,
-                                 std::vector<detail::Entry> keep, std::exception_ptr late_error) {
+void VulkanCompletion::submitted(std::uint64_t value, Recorder::StatePtr state, std::vector<detail::Entry> keep,
+                                 std::exception_ptr late_error) {
   {
     std::lock_guard<std::mutex> lock(mu_);
     value_ = value;

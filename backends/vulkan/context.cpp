@@ -46,8 +46,8 @@ bool env_on(const char* name) {
 
 // Every validation warning and error lands in the log (and on stderr, so a failing test shows it).
 VKAPI_ATTR VkBool32 VKAPI_CALL on_message(VkDebugUtilsMessageSeverityFlagBitsEXT severity,
-                                          VkDebugUtilsMessageTypeFlagsEXT, const VkDebugUtilsMessengerCallbackDataEXT* data,
-                                          void*) {
+                                          VkDebugUtilsMessageTypeFlagsEXT,
+                                          const VkDebugUtilsMessengerCallbackDataEXT* data, void*) {
   const char* level = severity >= VK_DEBUG_UTILS_MESSAGE_SEVERITY_ERROR_BIT_EXT ? "error" : "warning";
   std::string m = std::string("validation ") + level + ": " + (data && data->pMessage ? data->pMessage : "?");
   std::fprintf(stderr, "[vulkan] %s\n", m.c_str());
@@ -146,8 +146,9 @@ DeviceCaps read_caps(const vk::raii::PhysicalDevice& pd) {
 
 std::string capability_line(const DeviceCaps& c) {
   auto mib = [](std::uint64_t b) { return std::to_string(b >> 20) + " MiB"; };
-  return std::string("type=") + vk::to_string(c.type) + (c.software ? " (software: auto-dispatch skips it unless TRINE_VULKAN_ALLOW_CPU=1)" : "") +
-         "; vulkan " + version_str(c.api_version) + "; subgroup " + std::to_string(c.subgroup_size) + " (" +
+  return std::string("type=") + vk::to_string(c.type) +
+         (c.software ? " (software: auto-dispatch skips it unless TRINE_VULKAN_ALLOW_CPU=1)" : "") + "; vulkan " +
+         version_str(c.api_version) + "; subgroup " + std::to_string(c.subgroup_size) + " (" +
          subgroup_ops_str(c.subgroup_ops) + "); shared " + std::to_string(c.shared_memory / 1024) +
          " KiB; workgroup <= " + std::to_string(c.max_workgroup_invocations) + " [" +
          std::to_string(c.max_workgroup_size[0]) + "," + std::to_string(c.max_workgroup_size[1]) + "," +
@@ -182,7 +183,8 @@ DeviceContext::DeviceContext(const vk::raii::PhysicalDevice& physical, const Dev
   timeline_ = TRINE_VK(device_.createSemaphore(vk::SemaphoreCreateInfo({}, &type)));
   pipelines_ = std::make_unique<Pipelines>(device_);
   // Freed buffers kept for reuse: up to an eighth of the heap, at most 512 MiB.
-  cache_ = std::make_unique<BufferCache>(static_cast<std::size_t>(std::min<std::uint64_t>(caps_.heap_bytes / 8, 512u << 20)));
+  cache_ = std::make_unique<BufferCache>(
+      static_cast<std::size_t>(std::min<std::uint64_t>(caps_.heap_bytes / 8, 512u << 20)));
 }
 
 std::uint64_t DeviceContext::submit(vk::CommandBuffer cb, std::uint64_t wait_value) {
@@ -243,10 +245,10 @@ Instance::Instance() {
     if (validation_) messenger_.emplace(TRINE_VK(instance_.createDebugUtilsMessengerEXT(messenger_info)));
     physical_ = TRINE_VK(instance_.enumeratePhysicalDevices());
   } catch (const Error& e) {
-    throw Error(ErrorCode::device_unavailable, std::string(e.what()) +
-                                                   (validation_ ? " (TRINE_VULKAN_VALIDATION=1 needs the Khronos "
-                                                                  "validation layer installed)"
-                                                                : ""));
+    throw Error(ErrorCode::device_unavailable,
+                std::string(e.what()) + (validation_ ? " (TRINE_VULKAN_VALIDATION=1 needs the Khronos "
+                                                       "validation layer installed)"
+                                                     : ""));
   }
   for (std::size_t i = 0; i < physical_.size(); ++i) {
     DeviceCaps c = read_caps(physical_[i]);
@@ -264,7 +266,8 @@ DeviceContext& Instance::device(int index) {
   std::call_once(*once_[i], [&] {
     const DeviceCaps& c = caps_[i];
     try {
-      if (c.api_version < VK_API_VERSION_1_2) throw Error(ErrorCode::device_unavailable, "needs Vulkan 1.2, device has " + version_str(c.api_version));
+      if (c.api_version < VK_API_VERSION_1_2)
+        throw Error(ErrorCode::device_unavailable, "needs Vulkan 1.2, device has " + version_str(c.api_version));
       if (!c.timeline) throw Error(ErrorCode::device_unavailable, "no timeline semaphores");
       if (c.queue_family == UINT32_MAX) throw Error(ErrorCode::device_unavailable, "no compute queue");
       devices_[i] = std::make_unique<DeviceContext>(physical_[i], c, index);
@@ -273,8 +276,8 @@ DeviceContext& Instance::device(int index) {
     }
   });
   if (!devices_[i]) {
-    throw Error(ErrorCode::device_unavailable, "[vulkan] vulkan:" + std::to_string(index) + " (" + caps_[i].name +
-                                                   ") could not start: " + failed_[i]);
+    throw Error(ErrorCode::device_unavailable,
+                "[vulkan] vulkan:" + std::to_string(index) + " (" + caps_[i].name + ") could not start: " + failed_[i]);
   }
   return *devices_[i];
 }

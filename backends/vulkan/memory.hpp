@@ -23,10 +23,10 @@ inline constexpr unsigned char k_sentinel = 0xA5;
 struct Allocation {
   vk::raii::Buffer buffer{nullptr};
   vk::raii::DeviceMemory memory{nullptr};
-  std::size_t bytes = 0;     // what was asked for
-  std::size_t capacity = 0;  // the size class: bytes rounded up
-  std::size_t guard = 0;     // offset of the data in the buffer (a guard when mapped, else 0)
-  std::size_t size = 0;      // buffer size: guard + capacity + guard
+  std::size_t bytes = 0;            // what was asked for
+  std::size_t capacity = 0;         // the size class: bytes rounded up
+  std::size_t guard = 0;            // offset of the data in the buffer (a guard when mapped, else 0)
+  std::size_t size = 0;             // buffer size: guard + capacity + guard
   unsigned char* mapped = nullptr;  // the buffer's first byte, when host-visible and coherent
   DeviceContext* ctx = nullptr;
 

@@ -168,8 +168,8 @@ void record_elementwise(Recorder& rec, const detail::OpCall& call) {
     }
     case OpKind::bias_act: {
       const auto& p = std::get<BiasActParams>(call.params);
-      return record_strided(rec, x, call.inputs[1], ry, y.shape(), k_op_add, static_cast<std::uint32_t>(p.act),
-                            p.alpha, p.beta);
+      return record_strided(rec, x, call.inputs[1], ry, y.shape(), k_op_add, static_cast<std::uint32_t>(p.act), p.alpha,
+                            p.beta);
     }
     case OpKind::copy: {
       if (x.is_contiguous()) {

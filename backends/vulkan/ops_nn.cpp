@@ -40,7 +40,8 @@ void record_rope(Recorder& rec, const detail::OpCall& call) {
   for (std::int64_t l = 0; l < L; ++l) {
     const double pos = static_cast<double>(rp.position_offset + l);
     for (std::int64_t i = 0; i < half; ++i) {
-      const double angle = pos * std::pow(static_cast<double>(rp.base), -2.0 * static_cast<double>(i) / static_cast<double>(D));
+      const double angle =
+          pos * std::pow(static_cast<double>(rp.base), -2.0 * static_cast<double>(i) / static_cast<double>(D));
       tab[static_cast<std::size_t>((l * half + i) * 2)] = static_cast<float>(std::cos(angle));
       tab[static_cast<std::size_t>((l * half + i) * 2 + 1)] = static_cast<float>(std::sin(angle));
     }
@@ -59,17 +60,31 @@ void record_conv2d(Recorder& rec, const detail::OpCall& call) {
   const auto& cp = std::get<Conv2dParams>(call.params);
   const TensorRef rx = contiguous_f32(rec, x), rw = contiguous_f32(rec, w);
   const TensorRef rb = has_bias ? contiguous_f32(rec, call.inputs[2]) : rx;
-  ConvPush p{u32(x.shape()[0]), u32(x.shape()[1]), u32(x.shape()[2]), u32(x.shape()[3]), u32(w.shape()[0]),
-             u32(y.shape()[2]), u32(y.shape()[3]), u32(w.shape()[2]), u32(w.shape()[3]),
-             static_cast<std::int32_t>(cp.stride.h), static_cast<std::int32_t>(cp.stride.w),
-             static_cast<std::int32_t>(cp.padding.h), static_cast<std::int32_t>(cp.padding.w),
-             static_cast<std::int32_t>(cp.dilation.h), static_cast<std::int32_t>(cp.dilation.w),
-             u32(cp.groups), has_bias, rx.offset, rw.offset, rb.offset};
+  ConvPush p{u32(x.shape()[0]),
+             u32(x.shape()[1]),
+             u32(x.shape()[2]),
+             u32(x.shape()[3]),
+             u32(w.shape()[0]),
+             u32(y.shape()[2]),
+             u32(y.shape()[3]),
+             u32(w.shape()[2]),
+             u32(w.shape()[3]),
+             static_cast<std::int32_t>(cp.stride.h),
+             static_cast<std::int32_t>(cp.stride.w),
+             static_cast<std::int32_t>(cp.padding.h),
+             static_cast<std::int32_t>(cp.padding.w),
+             static_cast<std::int32_t>(cp.dilation.h),
+             static_cast<std::int32_t>(cp.dilation.w),
+             u32(cp.groups),
+             has_bias,
+             rx.offset,
+             rw.offset,
+             rb.offset};
   // lavapipe counts the iterations of nested loops together: channels x (rows x (columns + 1) + 2).
-  require_loop_budget(rec, std::uint64_t{p.C / p.groups} * (std::uint64_t{p.R} * (p.S + 2) + 2),
-                      ("[conv2d] a window of " + std::to_string(p.C / p.groups) + "x" + std::to_string(p.R) + "x" +
-                       std::to_string(p.S))
-                          .c_str());
+  require_loop_budget(
+      rec, std::uint64_t{p.C / p.groups} * (std::uint64_t{p.R} * (p.S + 2) + 2),
+      ("[conv2d] a window of " + std::to_string(p.C / p.groups) + "x" + std::to_string(p.R) + "x" + std::to_string(p.S))
+          .c_str());
   const TensorRef ry = ref_of(y);
   rec.dispatch("conv2d", {{rx.alloc, false}, {rw.alloc, false}, {rb.alloc, false}, {ry.alloc, true}}, &p, sizeof(p),
                groups(static_cast<std::uint64_t>(y.numel())), {k_group});
@@ -88,8 +103,8 @@ void record_attention(Recorder& rec, const detail::OpCall& call) {
                       ("[attention] " + std::to_string(p.Lk) + " keys of dimension " + std::to_string(p.D)).c_str());
   const TensorRef ry = ref_of(y);
   // One workgroup per output element: see shaders/attention.comp.
-  rec.dispatch("attention", {{rq.alloc, false}, {rk.alloc, false}, {rv.alloc, false}, {ry.alloc, true}}, &p,
-               sizeof(p), static_cast<std::uint64_t>(y.numel()), {k_group});
+  rec.dispatch("attention", {{rq.alloc, false}, {rk.alloc, false}, {rv.alloc, false}, {ry.alloc, true}}, &p, sizeof(p),
+               static_cast<std::uint64_t>(y.numel()), {k_group});
 }
 
 }  // namespace

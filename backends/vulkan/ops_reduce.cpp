@@ -54,13 +54,14 @@ void record_reduction(Recorder& rec, const TensorRef& x, const TensorRef* v, con
   const std::uint64_t outputs = std::uint64_t{outer} * inner;
   if (n <= chunk_len) {
     ReducePush p{outer, n, inner, x.offset, v ? v->offset : 0, first_op, y.offset, 1, n, scale};
-    rec.dispatch("reduce", {{x.alloc, false}, {v ? v->alloc : x.alloc, false}, {y.alloc, true}}, &p, sizeof(p),
-                 outputs, {k_wg, first_op});
+    rec.dispatch("reduce", {{x.alloc, false}, {v ? v->alloc : x.alloc, false}, {y.alloc, true}}, &p, sizeof(p), outputs,
+                 {k_wg, first_op});
     return;
   }
   const auto chunks = static_cast<std::uint32_t>((n + chunk_len - 1) / chunk_len);
   Allocation* partial = rec.temporary(static_cast<std::size_t>(outputs * chunks * 4));
-  ReducePush p1{outer, n, inner, x.offset, v ? v->offset : 0, first_op, 0, chunks, static_cast<std::uint32_t>(chunk_len), 1.0f};
+  ReducePush p1{
+      outer, n, inner, x.offset, v ? v->offset : 0, first_op, 0, chunks, static_cast<std::uint32_t>(chunk_len), 1.0f};
   rec.dispatch("reduce", {{x.alloc, false}, {v ? v->alloc : x.alloc, false}, {partial, true}}, &p1, sizeof(p1),
                outputs * chunks, {k_wg, first_op});
   const std::uint32_t second_op = op == 2 ? 2 : 0;
@@ -107,7 +108,14 @@ void record_reduce(Recorder& rec, const detail::OpCall& call) {
       const bool has_b = call.op == OpKind::layernorm && call.inputs.size() > 2 && call.inputs[2].defined();
       const TensorRef rg = has_g ? contiguous_f32(rec, call.inputs[1]) : rx;
       const TensorRef rb = has_b ? contiguous_f32(rec, call.inputs[2]) : rx;
-      NormPush p{s.outer, s.n, rx.offset, rg.offset, rb.offset, has_g, has_b, call.op == OpKind::rmsnorm,
+      NormPush p{s.outer,
+                 s.n,
+                 rx.offset,
+                 rg.offset,
+                 rb.offset,
+                 has_g,
+                 has_b,
+                 call.op == OpKind::rmsnorm,
                  std::get<NormParams>(call.params).eps};
       return rec.dispatch("norm", {{rx.alloc, false}, {rg.alloc, false}, {rb.alloc, false}, {y.alloc, true}}, &p,
                           sizeof(p), s.outer, {k_wg});

@@ -56,7 +56,8 @@ void Recorder::begin_if_needed() {
   const auto& dev = ctx_.device();
   s.pool = TRINE_VK(dev.createCommandPool(
       vk::CommandPoolCreateInfo(vk::CommandPoolCreateFlagBits::eTransient, ctx_.caps().queue_family)));
-  auto cbs = TRINE_VK(dev.allocateCommandBuffers(vk::CommandBufferAllocateInfo(*s.pool, vk::CommandBufferLevel::ePrimary, 1)));
+  auto cbs =
+      TRINE_VK(dev.allocateCommandBuffers(vk::CommandBufferAllocateInfo(*s.pool, vk::CommandBufferLevel::ePrimary, 1)));
   s.cb = std::move(cbs.front());
   TRINE_VK(s.cb.begin(vk::CommandBufferBeginInfo(vk::CommandBufferUsageFlagBits::eOneTimeSubmit)));
   // Work submitted earlier on this queue (the storages' last writers) before anything here: one
@@ -77,15 +78,16 @@ void Recorder::access(std::span<const Binding> bindings) {
     if (it == s.hazards.end()) continue;
     const bool conflict = it->second.written || (b.write && it->second.read);
     if (!conflict) continue;
-    const bool dup = std::any_of(barriers.begin(), barriers.end(),
-                                 [&](const vk::BufferMemoryBarrier& m) { return static_cast<VkBuffer>(m.buffer) == buf; });
+    const bool dup = std::any_of(barriers.begin(), barriers.end(), [&](const vk::BufferMemoryBarrier& m) {
+      return static_cast<VkBuffer>(m.buffer) == buf;
+    });
     if (!dup) {
-      barriers.push_back(vk::BufferMemoryBarrier(
-          vk::AccessFlagBits::eShaderWrite | vk::AccessFlagBits::eTransferWrite | vk::AccessFlagBits::eShaderRead |
-              vk::AccessFlagBits::eTransferRead,
-          vk::AccessFlagBits::eShaderRead | vk::AccessFlagBits::eShaderWrite | vk::AccessFlagBits::eTransferRead |
-              vk::AccessFlagBits::eTransferWrite,
-          VK_QUEUE_FAMILY_IGNORED, VK_QUEUE_FAMILY_IGNORED, buf, 0, VK_WHOLE_SIZE));
+      barriers.push_back(
+          vk::BufferMemoryBarrier(vk::AccessFlagBits::eShaderWrite | vk::AccessFlagBits::eTransferWrite |
+                                      vk::AccessFlagBits::eShaderRead | vk::AccessFlagBits::eTransferRead,
+                                  vk::AccessFlagBits::eShaderRead | vk::AccessFlagBits::eShaderWrite |
+                                      vk::AccessFlagBits::eTransferRead | vk::AccessFlagBits::eTransferWrite,
+                                  VK_QUEUE_FAMILY_IGNORED, VK_QUEUE_FAMILY_IGNORED, buf, 0, VK_WHOLE_SIZE));
     }
     s.hazards.erase(it);
   }
@@ -106,8 +108,8 @@ void Recorder::dispatch(const char* shader, std::initializer_list<Binding> bindi
   for (const Binding& b : bindings) {
     if (b.alloc->range() > c.max_storage_buffer_range) {
       throw Error(ErrorCode::unsupported,
-                  "a buffer of " + std::to_string(b.alloc->bytes) + " bytes is over vulkan:" +
-                      std::to_string(ctx_.index()) + "'s maxStorageBufferRange (" +
+                  "a buffer of " + std::to_string(b.alloc->bytes) +
+                      " bytes is over vulkan:" + std::to_string(ctx_.index()) + "'s maxStorageBufferRange (" +
                       std::to_string(c.max_storage_buffer_range) +
                       " bytes), the most one shader binding can address; this op does not split its tensors yet: "
                       "run it on the cpu, or split the tensor");
@@ -134,7 +136,8 @@ void Recorder::dispatch(const char* shader, std::initializer_list<Binding> bindi
   access(std::span<const Binding>(bindings.begin(), bindings.size()));
   s.cb.bindPipeline(vk::PipelineBindPoint::eCompute, p.pipeline);
   (*s.cb).bindDescriptorSets(vk::PipelineBindPoint::eCompute, p.layout, 0, set, {});
-  if (push_bytes) (*s.cb).pushConstants(p.layout, vk::ShaderStageFlagBits::eCompute, 0, static_cast<std::uint32_t>(push_bytes), push);
+  if (push_bytes)
+    (*s.cb).pushConstants(p.layout, vk::ShaderStageFlagBits::eCompute, 0, static_cast<std::uint32_t>(push_bytes), push);
   const std::uint64_t max_x = c.max_workgroup_count[0];
   const std::uint64_t x = std::min(groups, max_x);
   const std::uint64_t y = (groups + x - 1) / x;
@@ -152,7 +155,8 @@ void Recorder::copy(Allocation* src, std::size_t src_offset, Allocation* dst, st
   begin_if_needed();
   const Binding b[] = {{src, false}, {dst, true}};
   access(b);
-  state_->cb.copyBuffer(*src->buffer, *dst->buffer, vk::BufferCopy(src->guard + src_offset, dst->guard + dst_offset, bytes));
+  state_->cb.copyBuffer(*src->buffer, *dst->buffer,
+                        vk::BufferCopy(src->guard + src_offset, dst->guard + dst_offset, bytes));
   ++commands_;
 }
 

@@ -14,8 +14,8 @@ namespace trine::vulkan {
 // The error for `result` returned by `call` (text of the call as written).
 [[noreturn]] inline void vk_fail(const char* call, vk::Result result, const char* detail = nullptr) {
   const bool oom = result == vk::Result::eErrorOutOfDeviceMemory || result == vk::Result::eErrorOutOfHostMemory;
-  std::string msg = std::string("[vulkan] ") + call + " failed: " + vk::to_string(result) +
-                    " (VkResult " + std::to_string(static_cast<int>(result)) + ")";
+  std::string msg = std::string("[vulkan] ") + call + " failed: " + vk::to_string(result) + " (VkResult " +
+                    std::to_string(static_cast<int>(result)) + ")";
   if (detail) msg += std::string(": ") + detail;
   if (result == vk::Result::eErrorDeviceLost) msg += "; the device was lost and every later call on it fails";
   throw Error(oom ? ErrorCode::out_of_memory : ErrorCode::driver_error, msg);

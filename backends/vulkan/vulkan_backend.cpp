@@ -91,9 +91,7 @@ class VulkanBackend final : public detail::Backend {
   DeviceKind kind() const noexcept override { return DeviceKind::vulkan; }
   std::vector<DeviceInfo> devices() const override { return instance_->infos(); }
 
-  void* allocate(int index, std::size_t bytes) override {
-    return allocate_buffer(instance_->device(index), bytes);
-  }
+  void* allocate(int index, std::size_t bytes) override { return allocate_buffer(instance_->device(index), bytes); }
   void deallocate(int, void* handle) noexcept override { free_buffer(static_cast<Allocation*>(handle)); }
   void* host_pointer(void* handle) const noexcept override { return static_cast<Allocation*>(handle)->data(); }
   std::optional<bool> guards_intact(const void* handle) const noexcept override {
@@ -205,8 +203,9 @@ class VulkanBackend final : public detail::Backend {
  private:
   // Records and submits `entries` (dependencies already satisfied, or waited for through
   // `wait_value` on the device), finishing `done`. Never throws: failures become done's error.
-  void run(DeviceContext& ctx, std::vector<detail::Entry> entries, const std::vector<std::shared_ptr<detail::Completion>>& deps,
-           std::uint64_t wait_value, const std::shared_ptr<VulkanCompletion>& done) noexcept {
+  void run(DeviceContext& ctx, std::vector<detail::Entry> entries,
+           const std::vector<std::shared_ptr<detail::Completion>>& deps, std::uint64_t wait_value,
+           const std::shared_ptr<VulkanCompletion>& done) noexcept {
     const char* first = entries.empty() ? "vulkan" : entry_name(entries.front());
     if (auto e = failed_dependency(deps, first)) return done->finished(nullptr, e);
     const std::uint64_t messages_before = message_log().count.load();
@@ -234,9 +233,12 @@ class VulkanBackend final : public detail::Backend {
       }
       done->submitted(value, rec.take_state(), std::move(entries), late);
     } catch (const Error& e) {
-      done->finished(nullptr, std::make_exception_ptr(entry_error(entries[std::min(i, entries.size() - 1)], i, entries.size(), e)));
+      done->finished(nullptr, std::make_exception_ptr(
+                                  entry_error(entries[std::min(i, entries.size() - 1)], i, entries.size(), e)));
     } catch (const std::exception& e) {
-      done->finished(nullptr, std::make_exception_ptr(Error(ErrorCode::internal, std::string("[") + first + "] unexpected failure on vulkan: " + e.what())));
+      done->finished(
+          nullptr, std::make_exception_ptr(Error(
+                       ErrorCode::internal, std::string("[") + first + "] unexpected failure on vulkan: " + e.what())));
     }
   }
 
