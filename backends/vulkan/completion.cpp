@@ -41,6 +41,7 @@ void VulkanCompletion::finished(Recorder::StatePtr state, std::exception_ptr err
     std::lock_guard<std::mutex> lock(mu_);
     error_ = std::move(error);
     phase_ = Phase::done;
+    done_.store(true, std::memory_order_release);
   }
   cv_.notify_all();
 }
@@ -61,30 +62,55 @@ bool VulkanCompletion::settle_locked(bool block, std::uint64_t timeout_ns) {
   state_.reset();
   keep_.clear();
   phase_ = Phase::done;
+  done_.store(true, std::memory_order_release);
   cv_.notify_all();
   return true;
 }
 
+// Never blocks: a thread inside wait() holds the lock only around bookkeeping, and one that holds
+// it now is about to settle the completion anyway.
 bool VulkanCompletion::poll() {
-  std::lock_guard<std::mutex> lock(mu_);
-  return settle_locked(false, 0);
+  if (done_.load(std::memory_order_acquire)) return true;
+  std::unique_lock<std::mutex> lock(mu_, std::try_to_lock);
+  return lock.owns_lock() && settle_locked(false, 0);
+}
+
+// Waits on the timeline without the lock, so poll(), error() and other waiters never queue behind
+// the device.
+bool VulkanCompletion::wait_until(std::chrono::steady_clock::time_point deadline, bool forever) {
+  std::unique_lock<std::mutex> lock(mu_);
+  if (forever) {
+    cv_.wait(lock, [&] { return phase_ != Phase::pending; });
+  } else if (!cv_.wait_until(lock, deadline, [&] { return phase_ != Phase::pending; })) {
+    return false;
+  }
+  if (phase_ == Phase::done) return true;
+  const std::uint64_t value = value_;
+  lock.unlock();
+  bool reached = true;
+  try {
+    if (forever) {
+      ctx_.wait_value(value, UINT64_MAX);
+    } else {
+      const auto left =
+          std::chrono::duration_cast<std::chrono::nanoseconds>(deadline - std::chrono::steady_clock::now());
+      reached = ctx_.wait_value(value, left.count() > 0 ? static_cast<std::uint64_t>(left.count()) : 0);
+    }
+  } catch (const Error&) {  // device lost: settle_locked asks again and records the error
+  }
+  lock.lock();
+  return reached ? settle_locked(false, 0) || phase_ == Phase::done : phase_ == Phase::done;
 }
 
 void VulkanCompletion::wait() {
-  {
-    std::unique_lock<std::mutex> lock(mu_);
-    cv_.wait(lock, [&] { return phase_ != Phase::pending; });
-    settle_locked(true, UINT64_MAX);
+  while (!wait_until({}, true)) {
   }
+  std::lock_guard<std::mutex> lock(mu_);
   if (error_) std::rethrow_exception(error_);
 }
 
 bool VulkanCompletion::wait_for(std::chrono::nanoseconds timeout) {
-  const auto deadline = std::chrono::steady_clock::now() + timeout;
-  std::unique_lock<std::mutex> lock(mu_);
-  if (!cv_.wait_until(lock, deadline, [&] { return phase_ != Phase::pending; })) return false;
-  const auto left = std::chrono::duration_cast<std::chrono::nanoseconds>(deadline - std::chrono::steady_clock::now());
-  return settle_locked(true, left.count() > 0 ? static_cast<std::uint64_t>(left.count()) : 0);
+  return wait_until(std::chrono::steady_clock::now() + timeout, false);
 }
 
 std::exception_ptr VulkanCompletion::error() {

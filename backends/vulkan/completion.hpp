@@ -3,6 +3,8 @@
 // in the submit thread for work of another backend) and gets its value when submitted.
 #pragma once
 
+#include <atomic>
+#include <chrono>
 #include <condition_variable>
 #include <cstdint>
 #include <exception>
@@ -41,11 +43,14 @@ class VulkanCompletion final : public detail::Completion {
   enum class Phase { pending, submitted, done };
   // Under mu_: if the device reached value_, run the host copies and release; true when done.
   bool settle_locked(bool block, std::uint64_t timeout_ns);
+  // Until done or `deadline` (unless `forever`); true when done.
+  bool wait_until(std::chrono::steady_clock::time_point deadline, bool forever);
 
   DeviceContext& ctx_;
   std::mutex mu_;
   std::condition_variable cv_;
   Phase phase_ = Phase::pending;
+  std::atomic<bool> done_{false};
   std::uint64_t value_ = 0;
   Recorder::StatePtr state_;
   std::vector<detail::Entry> keep_;

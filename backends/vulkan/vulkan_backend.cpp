@@ -206,7 +206,8 @@ class VulkanBackend final : public detail::Backend {
   void run(DeviceContext& ctx, std::vector<detail::Entry> entries,
            const std::vector<std::shared_ptr<detail::Completion>>& deps, std::uint64_t wait_value,
            const std::shared_ptr<VulkanCompletion>& done) noexcept {
-    const char* first = entries.empty() ? "vulkan" : entry_name(entries.front());
+    if (entries.empty()) return done->finished(nullptr, nullptr);
+    const char* first = entry_name(entries.front());
     if (auto e = failed_dependency(deps, first)) return done->finished(nullptr, e);
     const std::uint64_t messages_before = message_log().count.load();
     std::size_t i = 0;
@@ -221,7 +222,7 @@ class VulkanBackend final : public detail::Backend {
       std::size_t tail = entries.size();
       while (tail > lead && entries[tail - 1].index() == 2) --tail;
       for (; i < entries.size(); ++i) record(rec, entries[i], i < lead && wait_value == 0, i >= tail);
-      i = entries.size() - (entries.empty() ? 0 : 1);
+      i = entries.size() - 1;  // failures from here on are the submission's: named by its last entry
       if (rec.empty()) return done->finished(rec.take_state(), nullptr);
       rec.finish();
       const std::uint64_t value = ctx.submit(static_cast<VkCommandBuffer>(rec.command_buffer()), wait_value);
@@ -233,8 +234,8 @@ class VulkanBackend final : public detail::Backend {
       }
       done->submitted(value, rec.take_state(), std::move(entries), late);
     } catch (const Error& e) {
-      done->finished(nullptr, std::make_exception_ptr(
-                                  entry_error(entries[std::min(i, entries.size() - 1)], i, entries.size(), e)));
+      done->finished(nullptr, std::make_exception_ptr(entry_error(entries[std::min(i, entries.size() - 1)],
+                                                                  std::min(i, entries.size() - 1), entries.size(), e)));
     } catch (const std::exception& e) {
       done->finished(
           nullptr, std::make_exception_ptr(Error(
