@@ -10,6 +10,10 @@
 #include <vector>
 
 #include "backends/vulkan/debug.hpp"
+#if __has_include(<vulkan/vulkan_raii.hpp>)
+#include "backends/vulkan/vk_check.hpp"
+#define TRINE_TEST_VK_CHECK 1
+#endif
 #include "tests/reference/bridge.hpp"
 #include "trine/debug.hpp"
 #include "trine/trine.hpp"
@@ -576,3 +580,24 @@ TEST_CASE("vulkan: a tensor over maxStorageBufferRange is refused clearly", "[vu
   std::vector<Tensor> in{input({33})};
   check(OpKind::relu, in, ActParams{}, k_exact, "after the refusal");
 }
+
+#if defined(TRINE_TEST_VK_CHECK)
+TEST_CASE("vulkan: a failing Vulkan call is a trine::Error naming the call and the VkResult", "[vulkan]") {
+  auto fail_with = [](vk::Result r) { vk::throwResultException(r, "vkSomething"); };
+  try {
+    TRINE_VK(fail_with(vk::Result::eErrorDeviceLost));
+    FAIL("no error");
+  } catch (const Error& e) {
+    REQUIRE(e.code() == ErrorCode::driver_error);
+    REQUIRE(std::string(e.what()).find("VK_ERROR_DEVICE_LOST") != std::string::npos);
+    REQUIRE(std::string(e.what()).find("fail_with(vk::Result::eErrorDeviceLost)") != std::string::npos);
+  }
+  try {
+    TRINE_VK(fail_with(vk::Result::eErrorOutOfDeviceMemory));
+    FAIL("no error");
+  } catch (const Error& e) {
+    REQUIRE(e.code() == ErrorCode::out_of_memory);
+    REQUIRE(std::string(e.what()).find("VK_ERROR_OUT_OF_DEVICE_MEMORY") != std::string::npos);
+  }
+}
+#endif

@@ -11,10 +11,23 @@
 
 namespace trine::vulkan {
 
+// The C name of a VkResult ("VK_ERROR_OUT_OF_DEVICE_MEMORY"), from vulkan-hpp's "ErrorOutOfDeviceMemory".
+inline std::string vk_result_name(vk::Result result) {
+  const std::string cpp = vk::to_string(result);
+  std::string c = "VK_";
+  for (std::size_t i = 0; i < cpp.size(); ++i) {
+    const char ch = cpp[i];
+    const bool upper = ch >= 'A' && ch <= 'Z';
+    if (upper && i > 0 && !(cpp[i - 1] >= 'A' && cpp[i - 1] <= 'Z')) c += '_';
+    c += upper ? ch : static_cast<char>(ch >= 'a' && ch <= 'z' ? ch - 'a' + 'A' : ch);
+  }
+  return c;
+}
+
 // The error for `result` returned by `call` (text of the call as written).
 [[noreturn]] inline void vk_fail(const char* call, vk::Result result, const char* detail = nullptr) {
   const bool oom = result == vk::Result::eErrorOutOfDeviceMemory || result == vk::Result::eErrorOutOfHostMemory;
-  std::string msg = std::string("[vulkan] ") + call + " failed: " + vk::to_string(result) + " (VkResult " +
+  std::string msg = std::string("[vulkan] ") + call + " failed: " + vk_result_name(result) + " (VkResult " +
                     std::to_string(static_cast<int>(result)) + ")";
   if (detail) msg += std::string(": ") + detail;
   if (result == vk::Result::eErrorDeviceLost) msg += "; the device was lost and every later call on it fails";
