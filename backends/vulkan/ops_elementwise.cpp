@@ -1,8 +1,10 @@
 // Element-wise ops on Vulkan: activations and scale (unary.comp on contiguous input), add/sub/mul/div
 // with broadcasting, bias_act, strided inputs and copy (elementwise.comp over any strides), cast
 // between f32, f16 and bf16 (cast.comp).
+#include <algorithm>
 #include <cstring>
 
+#include "backends/vulkan/context.hpp"
 #include "backends/vulkan/memory.hpp"
 #include "backends/vulkan/ops.hpp"
 #include "trine/error.hpp"
@@ -130,6 +132,22 @@ bool fits_u32(const Tensor& t) {
   return t.storage()->bytes() / 4 < (std::uint64_t{1} << 32);
 }
 
+// y[i] = act(x[x_off + i]) for i < n over the bound ranges: whole vec4s when x_off allows, the
+// last n % 4 (or everything) one by one.
+void record_unary_piece(Recorder& rec, const Binding& x, const Binding& y, std::uint32_t x_off, std::uint64_t n,
+                        std::uint32_t act, float alpha, float beta) {
+  std::uint64_t done = 0;
+  if (x_off % 4 == 0 && n >= 4) {
+    Unary4Push p4{static_cast<std::uint32_t>(n / 4), x_off / 4, 0, alpha, beta};
+    rec.dispatch("unary_vec4", {x, y}, &p4, sizeof(p4), groups_for(n / 4, k_vec4_elems), {k_group, k_vec4_elems, act});
+    done = n / 4 * 4;
+  }
+  if (done == n) return;
+  UnaryPush p{static_cast<std::uint32_t>(n - done), x_off + static_cast<std::uint32_t>(done),
+              static_cast<std::uint32_t>(done), alpha, beta};
+  rec.dispatch("unary", {x, y}, &p, sizeof(p), groups_for(n - done, k_unary_elems), {k_group, k_unary_elems, act});
+}
+
 }  // namespace
 
 TensorRef contiguous_f32(Recorder& rec, const Tensor& t) {
@@ -187,19 +205,19 @@ void record_elementwise(Recorder& rec, const detail::OpCall& call) {
   unary_act(call, act, alpha, beta);
   if (!x.is_contiguous()) return record_strided(rec, x, x, ry, y.shape(), k_op_first, act, alpha, beta);
   const TensorRef rx = ref_of(x);
-  // Whole vec4s when the input is aligned to them, the last n % 4 (or everything) one by one.
-  std::uint64_t done = 0;
-  if (rx.offset % 4 == 0 && n >= 4) {
-    Unary4Push p4{static_cast<std::uint32_t>(n / 4), rx.offset / 4, 0, alpha, beta};
-    rec.dispatch("unary_vec4", {{rx.alloc, false}, {ry.alloc, true}}, &p4, sizeof(p4), groups_for(n / 4, k_vec4_elems),
-                 {k_group, k_vec4_elems, act});
-    done = n / 4 * 4;
+  // Pieces of at most maxStorageBufferRange per binding (one piece unless the tensor is larger);
+  // each piece starts at an element multiple of 4096, so its binding offsets stay aligned.
+  const std::uint64_t piece = (rec.caps().max_storage_buffer_range / 4 - 4) / 4096 * 4096;
+  for (std::uint64_t s = 0; s < n; s += piece) {
+    const std::uint64_t len = std::min(piece, n - s);
+    const std::uint64_t first = rx.offset + s;         // x's first element of the piece
+    const std::uint64_t x_byte = first * 4 / 16 * 16;  // bound from here (16: covers any alignment
+    const std::uint64_t shift = first - x_byte / 4;    // lavapipe and real GPUs ask for)
+    const bool whole = s == 0 && len == n;
+    const Binding bx = whole ? Binding{rx.alloc, false} : Binding{rx.alloc, false, x_byte, (shift + len) * 4};
+    const Binding by = whole ? Binding{ry.alloc, true} : Binding{ry.alloc, true, s * 4, len * 4};
+    record_unary_piece(rec, bx, by, whole ? rx.offset : static_cast<std::uint32_t>(shift), len, act, alpha, beta);
   }
-  if (done == n) return;
-  UnaryPush p{static_cast<std::uint32_t>(n - done), rx.offset + static_cast<std::uint32_t>(done),
-              static_cast<std::uint32_t>(done), alpha, beta};
-  rec.dispatch("unary", {{rx.alloc, false}, {ry.alloc, true}}, &p, sizeof(p), groups_for(n - done, k_unary_elems),
-               {k_group, k_unary_elems, act});
 }
 
 }  // namespace trine::vulkan

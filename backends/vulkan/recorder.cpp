@@ -105,14 +105,17 @@ void Recorder::dispatch(const char* shader, std::initializer_list<Binding> bindi
   begin_if_needed();
   State& s = *state_;
   const DeviceCaps& c = ctx_.caps();
+  auto range_of = [](const Binding& b) { return b.range ? b.range : b.alloc->range() - b.offset; };
   for (const Binding& b : bindings) {
-    if (b.alloc->range() > c.max_storage_buffer_range) {
+    if (b.offset % std::max<std::uint64_t>(c.min_storage_offset_alignment, 1) != 0)
+      throw Error(ErrorCode::internal, std::string("[vulkan] ") + shader + " bound at a misaligned offset");
+    if (range_of(b) > c.max_storage_buffer_range) {
       throw Error(ErrorCode::unsupported,
                   "a buffer of " + std::to_string(b.alloc->bytes) +
                       " bytes is over vulkan:" + std::to_string(ctx_.index()) + "'s maxStorageBufferRange (" +
                       std::to_string(c.max_storage_buffer_range) +
-                      " bytes), the most one shader binding can address; this op does not split its tensors yet: "
-                      "run it on the cpu, or split the tensor");
+                      " bytes), the most one shader binding can address; this op does not bind its tensors in "
+                      "pieces yet (the contiguous activations and scale do): run it on the cpu, or split the tensor");
     }
   }
   const Pipeline p = ctx_.pipelines().get(shader, static_cast<std::uint32_t>(bindings.size()),
@@ -127,7 +130,7 @@ void Recorder::dispatch(const char* shader, std::initializer_list<Binding> bindi
   vk::DescriptorSetAllocateInfo alloc_info(*s.descriptor_pools.back(), p.set_layout);
   vk::DescriptorSet set = TRINE_VK((*ctx_.device()).allocateDescriptorSets(alloc_info)).front();
   std::vector<vk::DescriptorBufferInfo> infos;
-  for (const Binding& b : bindings) infos.push_back({*b.alloc->buffer, b.alloc->guard, b.alloc->range()});
+  for (const Binding& b : bindings) infos.push_back({*b.alloc->buffer, b.alloc->guard + b.offset, range_of(b)});
   std::vector<vk::WriteDescriptorSet> writes;
   for (std::uint32_t i = 0; i < infos.size(); ++i)
     writes.push_back(vk::WriteDescriptorSet(set, i, 0, 1, vk::DescriptorType::eStorageBuffer, nullptr, &infos[i]));

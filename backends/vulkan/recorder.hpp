@@ -16,9 +16,13 @@ struct Allocation;
 struct DeviceCaps;
 class DeviceContext;
 
+// An allocation's data bound to a shader: all of it, or `range` bytes from `offset` (a multiple of
+// the device's storage-buffer offset alignment) for tensors bound in pieces.
 struct Binding {
   Allocation* alloc;
   bool write;
+  std::size_t offset = 0;
+  std::size_t range = 0;  // 0: to the end of the data
 };
 
 class Recorder {
