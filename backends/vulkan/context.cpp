@@ -131,6 +131,19 @@ DeviceCaps read_caps(const vk::raii::PhysicalDevice& pd) {
   for (std::uint32_t i = 0; best < 0 && i < mem.memoryTypeCount; ++i)
     if (mem.memoryTypes[i].propertyFlags & vk::MemoryPropertyFlagBits::eDeviceLocal) best = static_cast<int>(i);
   c.memory_type = static_cast<std::uint32_t>(best < 0 ? 0 : best);
+  // Staging buffers (discrete GPUs: device-local memory the host cannot map) come from any
+  // host-visible coherent type.
+  const auto host = vk::MemoryPropertyFlagBits::eHostVisible | vk::MemoryPropertyFlagBits::eHostCoherent;
+  for (std::uint32_t i = 0; !c.has_staging && i < mem.memoryTypeCount; ++i) {
+    if ((mem.memoryTypes[i].propertyFlags & host) == host) {
+      c.staging_type = i;
+      c.has_staging = true;
+    }
+  }
+  if (c.host_coherent) c.staging_type = c.memory_type;
+  // Tests take the discrete-GPU path on lavapipe: storage memory treated as unmappable, every
+  // upload and readback through a staging buffer and a copy on the device.
+  if (env_on("TRINE_VULKAN_FORCE_STAGING")) c.host_coherent = false;
   c.heap_bytes = mem.memoryHeaps[mem.memoryTypes[c.memory_type].heapIndex].size;
 
   const auto families = pd.getQueueFamilyProperties();

@@ -37,7 +37,9 @@ struct DeviceCaps {
   std::uint64_t max_allocation_size = 0;
   std::uint64_t heap_bytes = 0;  // the heap storage buffers come from
   std::uint32_t memory_type = 0;
-  bool host_coherent = false;  // that memory type is host-visible and coherent: no staging
+  bool host_coherent = false;      // that memory type is host-visible and coherent: no staging
+  std::uint32_t staging_type = 0;  // host-visible and coherent, for staging buffers (may equal memory_type)
+  bool has_staging = false;
   bool robust_access = false;
   bool timeline = false;
   bool f16 = false, int8 = false, storage16 = false, storage8 = false;

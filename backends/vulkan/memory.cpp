@@ -28,11 +28,13 @@ void reset_tail(Allocation& a) {
   if (a.mapped) std::memset(a.mapped + a.guard + a.bytes, k_sentinel, a.size - a.guard - a.bytes);
 }
 
-Allocation* create_buffer(DeviceContext& ctx, std::size_t bytes, std::size_t capacity, const std::string& where) {
+Allocation* create_buffer(DeviceContext& ctx, std::size_t bytes, std::size_t capacity, bool staging,
+                          const std::string& where) {
   const DeviceCaps& caps = ctx.caps();
+  const bool mapped = staging || caps.host_coherent;
+  const std::uint32_t type = staging ? caps.staging_type : caps.memory_type;
   // The data is bound at the guard's end, so the guard is a multiple of the binding alignment.
-  const std::size_t guard =
-      caps.host_coherent ? std::max<std::size_t>(k_guard_bytes, caps.min_storage_offset_alignment) : 0;
+  const std::size_t guard = mapped ? std::max<std::size_t>(k_guard_bytes, caps.min_storage_offset_alignment) : 0;
   const std::uint64_t size = static_cast<std::uint64_t>(capacity) + 2 * guard;
   auto a = std::make_unique<Allocation>();
   a->bytes = bytes;
@@ -40,6 +42,7 @@ Allocation* create_buffer(DeviceContext& ctx, std::size_t bytes, std::size_t cap
   a->guard = guard;
   a->size = static_cast<std::size_t>(size);
   a->ctx = &ctx;
+  a->staging = staging;
   const auto& dev = ctx.device();
   vk::BufferCreateInfo info({}, size,
                             vk::BufferUsageFlagBits::eStorageBuffer | vk::BufferUsageFlagBits::eTransferSrc |
@@ -47,12 +50,12 @@ Allocation* create_buffer(DeviceContext& ctx, std::size_t bytes, std::size_t cap
                             vk::SharingMode::eExclusive);
   a->buffer = TRINE_VK(dev.createBuffer(info));
   const vk::MemoryRequirements req = a->buffer.getMemoryRequirements();
-  if (!(req.memoryTypeBits & (1u << caps.memory_type))) {
+  if (!(req.memoryTypeBits & (1u << type))) {
     throw Error(ErrorCode::internal, "[allocate] storage buffers cannot use the memory type chosen" + where);
   }
-  a->memory = TRINE_VK(dev.allocateMemory(vk::MemoryAllocateInfo(req.size, caps.memory_type)));
+  a->memory = TRINE_VK(dev.allocateMemory(vk::MemoryAllocateInfo(req.size, type)));
   TRINE_VK(a->buffer.bindMemory(*a->memory, 0));
-  if (caps.host_coherent) {
+  if (mapped) {
     a->mapped = static_cast<unsigned char*>(TRINE_VK(a->memory.mapMemory(0, VK_WHOLE_SIZE)));
     std::memset(a->mapped, k_sentinel, guard);
     reset_tail(*a);
@@ -62,9 +65,9 @@ Allocation* create_buffer(DeviceContext& ctx, std::size_t bytes, std::size_t cap
 
 }  // namespace
 
-Allocation* BufferCache::take(std::size_t capacity) {
+Allocation* BufferCache::take(std::size_t capacity, bool staging) {
   std::lock_guard<std::mutex> lock(mu_);
-  auto it = free_.find(capacity);
+  auto it = free_.find({capacity, staging});
   if (it == free_.end()) return nullptr;
   Allocation* a = it->second;
   free_.erase(it);
@@ -76,7 +79,7 @@ void BufferCache::put(Allocation* a) noexcept {
   {
     std::lock_guard<std::mutex> lock(mu_);
     if (cached_ + a->capacity <= budget_) {
-      free_.emplace(a->capacity, a);
+      free_.emplace(std::make_pair(a->capacity, a->staging), a);
       cached_ += a->capacity;
       return;
     }
@@ -85,7 +88,7 @@ void BufferCache::put(Allocation* a) noexcept {
 }
 
 void BufferCache::clear() noexcept {
-  std::multimap<std::size_t, Allocation*> all;
+  std::multimap<std::pair<std::size_t, bool>, Allocation*> all;
   {
     std::lock_guard<std::mutex> lock(mu_);
     all.swap(free_);
@@ -94,8 +97,12 @@ void BufferCache::clear() noexcept {
   for (auto& [size, a] : all) delete a;
 }
 
-Allocation* allocate_buffer(DeviceContext& ctx, std::size_t bytes) {
+Allocation* allocate_buffer(DeviceContext& ctx, std::size_t bytes, bool staging) {
   const DeviceCaps& caps = ctx.caps();
+  if (staging && !caps.has_staging) {
+    throw Error(ErrorCode::unsupported, "[vulkan] vulkan:" + std::to_string(ctx.index()) +
+                                            " has no host-visible memory to stage transfers through");
+  }
   const std::string where = " on vulkan:" + std::to_string(ctx.index()) + " (" + caps.name + ")";
   if (bytes > caps.heap_bytes || bytes > caps.max_allocation_size - 4096) {
     throw Error(ErrorCode::out_of_memory, "[allocate] " + std::to_string(bytes) + " bytes" + where +
@@ -106,20 +113,20 @@ Allocation* allocate_buffer(DeviceContext& ctx, std::size_t bytes) {
   // Near the largest allocation, no rounding up to a class.
   std::size_t capacity = capacity_for(bytes);
   if (capacity + 4096 > caps.max_allocation_size) capacity = (bytes + 255) / 256 * 256;
-  if (Allocation* a = ctx.buffer_cache().take(capacity)) {
+  if (Allocation* a = ctx.buffer_cache().take(capacity, staging)) {
     a->bytes = bytes;
     reset_tail(*a);
     return a;
   }
   try {
-    return create_buffer(ctx, bytes, capacity, where);
+    return create_buffer(ctx, bytes, capacity, staging, where);
   } catch (const Error& e) {
     if (e.code() != ErrorCode::out_of_memory) throw;
   }
   // Out of memory: give the cached buffers back to the driver and try once more.
   ctx.buffer_cache().clear();
   try {
-    return create_buffer(ctx, bytes, capacity, where);
+    return create_buffer(ctx, bytes, capacity, staging, where);
   } catch (const Error& e) {
     if (e.code() == ErrorCode::out_of_memory) {
       throw Error(ErrorCode::out_of_memory, "[allocate] " + std::to_string(bytes) + " bytes" + where + ": " + e.what());

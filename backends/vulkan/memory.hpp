@@ -29,6 +29,7 @@ struct Allocation {
   std::size_t size = 0;             // buffer size: guard + capacity + guard
   unsigned char* mapped = nullptr;  // the buffer's first byte, when host-visible and coherent
   DeviceContext* ctx = nullptr;
+  bool staging = false;  // from the host-visible staging type (a separate cache class)
 
   // The bytes a binding of the data spans (never 0: Vulkan has no empty ranges).
   std::size_t range() const noexcept { return bytes ? (bytes + 3) / 4 * 4 : 4; }
@@ -43,19 +44,21 @@ class BufferCache {
   ~BufferCache() { clear(); }
   BufferCache(const BufferCache&) = delete;
   BufferCache& operator=(const BufferCache&) = delete;
-  Allocation* take(std::size_t capacity);
+  Allocation* take(std::size_t capacity, bool staging);
   void put(Allocation* a) noexcept;  // deletes it when over budget
   void clear() noexcept;
 
  private:
   std::mutex mu_;
-  std::multimap<std::size_t, Allocation*> free_;
+  std::multimap<std::pair<std::size_t, bool>, Allocation*> free_;  // (capacity, staging)
   std::size_t cached_ = 0;
   std::size_t budget_;
 };
 
 // Throws Error(out_of_memory) when the device cannot hold `bytes` (the device stays usable).
-Allocation* allocate_buffer(DeviceContext& ctx, std::size_t bytes);
+// `staging`: from host-visible coherent memory, always mapped (for uploads and readbacks on
+// devices whose storage memory the host cannot map).
+Allocation* allocate_buffer(DeviceContext& ctx, std::size_t bytes, bool staging = false);
 void free_buffer(Allocation* a) noexcept;
 bool guards_intact(const Allocation& a) noexcept;
 

@@ -168,22 +168,21 @@ Allocation* Recorder::temporary(std::size_t bytes) {
   return state_->temporaries.back().get();
 }
 
+Allocation* Recorder::staging(std::size_t bytes) {
+  state_->temporaries.emplace_back(allocate_buffer(ctx_, bytes, /*staging=*/true), &free_buffer);
+  return state_->temporaries.back().get();
+}
+
 void Recorder::upload_staged(const void* src, Allocation* dst, std::size_t dst_offset, std::size_t bytes) {
   if (bytes == 0) return;
-  Allocation* staging = temporary(bytes);
-  if (!staging->mapped) {
-    throw Error(ErrorCode::unsupported, "[upload] staging through memory the host cannot map is not implemented yet");
-  }
+  Allocation* staging = this->staging(bytes);
   std::memcpy(staging->data(), src, bytes);
   copy(staging, 0, dst, dst_offset, bytes);
 }
 
 void Recorder::readback_staged(Allocation* src, std::size_t offset, void* dst, std::size_t bytes) {
   if (bytes == 0) return;
-  Allocation* staging = temporary(bytes);
-  if (!staging->mapped) {
-    throw Error(ErrorCode::unsupported, "[readback] staging through memory the host cannot map is not implemented yet");
-  }
+  Allocation* staging = this->staging(bytes);
   copy(src, offset, staging, 0, bytes);
   state_->after.push_back({staging->data(), dst, bytes});
 }

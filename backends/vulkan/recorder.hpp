@@ -44,6 +44,8 @@ class Recorder {
   void copy(Allocation* src, std::size_t src_offset, Allocation* dst, std::size_t dst_offset, std::size_t bytes);
   // A buffer of `bytes` that lives until the submission completes.
   Allocation* temporary(std::size_t bytes);
+  // A host-visible, mapped buffer of `bytes` that lives until the submission completes.
+  Allocation* staging(std::size_t bytes);
   // A staging copy of host memory, uploaded into dst by a recorded copy (for uploads that must
   // happen between device commands).
   void upload_staged(const void* src, Allocation* dst, std::size_t dst_offset, std::size_t bytes);
