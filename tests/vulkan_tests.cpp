@@ -317,6 +317,20 @@ TEST_CASE("vulkan: matmul, gemv and dot", "[vulkan]") {
   mm({2, 1, 7, 9}, {1, 4, 9, 6}, {});
   mm({4, 31, 33}, {4, 33, 32}, {}, Layout::transposed);
   mm({5, 33, 31}, {5, 7, 33}, {true, true});
+  // f16 / bf16 inputs, f32 result
+  auto mm_t = [](const Shape& as, const Shape& bs, DType ta, DType tb, bool transposed_b) {
+    Tensor a = Tensor::random(as, seq(), -1, 1, ta, k_vk);
+    Shape bsw = bs;
+    if (transposed_b) std::swap(bsw[bs.rank() - 1], bsw[bs.rank() - 2]);
+    Tensor b = Tensor::random(bsw, seq(), -1, 1, tb, k_vk);
+    if (transposed_b) b = b.transpose(-2, -1);
+    std::vector<Tensor> in{a, b};
+    check(OpKind::matmul, in, MatmulParams{}, k_sum, label(in));
+  };
+  mm_t({31, 64}, {64, 33}, DType::f16, DType::f16, false);
+  mm_t({31, 64}, {64, 33}, DType::bf16, DType::bf16, true);
+  mm_t({2, 7, 65}, {65, 9}, DType::f16, DType::f32, false);
+  mm_t({128, 256}, {256, 96}, DType::bf16, DType::f16, false);
   mm({3, 0}, {0, 4}, {});
   mm({0, 5}, {5, 4}, {});
   for (auto m : {std::int64_t{1}, std::int64_t{7}, std::int64_t{33}, std::int64_t{1000}}) {
@@ -478,11 +492,12 @@ TEST_CASE("vulkan: what the driver's loop limit keeps from running is refused cl
 
 TEST_CASE("vulkan: cases not written yet are refused as unsupported, naming the op", "[vulkan]") {
   require_vulkan();
-  // f16 / bf16 matmul inputs are the op table's, not yet this backend's: refused, never computed wrong.
-  Tensor a = Tensor::random({4, 8}, 1, -1, 1, DType::f16, k_vk), b = Tensor::random({8, 3}, 2, -1, 1, DType::f16, k_vk);
+  // matmul with more than 3 batch dimensions: the op table's, not yet this backend's. Refused,
+  // never computed wrong.
+  Tensor a = input({2, 1, 2, 1, 4, 8}), b = input({8, 3});
   try {
     (void)matmul(a, b);
-    FAIL("f16 matmul ran on vulkan");
+    FAIL("a matmul with 4 batch dimensions ran on vulkan");
   } catch (const Error& e) {
     INFO(e.what());
     REQUIRE(e.code() == ErrorCode::unsupported);

@@ -15,6 +15,15 @@ struct MatmulPush {
 constexpr int k_max_batch_rank = 3;
 constexpr std::uint32_t k_tile = 32;
 
+std::uint32_t dtype_code(DType t) {
+  switch (t) {
+    case DType::f32: return 0;
+    case DType::f16: return 1;
+    case DType::bf16: return 2;
+  }
+  return 0;
+}
+
 // t's stride for output batch dim i of `rank` batch dims (0 where t broadcasts).
 std::uint32_t batch_stride(const Tensor& t, int i, int rank) {
   const int tb = t.rank() - 2, j = i - (rank - tb);
@@ -50,15 +59,16 @@ void record_matmul(Recorder& rec, const detail::OpCall& call) {
   if (p.M == 0 || p.N == 0 || p.batch == 0) return;
   require_loop_budget(rec, p.K, ("[matmul] an inner dimension K of " + std::to_string(p.K)).c_str());
   const std::uint64_t tiles = std::uint64_t{(p.M + k_tile - 1) / k_tile} * ((p.N + k_tile - 1) / k_tile);
-  rec.dispatch("matmul", {{ra.alloc, false}, {rb.alloc, false}, {ry.alloc, true}}, &p, sizeof(p), tiles * p.batch);
+  rec.dispatch("matmul", {{ra.alloc, false}, {rb.alloc, false}, {ry.alloc, true}}, &p, sizeof(p), tiles * p.batch,
+               {dtype_code(a.dtype()), dtype_code(b.dtype())});
 }
 
 }  // namespace
 
 bool supports_linalg(const detail::OpCall& call) {
+  if (call.op == OpKind::matmul) return call.output.rank() - 2 <= k_max_batch_rank;  // any input dtypes
   for (const auto& t : call.inputs)
-    if (t.defined() && t.dtype() != DType::f32) return false;  // f16/bf16 matmul inputs: not yet
-  if (call.op == OpKind::matmul && call.output.rank() - 2 > k_max_batch_rank) return false;
+    if (t.defined() && t.dtype() != DType::f32) return false;
   return true;
 }
 

@@ -20,16 +20,6 @@ layout(push_constant) uniform Push {
   uint str[8];
 } p;
 
-uint f16_to_f32_bits(uint h) {
-  uint s = (h & 0x8000u) << 16, e = (h >> 10) & 0x1Fu, m = h & 0x3FFu;
-  if (e == 0u) {
-    if (m == 0u) return s;
-    return s | floatBitsToUint(float(m) * 5.9604644775390625e-8);  // m * 2^-24: exact, normal in f32
-  }
-  if (e == 31u) return s | 0x7F800000u | (m << 13);
-  return s | ((e + 112u) << 23) | (m << 13);
-}
-
 uint f32_bits_to_f16(uint b) {
   uint s = (b >> 16) & 0x8000u, a = b & 0x7FFFFFFFu;
   if (a >= 0x7F800000u) return s | (a > 0x7F800000u ? 0x7E00u : 0x7C00u);

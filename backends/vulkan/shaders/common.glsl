@@ -64,3 +64,15 @@ float activate(uint code, float x, float alpha, float beta) {
   }
   return x;
 }
+
+// An f16's bits as the f32 bits of the same value, exactly (subnormals included), in integer
+// arithmetic so no denormal flushing of the device changes it.
+uint f16_to_f32_bits(uint h) {
+  uint s = (h & 0x8000u) << 16, e = (h >> 10) & 0x1Fu, m = h & 0x3FFu;
+  if (e == 0u) {
+    if (m == 0u) return s;
+    return s | floatBitsToUint(float(m) * 5.9604644775390625e-8);  // m * 2^-24: exact, normal in f32
+  }
+  if (e == 31u) return s | 0x7F800000u | (m << 13);
+  return s | ((e + 112u) << 23) | (m << 13);
+}

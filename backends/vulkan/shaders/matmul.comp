@@ -1,6 +1,7 @@
 // Batched matmul over any strides (so transposes and views need no copy): 32x32 output tiles, each
 // of the 8x8 invocations computing 4x4 of them from 32x16 slices of A and B staged in shared memory.
-// Few invocations with much work each: lavapipe pays per invocation and per barrier.
+// Few invocations with much work each: lavapipe pays per invocation and per barrier. A and B may
+// each be f32, f16 or bf16 (read as 32-bit words, converted exactly to f32 on load).
 #version 450
 #extension GL_GOOGLE_include_directive : require
 #include "common.glsl"
@@ -8,8 +9,11 @@
 layout(local_size_x = 8, local_size_y = 8) in;
 const uint TM = 32u, TN = 32u, TK = 16u;
 
-layout(set = 0, binding = 0) readonly buffer A { float a[]; };
-layout(set = 0, binding = 1) readonly buffer B { float b[]; };
+layout(constant_id = 0) const uint A_TYPE = 0;  // 0 f32, 1 f16, 2 bf16
+layout(constant_id = 1) const uint B_TYPE = 0;
+
+layout(set = 0, binding = 0) readonly buffer A { uint a[]; };
+layout(set = 0, binding = 1) readonly buffer B { uint b[]; };
 layout(set = 0, binding = 2) writeonly buffer Y { float y[]; };
 layout(push_constant) uniform Push {
   uint M, N, K, batch;
@@ -19,6 +23,14 @@ layout(push_constant) uniform Push {
   uint a_bs[3];
   uint b_bs[3];
 } p;
+
+float convert(uint type, uint word, uint idx) {
+  if (type == 0u) return uintBitsToFloat(word);
+  uint h = (idx & 1u) != 0u ? (word >> 16) : (word & 0xFFFFu);
+  return uintBitsToFloat(type == 1u ? f16_to_f32_bits(h) : (h << 16));
+}
+float load_a(uint idx) { return convert(A_TYPE, a[A_TYPE == 0u ? idx : idx >> 1], idx); }
+float load_b(uint idx) { return convert(B_TYPE, b[B_TYPE == 0u ? idx : idx >> 1], idx); }
 
 shared float As[TK][TM + 1u];  // +1: no bank conflicts on GPUs that have banks
 shared float Bs[TK][TN + 1u];
@@ -45,11 +57,11 @@ void main() {
   for (uint k0 = 0u; k0 < p.K; k0 += TK) {
     for (uint i = lid; i < TM * TK; i += 64u) {
       uint m = i / TK, k = i % TK, gm = m0 + m, gk = k0 + k;
-      As[k][m] = (gm < p.M && gk < p.K) ? a[a_base + gm * p.a_rs + gk * p.a_cs] : 0.0;
+      As[k][m] = (gm < p.M && gk < p.K) ? load_a(a_base + gm * p.a_rs + gk * p.a_cs) : 0.0;
     }
     for (uint i = lid; i < TK * TN; i += 64u) {
       uint k = i / TN, n = i % TN, gk = k0 + k, gn = n0 + n;
-      Bs[k][n] = (gk < p.K && gn < p.N) ? b[b_base + gk * p.b_rs + gn * p.b_cs] : 0.0;
+      Bs[k][n] = (gk < p.K && gn < p.N) ? load_b(b_base + gk * p.b_rs + gn * p.b_cs) : 0.0;
     }
     barrier();
     for (uint k = 0u; k < TK; ++k) {
