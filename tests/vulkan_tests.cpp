@@ -4,8 +4,12 @@
 // the maxStorageBufferRange limit. Any validation message fails the test that caused it.
 #include <catch2/catch.hpp>
 
+#include <unistd.h>
+
 #include <cmath>
 #include <cstdlib>
+#include <filesystem>
+#include <fstream>
 #include <limits>
 #include <string>
 #include <vector>
@@ -488,6 +492,40 @@ TEST_CASE("vulkan: what the driver's loop limit keeps from running is refused cl
   }
   std::vector<Tensor> in{input({4, 100})};
   check(OpKind::softmax, in, AxisParams{-1}, k_transc, "after the refusal");
+}
+
+TEST_CASE("vulkan: the pipeline cache is written, reused by a second process, and a corrupt one survived", "[vulkan]") {
+  require_vulkan();
+  namespace fs = std::filesystem;
+  const fs::path dir = fs::temp_directory_path() / ("trine-pipeline-cache-" + std::to_string(getpid()));
+  fs::remove_all(dir);
+  // This test binary again, in a process of its own, running one quick test that makes pipelines.
+  const std::string run = "XDG_CACHE_HOME=" + dir.string() + " TRINE_VULKAN_VALIDATION=1 " +
+                          fs::read_symlink("/proc/self/exe").string() +
+                          " \"vulkan: uploads and readbacks round-trip*\" > /dev/null 2>&1";
+  auto cache_file = [&] {
+    fs::path found;
+    if (fs::exists(dir / "trine"))
+      for (const auto& e : fs::directory_iterator(dir / "trine"))
+        if (e.path().extension() == ".pipelines") found = e.path();
+    return found;
+  };
+  REQUIRE(std::system(run.c_str()) == 0);
+  const fs::path file = cache_file();
+  REQUIRE(!file.empty());
+  // A header at least: lavapipe keeps no pipelines in it (Mesa caches compiled shaders on its own).
+  REQUIRE(fs::file_size(file) >= 32);
+  REQUIRE(std::system(run.c_str()) == 0);  // starts from it
+  {
+    std::ofstream corrupt(file, std::ios::binary | std::ios::trunc);
+    corrupt << "not a pipeline cache, and far too short for one's header: ignored, never trusted";
+  }
+  REQUIRE(std::system(run.c_str()) == 0);
+  std::ifstream in(file, std::ios::binary);
+  std::uint32_t header[2] = {};
+  in.read(reinterpret_cast<char*>(header), sizeof(header));
+  REQUIRE(header[1] == 1);  // rewritten: VK_PIPELINE_CACHE_HEADER_VERSION_ONE
+  fs::remove_all(dir);
 }
 
 TEST_CASE("vulkan: cases not written yet are refused as unsupported, naming the op", "[vulkan]") {

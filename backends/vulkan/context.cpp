@@ -197,7 +197,7 @@ DeviceContext::DeviceContext(const vk::raii::PhysicalDevice& physical, const Dev
   queue_ = TRINE_VK(device_.getQueue(caps_.queue_family, 0));
   vk::SemaphoreTypeCreateInfo type(vk::SemaphoreType::eTimeline, 0);
   timeline_ = TRINE_VK(device_.createSemaphore(vk::SemaphoreCreateInfo({}, &type)));
-  pipelines_ = std::make_unique<Pipelines>(device_);
+  pipelines_ = std::make_unique<Pipelines>(device_, physical_.getProperties());
   // Freed buffers kept for reuse: up to an eighth of the heap, at most 512 MiB.
   cache_ = std::make_unique<BufferCache>(
       static_cast<std::size_t>(std::min<std::uint64_t>(caps_.heap_bytes / 8, 512u << 20)));

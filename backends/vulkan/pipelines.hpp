@@ -1,5 +1,8 @@
 // Compute pipelines made on first use and kept: one per (shader, specialization constants). Every
 // shader takes N storage buffers at set 0, bindings 0..N-1, and up to 128 bytes of push constants.
+// Their VkPipelineCache is persisted under $XDG_CACHE_HOME/trine (else ~/.cache/trine), one file
+// per device and driver, so a second process starts fast; a file that is not this device's and
+// driver's cache is ignored, never handed to the driver.
 #pragma once
 
 #include <cstdint>
@@ -34,7 +37,8 @@ struct Pipeline {
 
 class Pipelines {
  public:
-  explicit Pipelines(const vk::raii::Device& device);
+  Pipelines(const vk::raii::Device& device, const vk::PhysicalDeviceProperties& props);
+  ~Pipelines();  // writes the pipeline cache file; never throws
   // The pipeline for `shader` with `bindings` storage buffers and the specialization constants
   // `spec` (constant_id i = spec[i]); made on first use. Thread-safe.
   Pipeline get(const char* shader, std::uint32_t bindings, std::span<const std::uint32_t> spec);
@@ -45,6 +49,9 @@ class Pipelines {
     vk::raii::PipelineLayout pipeline{nullptr};
   };
   const vk::raii::Device& device_;
+  vk::PhysicalDeviceProperties props_;
+  std::string cache_path_;
+  vk::raii::PipelineCache cache_{nullptr};
   std::mutex mu_;
   std::vector<Layout> layouts_;  // index = binding count
   std::map<std::string, vk::raii::ShaderModule> modules_;
