@@ -11,7 +11,7 @@ PACKAGES=(
   # tests and benchmarks
   catch2 libbenchmark-dev
   # Vulkan backend (lavapipe is the CPU driver CI runs it on)
-  libvulkan-dev glslc mesa-vulkan-drivers vulkan-validationlayers vulkan-tools
+  libvulkan-dev glslc spirv-tools mesa-vulkan-drivers vulkan-validationlayers vulkan-tools
   # comparison libraries for benches/compare
   libopenblas-dev libeigen3-dev libdnnl-dev
 )

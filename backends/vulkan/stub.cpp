@@ -1,16 +1,22 @@
-// The Vulkan backend until its issue lands: links, and reports itself unavailable with the reason.
+// The Vulkan backend when it is not built (option off, or headers / glslc / spirv-val missing):
+// links, and reports itself unavailable with the reason.
 #include "backends/backend.hpp"
+#include "backends/vulkan/debug.hpp"
+
+#ifndef TRINE_VULKAN_STUB_REASON
+#define TRINE_VULKAN_STUB_REASON "compiled out (configure with -DTRINE_VULKAN=ON)"
+#endif
 
 namespace trine::detail {
 
 std::unique_ptr<Backend> make_vulkan_backend(std::string& reason, bool& built) {
   built = false;
-#if defined(TRINE_VULKAN_ENABLED)
-  reason = "not implemented yet: the Vulkan backend (GLSL compute shaders on vulkan-hpp) is a later issue";
-#else
-  reason = "compiled out (configure with -DTRINE_VULKAN=ON)";
-#endif
+  reason = TRINE_VULKAN_STUB_REASON;
   return nullptr;
 }
 
 }  // namespace trine::detail
+
+namespace trine::vulkan {
+std::vector<std::string> take_validation_messages() { return {}; }
+}  // namespace trine::vulkan

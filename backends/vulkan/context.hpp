@@ -1,0 +1,129 @@
+// The Vulkan instance (with the validation layer and its messenger on request), the physical
+// devices it finds, and one logical device per physical device, created on first use.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <vulkan/vulkan_raii.hpp>
+
+#include "backends/vulkan/memory.hpp"
+#include "backends/vulkan/pipelines.hpp"
+#include "trine/device.hpp"
+
+namespace trine::vulkan {
+
+// What the ops and the memory code need to know about one physical device.
+struct DeviceCaps {
+  std::string name;
+  vk::PhysicalDeviceType type = vk::PhysicalDeviceType::eOther;
+  bool software = false;  // device type CPU (lavapipe): never chosen automatically unless opted in
+  std::uint32_t api_version = 0;
+  std::uint32_t subgroup_size = 0;
+  vk::SubgroupFeatureFlags subgroup_ops;
+  std::uint32_t shared_memory = 0;
+  std::uint32_t max_workgroup_invocations = 0;
+  std::uint32_t max_workgroup_size[3] = {};
+  std::uint32_t max_workgroup_count[3] = {};
+  std::uint64_t max_storage_buffer_range = 0;
+  std::uint64_t min_storage_offset_alignment = 0;
+  std::uint32_t max_push_constants = 0;
+  std::uint32_t max_allocation_count = 0;
+  std::uint64_t max_allocation_size = 0;
+  std::uint64_t heap_bytes = 0;  // the heap storage buffers come from
+  std::uint32_t memory_type = 0;
+  bool host_coherent = false;      // that memory type is host-visible and coherent: no staging
+  std::uint32_t staging_type = 0;  // host-visible and coherent, for staging buffers (may equal memory_type)
+  bool has_staging = false;
+  bool robust_access = false;
+  bool timeline = false;
+  bool f16 = false, int8 = false, storage16 = false, storage8 = false;
+  std::uint32_t queue_family = 0;
+  // Loop iterations one invocation may run before the driver silently cuts the loop short (0: no
+  // such limit). llvmpipe (lavapipe) stops every shader loop near 65535 iterations to guard against
+  // hangs, and a cut loop is a wrong answer, not an error: ops split or refuse work past this.
+  std::uint32_t loop_budget = 0;
+};
+
+// Validation messages (warnings and errors), kept until someone takes them.
+struct MessageLog {
+  std::mutex mu;
+  std::vector<std::string> messages;
+  std::atomic<std::uint64_t> count{0};
+  void add(std::string m);
+  std::vector<std::string> take();
+  // The messages after the first `since` ones, joined (for an error), without taking them.
+  std::string since(std::uint64_t first);
+};
+MessageLog& message_log();
+
+// One logical device: its compute queue, the timeline semaphore every submission signals, and the
+// pipelines made on it.
+class DeviceContext {
+ public:
+  DeviceContext(const vk::raii::PhysicalDevice& physical, const DeviceCaps& caps, int index);
+
+  const DeviceCaps& caps() const noexcept { return caps_; }
+  int index() const noexcept { return index_; }
+  const vk::raii::Device& device() const noexcept { return device_; }
+  const vk::raii::PhysicalDevice& physical() const noexcept { return physical_; }
+  Pipelines& pipelines() noexcept { return *pipelines_; }
+  BufferCache& buffer_cache() noexcept { return *cache_; }
+  const vk::raii::Semaphore& timeline() const noexcept { return timeline_; }
+
+  // Submits one command buffer after `wait_value` of the timeline (0: no wait) and returns the
+  // value it signals. Values increase in queue order: the queue is used under one lock.
+  std::uint64_t submit(vk::CommandBuffer cb, std::uint64_t wait_value);
+  // The timeline's current value (what the device has finished).
+  std::uint64_t completed_value() const;
+  std::uint64_t last_submitted() const noexcept { return last_value_.load(std::memory_order_acquire); }
+  // Blocks until the timeline reaches `value`, at most `timeout_ns`; true when reached.
+  bool wait_value(std::uint64_t value, std::uint64_t timeout_ns) const;
+
+  bool lost() const noexcept { return lost_.load(); }
+  void mark_lost() noexcept { lost_.store(true); }
+
+ private:
+  vk::raii::PhysicalDevice physical_;
+  DeviceCaps caps_;
+  int index_;
+  vk::raii::Device device_;
+  vk::raii::Queue queue_;
+  vk::raii::Semaphore timeline_;
+  std::unique_ptr<Pipelines> pipelines_;
+  std::unique_ptr<BufferCache> cache_;  // after device_: emptied before the device goes
+  std::mutex queue_mu_;
+  std::uint64_t next_value_ = 1;
+  std::atomic<std::uint64_t> last_value_{0};
+  std::atomic<bool> lost_{false};
+};
+
+class Instance {
+ public:
+  Instance();  // throws trine::Error (device_unavailable) when Vulkan cannot start
+  const std::vector<DeviceInfo>& infos() const noexcept { return infos_; }
+  const DeviceCaps& caps(int index) const { return caps_[static_cast<std::size_t>(index)]; }
+  std::size_t count() const noexcept { return caps_.size(); }
+  // The logical device for `index`, created on first use (Error(device_unavailable) if it fails).
+  DeviceContext& device(int index);
+  bool validation() const noexcept { return validation_; }
+
+ private:
+  vk::raii::Context context_;
+  vk::raii::Instance instance_{nullptr};
+  std::optional<vk::raii::DebugUtilsMessengerEXT> messenger_;
+  std::vector<vk::raii::PhysicalDevice> physical_;
+  std::vector<DeviceCaps> caps_;
+  std::vector<DeviceInfo> infos_;
+  std::vector<std::unique_ptr<DeviceContext>> devices_;
+  std::vector<std::unique_ptr<std::once_flag>> once_;
+  std::vector<std::string> failed_;
+  bool validation_ = false;
+};
+
+}  // namespace trine::vulkan

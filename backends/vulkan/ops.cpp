@@ -1,0 +1,84 @@
+// Routes each op of the table to its family (no default: a new op breaks the build until it is
+// placed), and the helpers the families share.
+#include "backends/vulkan/ops.hpp"
+
+#include "backends/vulkan/context.hpp"
+#include "backends/vulkan/memory.hpp"
+#include "trine/error.hpp"
+
+namespace trine::vulkan {
+
+namespace {
+enum class Family { elementwise, reduce, linalg, nn };
+
+Family family_of(OpKind op) {
+  switch (op) {
+    case OpKind::add:
+    case OpKind::sub:
+    case OpKind::mul:
+    case OpKind::div:
+    case OpKind::scale:
+    case OpKind::bias_act:
+    case OpKind::relu:
+    case OpKind::leaky_relu:
+    case OpKind::elu:
+    case OpKind::sigmoid:
+    case OpKind::tanh:
+    case OpKind::silu:
+    case OpKind::gelu:
+    case OpKind::gelu_tanh:
+    case OpKind::clip:
+    case OpKind::copy:
+    case OpKind::cast: return Family::elementwise;
+    case OpKind::softmax:
+    case OpKind::log_softmax:
+    case OpKind::layernorm:
+    case OpKind::rmsnorm:
+    case OpKind::sum:
+    case OpKind::mean:
+    case OpKind::max: return Family::reduce;
+    case OpKind::matmul:
+    case OpKind::gemv:
+    case OpKind::dot: return Family::linalg;
+    case OpKind::conv2d:
+    case OpKind::attention:
+    case OpKind::rope: return Family::nn;
+  }
+  return Family::nn;
+}
+}  // namespace
+
+bool supports_op(const detail::OpCall& call) {
+  switch (family_of(call.op)) {
+    case Family::elementwise: return supports_elementwise(call);
+    case Family::reduce: return supports_reduce(call);
+    case Family::linalg: return supports_linalg(call);
+    case Family::nn: return supports_nn(call);
+  }
+  return false;
+}
+
+void record_op(Recorder& rec, const detail::OpCall& call) {
+  switch (family_of(call.op)) {
+    case Family::elementwise: return record_elementwise(rec, call);
+    case Family::reduce: return record_reduce(rec, call);
+    case Family::linalg: return record_linalg(rec, call);
+    case Family::nn: return record_nn(rec, call);
+  }
+  throw Error(ErrorCode::internal, std::string("[") + op_info(call.op).name + "] has no op family on vulkan");
+}
+
+void require_loop_budget(Recorder& rec, std::uint64_t iterations, const char* what) {
+  const std::uint32_t budget = rec.caps().loop_budget;
+  if (budget == 0 || iterations <= budget) return;
+  throw Error(ErrorCode::unsupported,
+              std::string(what) + " needs " + std::to_string(iterations) + " loop iterations per shader invocation; " +
+                  rec.caps().name + " cuts shader loops short past ~65535 (this backend keeps under " +
+                  std::to_string(budget) + "), and splitting this case is not implemented yet: run it on the cpu");
+}
+
+TensorRef ref_of(const Tensor& t) {
+  return {static_cast<Allocation*>(t.storage()->handle()), static_cast<std::uint32_t>(t.offset())};
+}
+
+}  // namespace trine::vulkan

@@ -1,0 +1,223 @@
+// Element-wise ops on Vulkan: activations and scale (unary.comp on contiguous input), add/sub/mul/div
+// with broadcasting, bias_act, strided inputs and copy (elementwise.comp over any strides), cast
+// between f32, f16 and bf16 (cast.comp).
+#include <algorithm>
+#include <cstring>
+
+#include "backends/vulkan/context.hpp"
+#include "backends/vulkan/memory.hpp"
+#include "backends/vulkan/ops.hpp"
+#include "trine/error.hpp"
+
+namespace trine::vulkan {
+namespace {
+
+constexpr std::uint32_t k_group = 256;
+constexpr std::uint32_t k_unary_elems = 16;  // per invocation: lavapipe pays per invocation
+constexpr std::uint32_t k_vec4_elems = 4;    // vec4s per invocation
+constexpr std::uint32_t k_strided_elems = 4;
+
+struct UnaryPush {
+  std::uint32_t n, x_off, y_off;
+  float alpha, beta;
+};
+struct Unary4Push {
+  std::uint32_t n4, x_off4, y_off4;
+  float alpha, beta;
+};
+
+struct StridedPush {
+  std::uint32_t n, rank, pad0, pad1;
+  float alpha, beta;
+  std::uint32_t a_off, b_off;
+  std::uint32_t dims[8], a_str[8], b_str[8];
+};
+static_assert(sizeof(StridedPush) == 128, "elementwise.comp's push constants are 128 bytes");
+
+struct CastPush {
+  std::uint32_t n, rank, in_type, out_type, x_off;
+  std::uint32_t dims[8], str[8];
+};
+
+std::uint32_t dtype_code(DType t) {
+  switch (t) {
+    case DType::f32: return 0;
+    case DType::f16: return 1;
+    case DType::bf16: return 2;
+  }
+  return 0;
+}
+
+// y (contiguous, `to`) = x converted element by element, x read through its strides (cast.comp).
+void record_cast(Recorder& rec, const Tensor& x, const TensorRef& y, DType to) {
+  const std::uint64_t n = static_cast<std::uint64_t>(x.numel());
+  if (n == 0) return;
+  CastPush p{};
+  p.n = static_cast<std::uint32_t>(n);
+  p.rank = static_cast<std::uint32_t>(x.rank());
+  p.in_type = dtype_code(x.dtype());
+  p.out_type = dtype_code(to);
+  const TensorRef rx = ref_of(x);
+  p.x_off = rx.offset;
+  for (int i = 0; i < x.rank(); ++i) {
+    p.dims[i] = static_cast<std::uint32_t>(x.shape()[i]);
+    p.str[i] = static_cast<std::uint32_t>(x.strides()[i]);
+  }
+  constexpr std::uint32_t group = 256;
+  rec.dispatch("cast", {{rx.alloc, false}, {y.alloc, true}}, &p, sizeof(p), ((n + 1) / 2 + group - 1) / group, {group});
+}
+
+enum : std::uint32_t { k_op_add = 0, k_op_sub = 1, k_op_mul = 2, k_op_div = 3, k_op_first = 4 };
+constexpr std::uint32_t k_act_affine = 10;
+
+std::uint64_t groups_for(std::uint64_t n, std::uint32_t elems) { return (n + k_group * elems - 1) / (k_group * elems); }
+
+// `t`'s strides as seen from an output of shape `out` (numpy broadcasting: missing and size-1 dims
+// read with stride 0).
+void broadcast_strides(const Tensor& t, const Shape& out, std::uint32_t* str) {
+  const int off = out.rank() - t.rank();
+  for (int i = 0; i < out.rank(); ++i) {
+    str[i] = 0;
+    if (i < off) continue;
+    const std::int64_t d = t.shape()[i - off];
+    str[i] = d == 1 ? 0 : static_cast<std::uint32_t>(t.strides()[i - off]);
+  }
+}
+
+// The activation code and its alpha/beta for a unary op, as elementwise.comp and unary.comp take them.
+void unary_act(const detail::OpCall& call, std::uint32_t& act, float& alpha, float& beta) {
+  alpha = beta = 0;
+  if (const auto* a = std::get_if<ActParams>(&call.params)) alpha = a->alpha, beta = a->beta;
+  switch (call.op) {
+    case OpKind::relu: act = static_cast<std::uint32_t>(Activation::relu); return;
+    case OpKind::leaky_relu: act = static_cast<std::uint32_t>(Activation::leaky_relu); return;
+    case OpKind::elu: act = static_cast<std::uint32_t>(Activation::elu); return;
+    case OpKind::sigmoid: act = static_cast<std::uint32_t>(Activation::sigmoid); return;
+    case OpKind::tanh: act = static_cast<std::uint32_t>(Activation::tanh); return;
+    case OpKind::silu: act = static_cast<std::uint32_t>(Activation::silu); return;
+    case OpKind::gelu: act = static_cast<std::uint32_t>(Activation::gelu); return;
+    case OpKind::gelu_tanh: act = static_cast<std::uint32_t>(Activation::gelu_tanh); return;
+    case OpKind::clip: act = static_cast<std::uint32_t>(Activation::clip); return;
+    case OpKind::scale: {
+      const auto& s = std::get<ScaleParams>(call.params);
+      act = k_act_affine, alpha = s.alpha, beta = s.beta;
+      return;
+    }
+    default: act = static_cast<std::uint32_t>(Activation::identity); return;
+  }
+}
+
+// y (contiguous, numel of out) = act(a op b) with a and b read through broadcast strides.
+void record_strided(Recorder& rec, const Tensor& a, const Tensor& b, const TensorRef& y, const Shape& out,
+                    std::uint32_t op, std::uint32_t act, float alpha, float beta) {
+  const std::uint64_t n = static_cast<std::uint64_t>(out.numel());
+  if (n == 0) return;
+  StridedPush p{};
+  p.n = static_cast<std::uint32_t>(n);
+  p.rank = static_cast<std::uint32_t>(out.rank());
+  p.alpha = alpha, p.beta = beta;
+  for (int i = 0; i < out.rank(); ++i) p.dims[i] = static_cast<std::uint32_t>(out[i]);
+  broadcast_strides(a, out, p.a_str);
+  broadcast_strides(b, out, p.b_str);
+  const TensorRef ra = ref_of(a), rb = ref_of(b);
+  p.a_off = ra.offset, p.b_off = rb.offset;
+  // y's offset is 0: outputs and temporaries are fresh allocations.
+  rec.dispatch("elementwise", {{ra.alloc, false}, {rb.alloc, false}, {y.alloc, true}}, &p, sizeof(p),
+               groups_for(n, k_strided_elems), {k_group, k_strided_elems, op, act});
+}
+
+bool fits_u32(const Tensor& t) {
+  // Offsets and element indices are 32-bit in the shaders; maxStorageBufferRange keeps real
+  // bindings far below 2^32 elements anyway.
+  return t.storage()->bytes() / 4 < (std::uint64_t{1} << 32);
+}
+
+// y[i] = act(x[x_off + i]) for i < n over the bound ranges: whole vec4s when x_off allows, the
+// last n % 4 (or everything) one by one.
+void record_unary_piece(Recorder& rec, const Binding& x, const Binding& y, std::uint32_t x_off, std::uint64_t n,
+                        std::uint32_t act, float alpha, float beta) {
+  std::uint64_t done = 0;
+  if (x_off % 4 == 0 && n >= 4) {
+    Unary4Push p4{static_cast<std::uint32_t>(n / 4), x_off / 4, 0, alpha, beta};
+    rec.dispatch("unary_vec4", {x, y}, &p4, sizeof(p4), groups_for(n / 4, k_vec4_elems), {k_group, k_vec4_elems, act});
+    done = n / 4 * 4;
+  }
+  if (done == n) return;
+  UnaryPush p{static_cast<std::uint32_t>(n - done), x_off + static_cast<std::uint32_t>(done),
+              static_cast<std::uint32_t>(done), alpha, beta};
+  rec.dispatch("unary", {x, y}, &p, sizeof(p), groups_for(n - done, k_unary_elems), {k_group, k_unary_elems, act});
+}
+
+}  // namespace
+
+TensorRef contiguous_f32(Recorder& rec, const Tensor& t) {
+  if (t.is_contiguous()) return ref_of(t);
+  Allocation* tmp = rec.temporary(static_cast<std::size_t>(t.numel()) * 4);
+  record_strided(rec, t, t, {tmp, 0}, t.shape(), k_op_first, 0, 0, 0);
+  return {tmp, 0};
+}
+
+bool supports_elementwise(const detail::OpCall& call) {
+  for (const auto& t : call.inputs) {
+    if (!t.defined()) continue;
+    if (!fits_u32(t)) return false;
+    // copy and cast take every dtype; the rest compute in f32
+    if (t.dtype() != DType::f32 && call.op != OpKind::copy && call.op != OpKind::cast) return false;
+  }
+  return true;
+}
+
+void record_elementwise(Recorder& rec, const detail::OpCall& call) {
+  const Tensor& y = call.output;
+  const TensorRef ry = ref_of(y);
+  const std::uint64_t n = static_cast<std::uint64_t>(y.numel());
+  if (n == 0) return;
+  const Tensor& x = call.inputs[0];
+  switch (call.op) {
+    case OpKind::add:
+    case OpKind::sub:
+    case OpKind::mul:
+    case OpKind::div: {
+      const std::uint32_t op = call.op == OpKind::add   ? k_op_add
+                               : call.op == OpKind::sub ? k_op_sub
+                               : call.op == OpKind::mul ? k_op_mul
+                                                        : k_op_div;
+      return record_strided(rec, x, call.inputs[1], ry, y.shape(), op, 0, 0, 0);
+    }
+    case OpKind::bias_act: {
+      const auto& p = std::get<BiasActParams>(call.params);
+      return record_strided(rec, x, call.inputs[1], ry, y.shape(), k_op_add, static_cast<std::uint32_t>(p.act), p.alpha,
+                            p.beta);
+    }
+    case OpKind::copy: {
+      if (x.is_contiguous()) {
+        const std::size_t esz = dtype_size(x.dtype());
+        return rec.copy(ref_of(x).alloc, static_cast<std::size_t>(x.offset()) * esz, ry.alloc, 0, n * esz);
+      }
+      if (x.dtype() != DType::f32) return record_cast(rec, x, ry, x.dtype());
+      return record_strided(rec, x, x, ry, y.shape(), k_op_first, 0, 0, 0);
+    }
+    case OpKind::cast: return record_cast(rec, x, ry, std::get<CastParams>(call.params).dtype);
+    default: break;
+  }
+  std::uint32_t act;
+  float alpha, beta;
+  unary_act(call, act, alpha, beta);
+  if (!x.is_contiguous()) return record_strided(rec, x, x, ry, y.shape(), k_op_first, act, alpha, beta);
+  const TensorRef rx = ref_of(x);
+  // Pieces of at most maxStorageBufferRange per binding (one piece unless the tensor is larger);
+  // each piece starts at an element multiple of 4096, so its binding offsets stay aligned.
+  const std::uint64_t piece = (rec.caps().max_storage_buffer_range / 4 - 4) / 4096 * 4096;
+  for (std::uint64_t s = 0; s < n; s += piece) {
+    const std::uint64_t len = std::min(piece, n - s);
+    const std::uint64_t first = rx.offset + s;         // x's first element of the piece
+    const std::uint64_t x_byte = first * 4 / 16 * 16;  // bound from here (16: covers any alignment
+    const std::uint64_t shift = first - x_byte / 4;    // lavapipe and real GPUs ask for)
+    const bool whole = s == 0 && len == n;
+    const Binding bx = whole ? Binding{rx.alloc, false} : Binding{rx.alloc, false, x_byte, (shift + len) * 4};
+    const Binding by = whole ? Binding{ry.alloc, true} : Binding{ry.alloc, true, s * 4, len * 4};
+    record_unary_piece(rec, bx, by, whole ? rx.offset : static_cast<std::uint32_t>(shift), len, act, alpha, beta);
+  }
+}
+
+}  // namespace trine::vulkan

@@ -1,0 +1,98 @@
+// matmul, gemv and dot on Vulkan. matmul reads its inputs through their strides (transposes and
+// views cost nothing); gemv and dot are reductions with a vector along the reduced axis.
+#include <string>
+
+#include "backends/vulkan/ops.hpp"
+#include "trine/error.hpp"
+
+namespace trine::vulkan {
+namespace {
+
+struct MatmulPush {
+  std::uint32_t M, N, K, batch, a_off, b_off, a_rs, a_cs, b_rs, b_cs;
+  std::uint32_t bdims[3], a_bs[3], b_bs[3];
+};
+constexpr int k_max_batch_rank = 3;
+constexpr std::uint32_t k_tile = 32;
+
+std::uint32_t dtype_code(DType t) {
+  switch (t) {
+    case DType::f32: return 0;
+    case DType::f16: return 1;
+    case DType::bf16: return 2;
+  }
+  return 0;
+}
+
+// t's stride for output batch dim i of `rank` batch dims (0 where t broadcasts).
+std::uint32_t batch_stride(const Tensor& t, int i, int rank) {
+  const int tb = t.rank() - 2, j = i - (rank - tb);
+  if (j < 0 || t.shape()[j] == 1) return 0;
+  return static_cast<std::uint32_t>(t.strides()[j]);
+}
+
+void record_matmul(Recorder& rec, const detail::OpCall& call) {
+  const Tensor &a = call.inputs[0], &b = call.inputs[1], &y = call.output;
+  const auto& mp = std::get<MatmulParams>(call.params);
+  const int ar = a.rank(), br = b.rank();
+  MatmulPush p{};
+  p.M = static_cast<std::uint32_t>(y.shape()[y.rank() - 2]);
+  p.N = static_cast<std::uint32_t>(y.shape()[y.rank() - 1]);
+  p.K = static_cast<std::uint32_t>(mp.trans_a ? a.shape()[ar - 2] : a.shape()[ar - 1]);
+  const auto as = a.strides(), bs = b.strides();
+  p.a_rs = static_cast<std::uint32_t>(mp.trans_a ? as[ar - 1] : as[ar - 2]);
+  p.a_cs = static_cast<std::uint32_t>(mp.trans_a ? as[ar - 2] : as[ar - 1]);
+  p.b_rs = static_cast<std::uint32_t>(mp.trans_b ? bs[br - 1] : bs[br - 2]);
+  p.b_cs = static_cast<std::uint32_t>(mp.trans_b ? bs[br - 2] : bs[br - 1]);
+  const TensorRef ra = ref_of(a), rb = ref_of(b), ry = ref_of(y);
+  p.a_off = ra.offset, p.b_off = rb.offset;
+  const int rank = y.rank() - 2;
+  p.batch = 1;
+  for (int i = 0; i < k_max_batch_rank; ++i) p.bdims[i] = 1;
+  for (int i = 0; i < rank; ++i) {
+    const int slot = k_max_batch_rank - rank + i;
+    p.bdims[slot] = static_cast<std::uint32_t>(y.shape()[i]);
+    p.a_bs[slot] = batch_stride(a, i, rank);
+    p.b_bs[slot] = batch_stride(b, i, rank);
+    p.batch *= p.bdims[slot];
+  }
+  if (p.M == 0 || p.N == 0 || p.batch == 0) return;
+  require_loop_budget(rec, p.K, ("[matmul] an inner dimension K of " + std::to_string(p.K)).c_str());
+  const std::uint64_t tiles = std::uint64_t{(p.M + k_tile - 1) / k_tile} * ((p.N + k_tile - 1) / k_tile);
+  rec.dispatch("matmul", {{ra.alloc, false}, {rb.alloc, false}, {ry.alloc, true}}, &p, sizeof(p), tiles * p.batch,
+               {dtype_code(a.dtype()), dtype_code(b.dtype())});
+}
+
+}  // namespace
+
+bool supports_linalg(const detail::OpCall& call) {
+  if (call.op == OpKind::matmul) return call.output.rank() - 2 <= k_max_batch_rank;  // any input dtypes
+  for (const auto& t : call.inputs)
+    if (t.defined() && t.dtype() != DType::f32) return false;
+  return true;
+}
+
+void record_linalg(Recorder& rec, const detail::OpCall& call) {
+  const TensorRef y = ref_of(call.output);
+  switch (call.op) {
+    case OpKind::matmul: return record_matmul(rec, call);
+    case OpKind::gemv: {
+      const Tensor& a = call.inputs[0];
+      const bool trans = std::get<GemvParams>(call.params).trans;
+      const auto rows = static_cast<std::uint32_t>(a.shape()[0]), cols = static_cast<std::uint32_t>(a.shape()[1]);
+      if (call.output.numel() == 0) return;
+      const TensorRef ra = contiguous_f32(rec, a), rx = contiguous_f32(rec, call.inputs[1]);
+      // y[m] = sum_k A[m, k] x[k]: rows of [M, K, 1]; transposed, the columns of [1, K, M].
+      if (trans) return record_reduction(rec, ra, &rx, y, 1, rows, cols, 3);
+      return record_reduction(rec, ra, &rx, y, rows, cols, 1, 3);
+    }
+    case OpKind::dot: {
+      const TensorRef rx = contiguous_f32(rec, call.inputs[0]), rv = contiguous_f32(rec, call.inputs[1]);
+      return record_reduction(rec, rx, &rv, y, 1, static_cast<std::uint32_t>(call.inputs[0].numel()), 1, 3);
+    }
+    default: break;
+  }
+  throw Error(ErrorCode::internal, std::string("[") + op_info(call.op).name + "] routed to the linalg family");
+}
+
+}  // namespace trine::vulkan

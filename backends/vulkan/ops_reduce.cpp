@@ -1,0 +1,128 @@
+// Reductions, softmax and norms on Vulkan: one workgroup per output row over a contiguous
+// [outer, n, inner] view (strided inputs are made contiguous on the device first).
+#include <string>
+
+#include "backends/vulkan/context.hpp"
+#include "backends/vulkan/ops.hpp"
+#include "trine/error.hpp"
+
+namespace trine::vulkan {
+namespace {
+
+constexpr std::uint32_t k_wg = 128;
+
+struct ReducePush {
+  std::uint32_t outer, n, inner, x_off, v_off, pad, y_off, chunks, chunk_len;
+  float scale;
+};
+struct SoftmaxPush {
+  std::uint32_t outer, n, inner, x_off, log_form;
+};
+struct NormPush {
+  std::uint32_t rows, n, x_off, g_off, b_off, has_gamma, has_beta, rms;
+  float eps;
+};
+
+struct Split {
+  std::uint32_t outer = 1, n = 1, inner = 1;
+};
+
+// x's shape as [outer, n, inner] around `axis`.
+Split split(const Shape& s, int axis) {
+  const int a = axis < 0 ? axis + s.rank() : axis;
+  Split r;
+  std::uint64_t outer = 1, inner = 1;
+  for (int i = 0; i < a; ++i) outer *= static_cast<std::uint64_t>(s[i]);
+  for (int i = a + 1; i < s.rank(); ++i) inner *= static_cast<std::uint64_t>(s[i]);
+  r.outer = static_cast<std::uint32_t>(outer);
+  r.inner = static_cast<std::uint32_t>(inner);
+  r.n = s.rank() ? static_cast<std::uint32_t>(s[a]) : 1;
+  return r;
+}
+
+}  // namespace
+
+// Records y[o] = reduce over k of x[o, k] (times v[k] for op 3); x contiguous as [outer, n, inner].
+// An axis longer than one workgroup may loop over (the device's loop budget) is cut into chunks,
+// each reduced into a temporary, and the partial results reduced by a second dispatch.
+void record_reduction(Recorder& rec, const TensorRef& x, const TensorRef* v, const TensorRef& y, std::uint32_t outer,
+                      std::uint32_t n, std::uint32_t inner, std::uint32_t op) {
+  const std::uint32_t budget = rec.caps().loop_budget;
+  const std::uint64_t chunk_len = budget ? std::uint64_t{k_wg} * (budget / 2) : std::uint64_t{n} + 1;
+  const std::uint32_t first_op = op == 1 ? 0 : op;  // mean: sums, divided once at the end
+  const float scale = op == 1 ? 1.0f / static_cast<float>(n) : 1.0f;
+  const std::uint64_t outputs = std::uint64_t{outer} * inner;
+  if (n <= chunk_len) {
+    ReducePush p{outer, n, inner, x.offset, v ? v->offset : 0, first_op, y.offset, 1, n, scale};
+    rec.dispatch("reduce", {{x.alloc, false}, {v ? v->alloc : x.alloc, false}, {y.alloc, true}}, &p, sizeof(p), outputs,
+                 {k_wg, first_op});
+    return;
+  }
+  const auto chunks = static_cast<std::uint32_t>((n + chunk_len - 1) / chunk_len);
+  Allocation* partial = rec.temporary(static_cast<std::size_t>(outputs * chunks * 4));
+  ReducePush p1{
+      outer, n, inner, x.offset, v ? v->offset : 0, first_op, 0, chunks, static_cast<std::uint32_t>(chunk_len), 1.0f};
+  rec.dispatch("reduce", {{x.alloc, false}, {v ? v->alloc : x.alloc, false}, {partial, true}}, &p1, sizeof(p1),
+               outputs * chunks, {k_wg, first_op});
+  const std::uint32_t second_op = op == 2 ? 2 : 0;
+  ReducePush p2{static_cast<std::uint32_t>(outputs), chunks, 1, 0, 0, second_op, y.offset, 1, chunks, scale};
+  rec.dispatch("reduce", {{partial, false}, {partial, false}, {y.alloc, true}}, &p2, sizeof(p2), outputs,
+               {k_wg, second_op});
+}
+
+bool supports_reduce(const detail::OpCall& call) {
+  for (const auto& t : call.inputs)
+    if (t.defined() && t.dtype() != DType::f32) return false;
+  return true;
+}
+
+void record_reduce(Recorder& rec, const detail::OpCall& call) {
+  const Tensor& x = call.inputs[0];
+  const TensorRef y = ref_of(call.output);
+  switch (call.op) {
+    case OpKind::sum:
+    case OpKind::mean:
+    case OpKind::max: {
+      const auto& rp = std::get<ReduceParams>(call.params);
+      const Split s = split(x.shape(), rp.axis);
+      const std::uint32_t op = call.op == OpKind::sum ? 0 : call.op == OpKind::mean ? 1 : 2;
+      return record_reduction(rec, contiguous_f32(rec, x), nullptr, y, s.outer, s.n, s.inner, op);
+    }
+    case OpKind::softmax:
+    case OpKind::log_softmax: {
+      const Split s = split(x.shape(), std::get<AxisParams>(call.params).axis);
+      require_loop_budget(rec, 3 * ((std::uint64_t{s.n} + k_wg - 1) / k_wg),
+                          (std::string("[") + op_info(call.op).name + "] a row of " + std::to_string(s.n)).c_str());
+      const TensorRef rx = contiguous_f32(rec, x);
+      SoftmaxPush p{s.outer, s.n, s.inner, rx.offset, call.op == OpKind::log_softmax ? 1u : 0u};
+      return rec.dispatch("softmax", {{rx.alloc, false}, {y.alloc, true}}, &p, sizeof(p),
+                          std::uint64_t{s.outer} * s.inner, {k_wg});
+    }
+    case OpKind::layernorm:
+    case OpKind::rmsnorm: {
+      const Split s = split(x.shape(), -1);
+      require_loop_budget(rec, 3 * ((std::uint64_t{s.n} + k_wg - 1) / k_wg),
+                          (std::string("[") + op_info(call.op).name + "] a row of " + std::to_string(s.n)).c_str());
+      const TensorRef rx = contiguous_f32(rec, x);
+      const bool has_g = call.inputs.size() > 1 && call.inputs[1].defined();
+      const bool has_b = call.op == OpKind::layernorm && call.inputs.size() > 2 && call.inputs[2].defined();
+      const TensorRef rg = has_g ? contiguous_f32(rec, call.inputs[1]) : rx;
+      const TensorRef rb = has_b ? contiguous_f32(rec, call.inputs[2]) : rx;
+      NormPush p{s.outer,
+                 s.n,
+                 rx.offset,
+                 rg.offset,
+                 rb.offset,
+                 has_g,
+                 has_b,
+                 call.op == OpKind::rmsnorm,
+                 std::get<NormParams>(call.params).eps};
+      return rec.dispatch("norm", {{rx.alloc, false}, {rg.alloc, false}, {rb.alloc, false}, {y.alloc, true}}, &p,
+                          sizeof(p), s.outer, {k_wg});
+    }
+    default: break;
+  }
+  throw Error(ErrorCode::internal, std::string("[") + op_info(call.op).name + "] routed to the reduce family");
+}
+
+}  // namespace trine::vulkan

@@ -1,0 +1,218 @@
+// One command buffer per submission, with exactly the buffer barriers its commands need: a command
+// that reads a buffer an earlier command wrote, or writes one an earlier command touched, waits
+// for it; independent commands run without barriers between them.
+#include "backends/vulkan/recorder.hpp"
+
+#include <algorithm>
+#include <cstring>
+#include <unordered_map>
+
+#include "backends/vulkan/context.hpp"
+#include "backends/vulkan/memory.hpp"
+#include "backends/vulkan/vk_check.hpp"
+
+namespace trine::vulkan {
+
+namespace {
+constexpr std::uint32_t k_sets_per_pool = 64;
+
+struct Hazard {
+  bool read = false;
+  bool written = false;
+};
+
+constexpr auto k_device_stages = vk::PipelineStageFlagBits::eComputeShader | vk::PipelineStageFlagBits::eTransfer;
+}  // namespace
+
+struct Recorder::State {
+  vk::raii::CommandPool pool{nullptr};
+  vk::raii::CommandBuffer cb{nullptr};
+  std::vector<vk::raii::DescriptorPool> descriptor_pools;
+  std::uint32_t sets_in_pool = k_sets_per_pool;
+  std::vector<std::unique_ptr<Allocation, void (*)(Allocation*)>> temporaries;
+  struct HostCopy {
+    const unsigned char* src;
+    void* dst;
+    std::size_t bytes;
+  };
+  std::vector<HostCopy> after;  // staged readbacks, run once the device has finished
+  std::unordered_map<VkBuffer, Hazard> hazards;
+  bool begun = false;
+  bool finished = false;
+};
+
+Recorder::Recorder(DeviceContext& ctx) : ctx_(ctx), state_(new State) {}
+Recorder::~Recorder() = default;
+
+const DeviceCaps& Recorder::caps() const noexcept { return ctx_.caps(); }
+
+void* Recorder::command_buffer() const noexcept {
+  return state_->begun ? static_cast<void*>(static_cast<VkCommandBuffer>(*state_->cb)) : nullptr;
+}
+
+void Recorder::begin_if_needed() {
+  State& s = *state_;
+  if (s.begun) return;
+  const auto& dev = ctx_.device();
+  s.pool = TRINE_VK(dev.createCommandPool(
+      vk::CommandPoolCreateInfo(vk::CommandPoolCreateFlagBits::eTransient, ctx_.caps().queue_family)));
+  auto cbs =
+      TRINE_VK(dev.allocateCommandBuffers(vk::CommandBufferAllocateInfo(*s.pool, vk::CommandBufferLevel::ePrimary, 1)));
+  s.cb = std::move(cbs.front());
+  TRINE_VK(s.cb.begin(vk::CommandBufferBeginInfo(vk::CommandBufferUsageFlagBits::eOneTimeSubmit)));
+  // Work submitted earlier on this queue (the storages' last writers) before anything here: one
+  // barrier whose first scope is every earlier command in queue order.
+  vk::MemoryBarrier before(vk::AccessFlagBits::eMemoryWrite,
+                           vk::AccessFlagBits::eMemoryRead | vk::AccessFlagBits::eMemoryWrite);
+  s.cb.pipelineBarrier(vk::PipelineStageFlagBits::eAllCommands, k_device_stages, {}, before, {}, {});
+  s.begun = true;
+}
+
+// Barriers for the hazards `bindings` create against earlier commands, then records their accesses.
+void Recorder::access(std::span<const Binding> bindings) {
+  State& s = *state_;
+  std::vector<vk::BufferMemoryBarrier> barriers;
+  for (const Binding& b : bindings) {
+    VkBuffer buf = *b.alloc->buffer;
+    auto it = s.hazards.find(buf);
+    if (it == s.hazards.end()) continue;
+    const bool conflict = it->second.written || (b.write && it->second.read);
+    if (!conflict) continue;
+    const bool dup = std::any_of(barriers.begin(), barriers.end(), [&](const vk::BufferMemoryBarrier& m) {
+      return static_cast<VkBuffer>(m.buffer) == buf;
+    });
+    if (!dup) {
+      barriers.push_back(
+          vk::BufferMemoryBarrier(vk::AccessFlagBits::eShaderWrite | vk::AccessFlagBits::eTransferWrite |
+                                      vk::AccessFlagBits::eShaderRead | vk::AccessFlagBits::eTransferRead,
+                                  vk::AccessFlagBits::eShaderRead | vk::AccessFlagBits::eShaderWrite |
+                                      vk::AccessFlagBits::eTransferRead | vk::AccessFlagBits::eTransferWrite,
+                                  VK_QUEUE_FAMILY_IGNORED, VK_QUEUE_FAMILY_IGNORED, buf, 0, VK_WHOLE_SIZE));
+    }
+    s.hazards.erase(it);
+  }
+  if (!barriers.empty()) s.cb.pipelineBarrier(k_device_stages, k_device_stages, {}, {}, barriers, {});
+  for (const Binding& b : bindings) {
+    Hazard& h = s.hazards[*b.alloc->buffer];
+    h.read = h.read || !b.write;
+    h.written = h.written || b.write;
+  }
+}
+
+void Recorder::dispatch(const char* shader, std::initializer_list<Binding> bindings, const void* push,
+                        std::size_t push_bytes, std::uint64_t groups, std::initializer_list<std::uint32_t> spec) {
+  if (groups == 0) return;
+  begin_if_needed();
+  State& s = *state_;
+  const DeviceCaps& c = ctx_.caps();
+  auto range_of = [](const Binding& b) { return b.range ? b.range : b.alloc->range() - b.offset; };
+  for (const Binding& b : bindings) {
+    if (b.offset % std::max<std::uint64_t>(c.min_storage_offset_alignment, 1) != 0)
+      throw Error(ErrorCode::internal, std::string("[vulkan] ") + shader + " bound at a misaligned offset");
+    if (range_of(b) > c.max_storage_buffer_range) {
+      throw Error(ErrorCode::unsupported,
+                  "a buffer of " + std::to_string(b.alloc->bytes) +
+                      " bytes is over vulkan:" + std::to_string(ctx_.index()) + "'s maxStorageBufferRange (" +
+                      std::to_string(c.max_storage_buffer_range) +
+                      " bytes), the most one shader binding can address; this op does not bind its tensors in "
+                      "pieces yet (the contiguous activations and scale do): run it on the cpu, or split the tensor");
+    }
+  }
+  const Pipeline p = ctx_.pipelines().get(shader, static_cast<std::uint32_t>(bindings.size()),
+                                          std::span<const std::uint32_t>(spec.begin(), spec.size()));
+  if (s.sets_in_pool == k_sets_per_pool) {
+    const vk::DescriptorPoolSize size(vk::DescriptorType::eStorageBuffer, k_sets_per_pool * k_max_bindings);
+    s.descriptor_pools.push_back(
+        TRINE_VK(ctx_.device().createDescriptorPool(vk::DescriptorPoolCreateInfo({}, k_sets_per_pool, size))));
+    s.sets_in_pool = 0;
+  }
+  ++s.sets_in_pool;
+  vk::DescriptorSetAllocateInfo alloc_info(*s.descriptor_pools.back(), p.set_layout);
+  vk::DescriptorSet set = TRINE_VK((*ctx_.device()).allocateDescriptorSets(alloc_info)).front();
+  std::vector<vk::DescriptorBufferInfo> infos;
+  for (const Binding& b : bindings) infos.push_back({*b.alloc->buffer, b.alloc->guard + b.offset, range_of(b)});
+  std::vector<vk::WriteDescriptorSet> writes;
+  for (std::uint32_t i = 0; i < infos.size(); ++i)
+    writes.push_back(vk::WriteDescriptorSet(set, i, 0, 1, vk::DescriptorType::eStorageBuffer, nullptr, &infos[i]));
+  (*ctx_.device()).updateDescriptorSets(writes, {});
+
+  access(std::span<const Binding>(bindings.begin(), bindings.size()));
+  s.cb.bindPipeline(vk::PipelineBindPoint::eCompute, p.pipeline);
+  (*s.cb).bindDescriptorSets(vk::PipelineBindPoint::eCompute, p.layout, 0, set, {});
+  if (push_bytes)
+    (*s.cb).pushConstants(p.layout, vk::ShaderStageFlagBits::eCompute, 0, static_cast<std::uint32_t>(push_bytes), push);
+  const std::uint64_t max_x = c.max_workgroup_count[0];
+  const std::uint64_t x = std::min(groups, max_x);
+  const std::uint64_t y = (groups + x - 1) / x;
+  if (y > c.max_workgroup_count[1]) {
+    throw Error(ErrorCode::unsupported, std::string("[vulkan] ") + shader + " needs " + std::to_string(groups) +
+                                            " workgroups, more than the device can launch at once");
+  }
+  s.cb.dispatch(static_cast<std::uint32_t>(x), static_cast<std::uint32_t>(y), 1);
+  ++commands_;
+}
+
+void Recorder::copy(Allocation* src, std::size_t src_offset, Allocation* dst, std::size_t dst_offset,
+                    std::size_t bytes) {
+  if (bytes == 0) return;
+  begin_if_needed();
+  const Binding b[] = {{src, false}, {dst, true}};
+  access(b);
+  state_->cb.copyBuffer(*src->buffer, *dst->buffer,
+                        vk::BufferCopy(src->guard + src_offset, dst->guard + dst_offset, bytes));
+  ++commands_;
+}
+
+Allocation* Recorder::temporary(std::size_t bytes) {
+  state_->temporaries.emplace_back(allocate_buffer(ctx_, bytes), &free_buffer);
+  return state_->temporaries.back().get();
+}
+
+Allocation* Recorder::staging(std::size_t bytes) {
+  state_->temporaries.emplace_back(allocate_buffer(ctx_, bytes, /*staging=*/true), &free_buffer);
+  return state_->temporaries.back().get();
+}
+
+void Recorder::upload_staged(const void* src, Allocation* dst, std::size_t dst_offset, std::size_t bytes) {
+  if (bytes == 0) return;
+  Allocation* staging = this->staging(bytes);
+  std::memcpy(staging->data(), src, bytes);
+  copy(staging, 0, dst, dst_offset, bytes);
+}
+
+void Recorder::readback_staged(Allocation* src, std::size_t offset, void* dst, std::size_t bytes) {
+  if (bytes == 0) return;
+  Allocation* staging = this->staging(bytes);
+  copy(src, offset, staging, 0, bytes);
+  state_->after.push_back({staging->data(), dst, bytes});
+}
+
+void Recorder::readback_host(Allocation* src, std::size_t offset, void* dst, std::size_t bytes) {
+  if (bytes) state_->after.push_back({src->data() + offset, dst, bytes});
+}
+
+bool Recorder::has_host_steps() const noexcept { return !state_->after.empty(); }
+
+void Recorder::finish() {
+  State& s = *state_;
+  if (!s.begun || s.finished) return;
+  // Device writes become visible to host reads after the timeline signal is observed.
+  vk::MemoryBarrier after(vk::AccessFlagBits::eShaderWrite | vk::AccessFlagBits::eTransferWrite,
+                          vk::AccessFlagBits::eHostRead);
+  s.cb.pipelineBarrier(k_device_stages, vk::PipelineStageFlagBits::eHost, {}, after, {}, {});
+  TRINE_VK(s.cb.end());
+  s.finished = true;
+}
+
+Recorder::StatePtr Recorder::take_state() { return std::move(state_); }
+
+void complete_state(Recorder::State& state) noexcept {
+  for (const auto& c : state.after) std::memcpy(c.dst, c.src, c.bytes);
+  state.after.clear();
+}
+
+void Recorder::StateDeleter::operator()(State* s) const noexcept { delete s; }
+
+bool has_host_steps(const Recorder::State& state) noexcept { return !state.after.empty(); }
+
+}  // namespace trine::vulkan

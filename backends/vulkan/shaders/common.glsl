@@ -1,0 +1,78 @@
+// Shared by every shader: the workgroup index over a grid that may be split into 2-D (the host
+// splits past maxComputeWorkGroupCount[0]), and the activations of trine::Activation.
+
+uint linear_group() { return gl_WorkGroupID.x + gl_NumWorkGroups.x * gl_WorkGroupID.y; }
+
+// Codes follow trine::Activation (identity = 0 ... clip = 9); 10 is scale's alpha * x + beta.
+const uint ACT_IDENTITY = 0u, ACT_RELU = 1u, ACT_LEAKY = 2u, ACT_ELU = 3u, ACT_SIGMOID = 4u, ACT_TANH = 5u,
+           ACT_SILU = 6u, ACT_GELU = 7u, ACT_GELU_TANH = 8u, ACT_CLIP = 9u, ACT_AFFINE = 10u;
+
+// tanh from exp(-2|x|): never overflows (the naive (e^2x - 1)/(e^2x + 1) gives inf/inf past |x| ~ 44);
+// a short series near 0, where 1 - t would cancel.
+float stable_tanh(float x) {
+  float ax = abs(x);
+  if (ax < 0.0625) {
+    float x2 = x * x;
+    return x * (1.0 + x2 * (-1.0 / 3.0 + x2 * (2.0 / 15.0 + x2 * (-17.0 / 315.0))));
+  }
+  float t = exp(-2.0 * ax);
+  float r = (1.0 - t) / (1.0 + t);
+  return x < 0.0 ? -r : r;
+}
+
+// erfc(z) for z >= 0 with fractional error < 1.2e-7 (Numerical Recipes' erfcc): GLSL has no erf.
+// Kept as erfc so gelu's negative tail, 1 + erf(z) = erfc(-z), has no cancellation.
+float erfc_pos(float z) {
+  float t = 1.0 / (1.0 + 0.5 * z);
+  float poly = -1.26551223 + t * (1.00002368 + t * (0.37409196 + t * (0.09678418 + t * (-0.18628806 +
+               t * (0.27886807 + t * (-1.13520398 + t * (1.48851587 + t * (-0.82215223 + t * 0.17087277))))))));
+  return t * exp(-z * z + poly);
+}
+
+// 1 + erf(z), accurate relative to its value on both sides.
+float one_plus_erf(float z) {
+  if (abs(z) < 0.5) {
+    float z2 = z * z;  // Taylor to z^11: error < 2e-8 on [0, 0.5]
+    return 1.0 + z * (1.1283791671 + z2 * (-0.3761263890 + z2 * (0.1128379167 + z2 * (-0.0268661706 +
+                 z2 * (0.0052239776 + z2 * -0.0008548327)))));
+  }
+  return z < 0.0 ? erfc_pos(-z) : 2.0 - erfc_pos(z);
+}
+
+float activate(uint code, float x, float alpha, float beta) {
+  switch (code) {
+    case ACT_IDENTITY: return x;
+    case ACT_RELU: return x < 0.0 ? 0.0 : x;  // NaN stays NaN
+    case ACT_LEAKY: return x < 0.0 ? alpha * x : x;
+    case ACT_ELU: return x < 0.0 ? alpha * (exp(x) - 1.0) : x;
+    case ACT_SIGMOID: return x >= 0.0 ? 1.0 / (1.0 + exp(-x)) : exp(x) / (1.0 + exp(x));
+    case ACT_TANH: return stable_tanh(x);
+    case ACT_SILU:
+      if (isinf(x)) return x > 0.0 ? x : 0.0;
+      return x >= 0.0 ? x / (1.0 + exp(-x)) : x * exp(x) / (1.0 + exp(x));
+    case ACT_GELU:
+      if (isinf(x)) return x > 0.0 ? x : 0.0;
+      return 0.5 * x * one_plus_erf(x * 0.70710678118654752);
+    case ACT_GELU_TANH: {
+      if (isinf(x)) return x > 0.0 ? x : 0.0;
+      // 0.5 (1 + tanh(u)) = sigmoid(2u): no cancellation in the negative tail
+      float u2 = 2.0 * 0.79788456080286536 * (x + 0.044715 * x * x * x);
+      return u2 >= 0.0 ? x / (1.0 + exp(-u2)) : x * exp(u2) / (1.0 + exp(u2));
+    }
+    case ACT_CLIP: return x < alpha ? alpha : (x > beta ? beta : x);  // NaN fails both: stays NaN
+    case ACT_AFFINE: return alpha * x + beta;
+  }
+  return x;
+}
+
+// An f16's bits as the f32 bits of the same value, exactly (subnormals included), in integer
+// arithmetic so no denormal flushing of the device changes it.
+uint f16_to_f32_bits(uint h) {
+  uint s = (h & 0x8000u) << 16, e = (h >> 10) & 0x1Fu, m = h & 0x3FFu;
+  if (e == 0u) {
+    if (m == 0u) return s;
+    return s | floatBitsToUint(float(m) * 5.9604644775390625e-8);  // m * 2^-24: exact, normal in f32
+  }
+  if (e == 31u) return s | 0x7F800000u | (m << 13);
+  return s | ((e + 112u) << 23) | (m << 13);
+}

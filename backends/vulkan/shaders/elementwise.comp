@@ -1,0 +1,54 @@
+// Element-wise over any strides (rank <= 8): y = act(a op b) with numpy broadcasting as stride 0,
+// or y = act(a) (op FIRST) for strided unary ops and the contiguous copy of a strided view.
+#version 450
+#extension GL_GOOGLE_include_directive : require
+#include "common.glsl"
+
+layout(local_size_x_id = 0) in;
+layout(constant_id = 1) const uint ELEMS = 4;
+// The operation and activation are specialization constants, so each pipeline holds only its own
+// code (llvmpipe evaluates every case of a switch on a push constant).
+layout(constant_id = 2) const uint OP = 4;  // 0 add, 1 sub, 2 mul, 3 div, 4 first
+layout(constant_id = 3) const uint ACT = 0;
+
+layout(set = 0, binding = 0) readonly buffer A { float a[]; };
+layout(set = 0, binding = 1) readonly buffer B { float b[]; };
+layout(set = 0, binding = 2) writeonly buffer Y { float y[]; };
+layout(push_constant) uniform Push {
+  uint n;
+  uint rank;
+  uint pad0;
+  uint pad1;
+  float alpha;
+  float beta;
+  uint a_off;
+  uint b_off;
+  uint dims[8];
+  uint a_str[8];
+  uint b_str[8];
+} p;
+
+void main() {
+  uint base = linear_group() * gl_WorkGroupSize.x * ELEMS + gl_LocalInvocationID.x;
+  for (uint k = 0u; k < ELEMS; ++k) {
+    uint i = base + k * gl_WorkGroupSize.x;
+    if (i >= p.n) return;
+    uint rem = i, ai = p.a_off, bi = p.b_off;
+    for (int d = int(p.rank) - 1; d >= 0; --d) {
+      uint c = rem % p.dims[d];
+      rem /= p.dims[d];
+      ai += c * p.a_str[d];
+      bi += c * p.b_str[d];
+    }
+    float va = a[ai];
+    float v;
+    switch (OP) {
+      case 0u: v = va + b[bi]; break;
+      case 1u: v = va - b[bi]; break;
+      case 2u: v = va * b[bi]; break;
+      case 3u: v = va / b[bi]; break;
+      default: v = va; break;
+    }
+    y[i] = activate(ACT, v, p.alpha, p.beta);
+  }
+}

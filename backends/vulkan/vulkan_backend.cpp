@@ -1,0 +1,357 @@
+// The Vulkan backend: devices, buffers, and submissions (one command buffer each, signalling the
+// device's timeline semaphore), with dependencies waited for on the device where they are ours and
+// on the host, in a submit thread, where they are not.
+#include <algorithm>
+#include <atomic>
+#include <condition_variable>
+#include <cstring>
+#include <deque>
+#include <functional>
+#include <future>
+#include <thread>
+
+#include "backends/backend.hpp"
+#include "backends/vulkan/completion.hpp"
+#include "backends/vulkan/context.hpp"
+#include "backends/vulkan/memory.hpp"
+#include "backends/vulkan/ops.hpp"
+#include "backends/vulkan/vk_check.hpp"
+
+namespace trine::vulkan {
+namespace {
+
+// The entries as given: recording happens at submit, once the backend knows which dependencies
+// are still running (uploads straight into mapped memory need none).
+class VulkanSubmission final : public detail::Submission {
+ public:
+  std::vector<detail::Entry> entries;
+  int device = 0;
+};
+
+const char* entry_name(const detail::Entry& e) {
+  switch (e.index()) {
+    case 0: return op_info(std::get<detail::OpCall>(e).op).name;
+    case 1: return "upload";
+    case 2: return "readback";
+    default: return "device_copy";
+  }
+}
+
+int device_of(const detail::Entry& e) {
+  switch (e.index()) {
+    case 0: return std::get<detail::OpCall>(e).output.device().index;
+    case 1: return std::get<detail::Upload>(e).dst->device().index;
+    case 2: return std::get<detail::Readback>(e).src->device().index;
+    default: return std::get<detail::DeviceCopy>(e).dst->device().index;
+  }
+}
+
+Allocation* alloc_of(const detail::Storage& s) { return static_cast<Allocation*>(s.handle()); }
+
+// Error `e` of entry i of n, named the way the cpu backend names it.
+Error entry_error(const detail::Entry& entry, std::size_t i, std::size_t n, const Error& e) {
+  const std::string tag = std::string("[") + entry_name(entry) + "]";
+  std::string rest = e.what();
+  if (rest.starts_with(tag + " ")) rest.erase(0, tag.size() + 1);
+  if (n == 1) return Error(e.code(), tag + " on vulkan: " + rest);
+  return Error(e.code(), tag + " batch entry " + std::to_string(i + 1) + " of " + std::to_string(n) + ": " + rest);
+}
+
+std::exception_ptr failed_dependency(std::span<const std::shared_ptr<detail::Completion>> waits, const char* what) {
+  for (const auto& w : waits) {
+    if (auto e = w->error()) {
+      try {
+        std::rethrow_exception(e);
+      } catch (const Error& err) {
+        return std::make_exception_ptr(
+            Error(err.code(), std::string("[") + what + "] an input comes from work that failed: " + err.what()));
+      } catch (...) {
+        return e;
+      }
+    }
+  }
+  return nullptr;
+}
+
+class VulkanBackend final : public detail::Backend {
+ public:
+  explicit VulkanBackend(std::unique_ptr<Instance> instance) : instance_(std::move(instance)) {}
+
+  ~VulkanBackend() override {
+    {
+      std::lock_guard<std::mutex> lock(thread_mu_);
+      stopping_ = true;
+    }
+    thread_cv_.notify_all();
+    if (thread_.joinable()) thread_.join();
+    std::lock_guard<std::mutex> lock(inflight_mu_);
+    inflight_.clear();  // each waits for its own work in its destructor
+  }
+
+  DeviceKind kind() const noexcept override { return DeviceKind::vulkan; }
+  std::vector<DeviceInfo> devices() const override { return instance_->infos(); }
+
+  void* allocate(int index, std::size_t bytes) override { return allocate_buffer(instance_->device(index), bytes); }
+  void deallocate(int, void* handle) noexcept override { free_buffer(static_cast<Allocation*>(handle)); }
+  void* host_pointer(void* handle) const noexcept override { return static_cast<Allocation*>(handle)->data(); }
+  std::optional<bool> guards_intact(const void* handle) const noexcept override {
+    const auto* a = static_cast<const Allocation*>(handle);
+    if (!a->mapped) return std::nullopt;
+    return vulkan::guards_intact(*a);
+  }
+
+  bool supports(const detail::OpCall& call) const override {
+    for (const auto& t : call.inputs)
+      if (t.defined() && t.device().kind != DeviceKind::vulkan) return false;
+    if (!call.output.defined() || !call.output.is_contiguous() || call.output.device().kind != DeviceKind::vulkan)
+      return false;
+    return supports_op(call);
+  }
+
+  std::unique_ptr<detail::Submission> encode(std::vector<detail::Entry> entries) override {
+    auto s = std::make_unique<VulkanSubmission>();
+    s->entries = std::move(entries);
+    if (!s->entries.empty()) s->device = device_of(s->entries.front());
+    return s;
+  }
+
+  std::shared_ptr<detail::Completion> submit(std::unique_ptr<detail::Submission> submission,
+                                             std::span<const std::shared_ptr<detail::Completion>> waits,
+                                             bool caller_waits) override {
+    auto* s = dynamic_cast<VulkanSubmission*>(submission.get());
+    if (!s) throw Error(ErrorCode::internal, "[vulkan] submit got a submission from another backend");
+    submissions_.fetch_add(1, std::memory_order_relaxed);
+    reap();
+    DeviceContext& ctx = instance_->device(s->device);
+    auto done = std::make_shared<VulkanCompletion>(ctx);
+    std::vector<std::shared_ptr<detail::Completion>> deps(waits.begin(), waits.end());
+
+    bool settled = true;
+    for (const auto& w : deps) settled = w->poll() && settled;
+    // Our own submitted work is waited for on the device; anything else (another backend, work
+    // still queued in the submit thread, host copies yet to run) on the host.
+    std::uint64_t device_value = 0;
+    bool device_ok = true;
+    if (!settled) {
+      for (const auto& w : deps) {
+        if (w->poll()) continue;
+        auto* vc = dynamic_cast<VulkanCompletion*>(w.get());
+        const std::uint64_t v = vc && &vc->context() == &ctx ? vc->device_wait_value() : 0;
+        if (v == 0) device_ok = false;
+        device_value = std::max(device_value, v);
+      }
+    }
+    if (settled || device_ok || caller_waits) {
+      if (!settled && !device_ok) {
+        for (const auto& w : deps) {
+          try {
+            w->wait();
+          } catch (...) {  // reported by failed_dependency
+          }
+        }
+        device_value = 0;
+      }
+      run(ctx, std::move(s->entries), deps, device_value, done);
+      track(done);
+      return done;
+    }
+    std::shared_ptr<VulkanSubmission> owned(static_cast<VulkanSubmission*>(submission.release()));
+    post([this, &ctx, owned, deps, done] {
+      for (const auto& w : deps) {
+        try {
+          w->wait();
+        } catch (...) {  // reported by failed_dependency
+        }
+      }
+      run(ctx, std::move(owned->entries), deps, 0, done);
+    });
+    track(done);
+    return done;
+  }
+
+  void synchronize() override {
+    auto marker = std::make_shared<std::promise<void>>();
+    auto f = marker->get_future();
+    post([marker] { marker->set_value(); });
+    f.wait();
+    std::vector<std::shared_ptr<VulkanCompletion>> all;
+    {
+      std::lock_guard<std::mutex> lock(inflight_mu_);
+      all = inflight_;
+    }
+    for (auto& c : all) {
+      try {
+        c->wait();
+      } catch (...) {  // raised where the results are read
+      }
+    }
+    reap();
+  }
+
+  TransferStats transfer_stats() const noexcept override {
+    TransferStats t;
+    t.uploads = uploads_.load();
+    t.upload_bytes = upload_bytes_.load();
+    t.readbacks = readbacks_.load();
+    t.readback_bytes = readback_bytes_.load();
+    t.device_copies = device_copies_.load();
+    t.device_copy_bytes = device_copy_bytes_.load();
+    t.submissions = submissions_.load();
+    return t;
+  }
+
+ private:
+  // Records and submits `entries` (dependencies already satisfied, or waited for through
+  // `wait_value` on the device), finishing `done`. Never throws: failures become done's error.
+  void run(DeviceContext& ctx, std::vector<detail::Entry> entries,
+           const std::vector<std::shared_ptr<detail::Completion>>& deps, std::uint64_t wait_value,
+           const std::shared_ptr<VulkanCompletion>& done) noexcept {
+    if (entries.empty()) return done->finished(nullptr, nullptr);
+    const char* first = entry_name(entries.front());
+    if (auto e = failed_dependency(deps, first)) return done->finished(nullptr, e);
+    const std::uint64_t messages_before = message_log().count.load();
+    std::size_t i = 0;
+    try {
+      if (ctx.lost()) throw Error(ErrorCode::driver_error, "the device was lost earlier; it cannot run work any more");
+      Recorder rec(ctx);
+      // Leading uploads go straight into mapped memory when nothing is still running before them;
+      // trailing readbacks are read from mapped memory after completion. Anything between device
+      // commands goes through a staging buffer at its place in the command stream.
+      std::size_t lead = 0;
+      while (lead < entries.size() && entries[lead].index() == 1) ++lead;
+      std::size_t tail = entries.size();
+      while (tail > lead && entries[tail - 1].index() == 2) --tail;
+      for (; i < entries.size(); ++i) record(rec, entries[i], i < lead && wait_value == 0, i >= tail);
+      i = entries.size() - 1;  // failures from here on are the submission's: named by its last entry
+      if (rec.empty()) return done->finished(rec.take_state(), nullptr);
+      rec.finish();
+      const std::uint64_t value = ctx.submit(static_cast<VkCommandBuffer>(rec.command_buffer()), wait_value);
+      std::exception_ptr late;
+      if (message_log().count.load() != messages_before) {
+        late = std::make_exception_ptr(Error(ErrorCode::internal, std::string("[") + first +
+                                                                      "] the Vulkan validation layer reported: " +
+                                                                      message_log().since(messages_before)));
+      }
+      done->submitted(value, rec.take_state(), std::move(entries), late);
+    } catch (const Error& e) {
+      done->finished(nullptr, std::make_exception_ptr(entry_error(entries[std::min(i, entries.size() - 1)],
+                                                                  std::min(i, entries.size() - 1), entries.size(), e)));
+    } catch (const std::exception& e) {
+      done->finished(
+          nullptr, std::make_exception_ptr(Error(
+                       ErrorCode::internal, std::string("[") + first + "] unexpected failure on vulkan: " + e.what())));
+    }
+  }
+
+  void record(Recorder& rec, const detail::Entry& e, bool host_upload, bool host_readback) {
+    switch (e.index()) {
+      case 0: record_op(rec, std::get<detail::OpCall>(e)); return;
+      case 1: {
+        const auto& u = std::get<detail::Upload>(e);
+        Allocation* a = alloc_of(*u.dst);
+        if (host_upload && a->mapped) {
+          if (u.bytes) std::memcpy(a->data() + u.offset, u.src, u.bytes);
+        } else {
+          rec.upload_staged(u.src, a, u.offset, u.bytes);
+        }
+        uploads_.fetch_add(1, std::memory_order_relaxed);
+        upload_bytes_.fetch_add(u.bytes, std::memory_order_relaxed);
+        return;
+      }
+      case 2: {
+        const auto& r = std::get<detail::Readback>(e);
+        Allocation* a = alloc_of(*r.src);
+        if (host_readback && a->mapped) {
+          rec.readback_host(a, r.offset, r.dst, r.bytes);
+        } else {
+          rec.readback_staged(a, r.offset, r.dst, r.bytes);
+        }
+        readbacks_.fetch_add(1, std::memory_order_relaxed);
+        readback_bytes_.fetch_add(r.bytes, std::memory_order_relaxed);
+        return;
+      }
+      default: {
+        const auto& c = std::get<detail::DeviceCopy>(e);
+        rec.copy(alloc_of(*c.src), c.src_offset, alloc_of(*c.dst), c.dst_offset, c.bytes);
+        device_copies_.fetch_add(1, std::memory_order_relaxed);
+        device_copy_bytes_.fetch_add(c.bytes, std::memory_order_relaxed);
+        return;
+      }
+    }
+  }
+
+  // Keeps each completion until its work has finished, so dropping every handle to it neither
+  // blocks nor frees memory the device still uses.
+  void track(const std::shared_ptr<VulkanCompletion>& c) {
+    std::lock_guard<std::mutex> lock(inflight_mu_);
+    inflight_.push_back(c);
+  }
+  void reap() {
+    std::vector<std::shared_ptr<VulkanCompletion>> done;
+    {
+      std::lock_guard<std::mutex> lock(inflight_mu_);
+      auto it = std::partition(inflight_.begin(), inflight_.end(), [](const auto& c) { return !c->poll(); });
+      done.assign(std::make_move_iterator(it), std::make_move_iterator(inflight_.end()));
+      inflight_.erase(it, inflight_.end());
+    }
+  }
+
+  // The submit thread: submissions that must first wait on the host, in submission order.
+  void post(std::function<void()> task) {
+    std::lock_guard<std::mutex> lock(thread_mu_);
+    tasks_.push_back(std::move(task));
+    if (!thread_.joinable()) thread_ = std::thread([this] { thread_main(); });
+    thread_cv_.notify_one();
+  }
+  void thread_main() {
+    for (;;) {
+      std::function<void()> task;
+      {
+        std::unique_lock<std::mutex> lock(thread_mu_);
+        thread_cv_.wait(lock, [&] { return stopping_ || !tasks_.empty(); });
+        if (tasks_.empty()) return;
+        task = std::move(tasks_.front());
+        tasks_.pop_front();
+      }
+      task();
+    }
+  }
+
+  std::unique_ptr<Instance> instance_;
+  std::mutex inflight_mu_;
+  std::vector<std::shared_ptr<VulkanCompletion>> inflight_;
+  std::mutex thread_mu_;
+  std::condition_variable thread_cv_;
+  std::deque<std::function<void()>> tasks_;
+  std::thread thread_;
+  bool stopping_ = false;
+  std::atomic<std::uint64_t> uploads_{0}, upload_bytes_{0}, readbacks_{0}, readback_bytes_{0}, device_copies_{0},
+      device_copy_bytes_{0}, submissions_{0};
+};
+
+}  // namespace
+}  // namespace trine::vulkan
+
+namespace trine::detail {
+
+std::unique_ptr<Backend> make_vulkan_backend(std::string& reason, bool& built) {
+  built = true;
+  try {
+    auto instance = std::make_unique<vulkan::Instance>();
+    if (instance->count() == 0) {
+      reason = "the Vulkan loader found no physical device (install a driver: mesa-vulkan-drivers gives lavapipe)";
+      return nullptr;
+    }
+    reason = std::to_string(instance->count()) + " device(s):";
+    for (const auto& d : instance->infos()) reason += " " + d.device.str() + " " + d.name + ";";
+    if (instance->validation()) reason += " validation layer on";
+    return std::make_unique<vulkan::VulkanBackend>(std::move(instance));
+  } catch (const Error& e) {
+    reason = e.what();
+  } catch (const std::exception& e) {
+    reason = std::string("Vulkan could not start: ") + e.what();
+  }
+  return nullptr;
+}
+
+}  // namespace trine::detail
