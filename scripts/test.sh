@@ -33,7 +33,8 @@ jobs=$(nproc)
 root=$PWD/build
 
 step "release build"
-cmake -S . -B "$root/release" -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_INSTALL_PREFIX="$root/install" >/dev/null
+cmake -S . -B "$root/release" -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_INSTALL_PREFIX="$root/install" \
+  -DTRINE_TEST_DEVICES="vulkan:0" >/dev/null
 cmake --build "$root/release" -j "$jobs"
 
 step "release tests"

@@ -191,7 +191,7 @@ void check_op(OpKind op, const std::vector<Tensor>& inputs, const OpParams& para
   const ref::Array got = ref::from_tensor(out);
   REQUIRE(got.data.size() == expect.data.size());
   const ref::Comparison c = ref::compare(got.data, expect);
-  const double bound = ref::error_bound(op, params, expect.terms);
+  const double bound = ref::error_bound(op, params, expect.terms) * ref::device_math_factor(out.device().kind);
   log_error(op, expect.terms, c.error, bound, label);
   // CHECK, not REQUIRE: the case is over either way, and the test case goes on to its next cases,
   // so one run reports every case above its bound.

@@ -191,9 +191,10 @@ class CudaBackend final : public detail::Backend {
     }
     const int index = device_of(s.entries);
     auto& d = device(index);
+    std::vector<InFlight> finished;  // destroyed after the lock is released: freeing storage takes it
     std::lock_guard<std::mutex> lock(mu_);
     current(d);
-    reap_locked();
+    reap_locked(finished);
     ++stats_.submissions;
     std::size_t i = 0;
     try {
@@ -213,12 +214,13 @@ class CudaBackend final : public detail::Backend {
   }
 
   void synchronize() override {
+    std::vector<InFlight> finished;
     std::lock_guard<std::mutex> lock(mu_);
     for (auto& d : devices_) {
       current(d);
       api_.cuStreamSynchronize(d.stream);
     }
-    reap_locked();
+    reap_locked(finished);
   }
 
   TransferStats transfer_stats() const noexcept override {
@@ -286,9 +288,13 @@ class CudaBackend final : public detail::Backend {
     }
   }
 
-  // Drops the submissions whose end the stream has passed (in order: the stream is FIFO).
-  void reap_locked() {
-    while (!in_flight_.empty() && in_flight_.front().done->poll()) in_flight_.pop_front();
+  // Moves the submissions whose end the stream has passed (in order: the stream is FIFO) to
+  // `finished`, for the caller to drop once it has released the lock.
+  void reap_locked(std::vector<InFlight>& finished) {
+    while (!in_flight_.empty() && in_flight_.front().done->poll()) {
+      finished.push_back(std::move(in_flight_.front()));
+      in_flight_.pop_front();
+    }
   }
 
   DriverProvider provider_;

@@ -1,0 +1,134 @@
+// The cuda_ptx backend end to end on the PTX emulator (ctest sets TRINE_CUDA_EMULATOR=1): the
+// generated kernels, launched through the Driver API table, against the reference oracle on small
+// shapes with partial tiles; the ops not wired yet refused as unsupported; a batch's transfers.
+#include <catch2/catch.hpp>
+
+#include <string>
+#include <vector>
+
+#include "tests/harness.hpp"
+#include "trine/trine.hpp"
+
+using namespace trine;
+
+namespace {
+
+const Device k_cuda{DeviceKind::cuda, 0};
+
+// Not a skip: without the emulator (or a GPU) this fails with the reason.
+void require_cuda() {
+  for (const auto& s : backend_status()) {
+    if (s.kind != DeviceKind::cuda) continue;
+    INFO("cuda backend: " << s.reason);
+    REQUIRE(s.available);
+  }
+}
+
+Tensor in(const Shape& s, std::uint64_t seed, DType t = DType::f32, float lo = -1, float hi = 1) {
+  return test::make_input(s, seed, test::View::contiguous, t, lo, hi, k_cuda);
+}
+
+std::string label(const std::vector<Tensor>& v) {
+  std::string s;
+  for (const auto& t : v) s += (t.defined() ? t.str() : std::string("none")) + " ";
+  return s;
+}
+
+void check(OpKind op, const std::vector<Tensor>& inputs, const OpParams& p) {
+  test::check_op(op, inputs, p, label(inputs) + "on the emulator");
+}
+
+}  // namespace
+
+TEST_CASE("cuda: element-wise, broadcast, bias_act, casts", "[cuda]") {
+  require_cuda();
+  for (std::int64_t n : {1, 7, 257, 1000}) {
+    for (OpKind op : {OpKind::relu, OpKind::sigmoid, OpKind::tanh, OpKind::silu, OpKind::gelu, OpKind::gelu_tanh,
+                      OpKind::elu, OpKind::leaky_relu}) {
+      check(op, {in({n}, 1, DType::f32, -6, 6)}, op == OpKind::leaky_relu ? ActParams{0.1f, 0} : ActParams{1.0f, 0});
+    }
+    check(OpKind::clip, {in({n}, 2)}, ActParams{-0.5f, 0.5f});
+    check(OpKind::scale, {in({n}, 3)}, ScaleParams{2.0f, -1.0f});
+  }
+  for (OpKind op : {OpKind::add, OpKind::sub, OpKind::mul, OpKind::div}) {
+    check(op, {in({31, 33}, 4), in({31, 33}, 5, DType::f32, 0.5f, 2)}, NoParams{});
+    check(op, {in({2, 1, 5, 7}, 6), in({3, 1, 7}, 7, DType::f32, 0.5f, 2)}, NoParams{});
+  }
+  check(OpKind::bias_act, {in({5, 33}, 8), in({33}, 9)}, BiasActParams{Activation::gelu, 0, 0});
+  for (DType from : {DType::f32, DType::f16, DType::bf16})
+    for (DType to : {DType::f32, DType::f16, DType::bf16}) check(OpKind::cast, {in({129}, 10, from)}, CastParams{to});
+  check(OpKind::copy, {in({3, 5}, 11)}, NoParams{});
+}
+
+TEST_CASE("cuda: reductions, softmax, norms, gemv", "[cuda]") {
+  require_cuda();
+  for (OpKind op : {OpKind::sum, OpKind::mean, OpKind::max}) {
+    check(op, {in({3, 37, 5}, 12)}, ReduceParams{1, false});  // the column form
+    check(op, {in({9, 300}, 13)}, ReduceParams{-1, true});    // the row form
+  }
+  for (OpKind op : {OpKind::softmax, OpKind::log_softmax}) {
+    check(op, {in({5, 77}, 14, DType::f32, -8, 8)}, AxisParams{-1});
+    check(op, {in({7, 6, 3}, 15, DType::f32, -8, 8)}, AxisParams{1});
+  }
+  const Tensor x = in({6, 45}, 16, DType::f32, -3, 5), g = in({45}, 17), b = in({45}, 18);
+  check(OpKind::layernorm, {x, g, b}, NormParams{1e-5f});
+  check(OpKind::rmsnorm, {x, g}, NormParams{1e-6f});
+  check(OpKind::gemv, {in({37, 61}, 19), in({61}, 20)}, GemvParams{false});
+  check(OpKind::gemv, {in({61, 37}, 21), in({61}, 22)}, GemvParams{true});
+}
+
+TEST_CASE("cuda: matmul (tiled, tensor-core, batched), conv2d, attention", "[cuda]") {
+  require_cuda();
+  check(OpKind::matmul, {in({70, 33}, 23), in({33, 66}, 24)}, MatmulParams{});
+  check(OpKind::matmul, {in({2, 3, 17, 9}, 25), in({9, 5}, 26)}, MatmulParams{});
+  check(OpKind::matmul, {in({33, 70}, 27), in({66, 33}, 28)}, MatmulParams{true, true});
+  // f16 and bf16 with row-major operands: the mma.sync kernel on the emulated sm_80
+  check(OpKind::matmul, {in({72, 40}, 29, DType::f16), in({40, 80}, 30, DType::f16)}, MatmulParams{});
+  check(OpKind::matmul, {in({65, 48}, 31, DType::bf16), in({48, 70}, 32, DType::bf16)}, MatmulParams{});
+  check(OpKind::conv2d, {in({1, 3, 9, 11}, 33), in({4, 3, 3, 3}, 34), in({4}, 35)}, Conv2dParams{1, 1, 1, 1});
+  check(OpKind::conv2d, {in({1, 4, 8, 8}, 36), in({4, 2, 3, 3}, 37), Tensor()}, Conv2dParams{2, 1, 1, 2});
+  check(OpKind::attention, {in({1, 9, 64}, 38), in({1, 13, 64}, 39), in({1, 13, 64}, 40)}, AttentionParams{true, 0});
+  check(OpKind::attention, {in({2, 5, 64}, 41), in({2, 5, 64}, 42), in({2, 5, 64}, 43)}, AttentionParams{false, 0});
+}
+
+TEST_CASE("cuda: calls with no kernel wired yet are refused, never wrong", "[cuda]") {
+  require_cuda();
+  auto unsupported = [](auto&& f) {
+    try {
+      f();
+      FAIL("expected Error(unsupported)");
+    } catch (const Error& e) {
+      INFO(e.what());
+      CHECK(e.code() == ErrorCode::unsupported);
+      CHECK(std::string(e.what()).find("cuda:0") != std::string::npos);
+    }
+  };
+  unsupported([] { dot(in({8}, 44), in({8}, 45)); });
+  unsupported([] { rope(in({2, 4, 8}, 46)); });
+  unsupported([] { relu(in({8, 6}, 47).transpose()); });
+  unsupported([] { attention(in({1, 4, 32}, 48), in({1, 4, 32}, 49), in({1, 4, 32}, 50)); });
+  CHECK(relu(in({4}, 51)).numel() == 4);  // the device works after
+}
+
+TEST_CASE("cuda: a batch is one submission with one upload and one readback; async chains", "[cuda]") {
+  require_cuda();
+  std::vector<float> host(300);
+  for (std::size_t i = 0; i < host.size(); ++i) host[i] = static_cast<float>(i % 17) - 8.0f;
+  Batch batch(k_cuda);
+  Tensor t = batch.upload(host, {300});
+  for (int i = 0; i < 8; ++i) t = i % 2 ? relu(t) : scale(t, 0.5f, 1.0f);
+  BatchRead out = batch.read(t);
+  const TransferStats before = transfer_stats(k_cuda);
+  batch.run();
+  const TransferStats after = transfer_stats(k_cuda);
+  CHECK(after.uploads - before.uploads == 1);
+  CHECK(after.readbacks - before.readbacks == 1);
+  CHECK(after.submissions - before.submissions == 1);
+  std::vector<float> expect = host;
+  for (int i = 0; i < 8; ++i)
+    for (auto& v : expect) v = i % 2 ? (v > 0 ? v : 0.0f) : 0.5f * v + 1.0f;
+  CHECK(out.get() == expect);
+
+  Future<Tensor> f = async::relu(async::matmul(in({20, 30}, 52), in({30, 10}, 53)));
+  CHECK(f.get().to_vector().size() == 200);
+}
