@@ -9,6 +9,7 @@
 #include <xsimd/config/xsimd_cpuid.hpp>
 
 #include "backends/backend.hpp"
+#include "backends/entries.hpp"
 #include "backends/cpu_simd/execute.hpp"
 #include "tensor/storage.hpp"
 #include "backends/cpu_simd/thread_pool.hpp"
@@ -17,6 +18,10 @@
 
 namespace trine::cpu {
 namespace {
+
+using detail::entry_error;
+using detail::entry_name;
+using detail::failed_dependency;
 
 // Every allocation is [header | front guard | data | back guard]; the header keeps the size.
 constexpr std::size_t k_align = 64;
@@ -102,31 +107,7 @@ bool is_tiny(const std::vector<detail::Entry>& entries) {
   return flops < k_inline_flops && bytes < k_inline_bytes;
 }
 
-const char* entry_name(const detail::Entry& e) {
-  switch (e.index()) {
-    case 0: return op_info(std::get<detail::OpCall>(e).op).name;
-    case 1: return "upload";
-    case 2: return "readback";
-    default: return "device_copy";
-  }
-}
 
-// The first failed completion among `waits` as this work's error, or null.
-std::exception_ptr failed_dependency(std::span<const std::shared_ptr<detail::Completion>> waits, const char* what) {
-  for (const auto& w : waits) {
-    if (auto e = w->error()) {
-      try {
-        std::rethrow_exception(e);
-      } catch (const Error& err) {
-        return std::make_exception_ptr(
-            Error(err.code(), std::string("[") + what + "] an input comes from work that failed: " + err.what()));
-      } catch (...) {
-        return e;
-      }
-    }
-  }
-  return nullptr;
-}
 
 class CpuBackend final : public detail::Backend {
  public:
@@ -297,11 +278,7 @@ class CpuBackend final : public detail::Backend {
       return nullptr;
     } catch (const Error& e) {
       if (entries.size() == 1) return std::current_exception();
-      const std::string tag = std::string("[") + entry_name(entries[i]) + "]";
-      std::string rest = e.what();
-      if (rest.starts_with(tag + " ")) rest.erase(0, tag.size() + 1);
-      return std::make_exception_ptr(Error(e.code(), tag + " batch entry " + std::to_string(i + 1) + " of " +
-                                                         std::to_string(entries.size()) + ": " + rest));
+      return std::make_exception_ptr(entry_error(entries[i], i, entries.size(), e, Device::cpu()));
     } catch (const std::bad_alloc&) {
       return std::make_exception_ptr(Error(ErrorCode::out_of_memory, std::string("[") + entry_name(entries[i]) +
                                                                          "] out of host memory for temporaries"));

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "backends/backend.hpp"
+#include "backends/entries.hpp"
 #include "backends/cuda_ptx/cuda_launch.hpp"
 #include "backends/cuda_ptx/driver/driver_api.hpp"
 #include "backends/cuda_ptx/driver/check.hpp"
@@ -184,12 +185,12 @@ class CudaBackend final : public detail::Backend {
       if (dynamic_cast<CudaCompletion*>(w.get())) continue;  // ordered by the stream already
       try {
         w->wait();
-      } catch (const Error& e) {
-        return detail::completed(std::make_exception_ptr(
-            Error(e.code(), std::string("[cuda] an input comes from work that failed: ") + e.what())));
+      } catch (...) {  // reported just below
       }
     }
-    const int index = device_of(s.entries);
+    if (auto e = detail::failed_dependency(waits, s.entries.empty() ? "cuda" : detail::entry_name(s.entries.front())))
+      return detail::completed(e);
+    const int index = s.entries.empty() ? 0 : detail::device_of(s.entries.front());
     auto& d = device(index);
     std::vector<InFlight> finished;  // destroyed after the lock is released: freeing storage takes it
     std::lock_guard<std::mutex> lock(mu_);
@@ -200,10 +201,8 @@ class CudaBackend final : public detail::Backend {
     try {
       for (; i < s.entries.size(); ++i) enqueue(d, s.entries[i]);
     } catch (const Error& e) {
-      if (s.entries.size() == 1) return detail::completed(std::current_exception());
       return detail::completed(std::make_exception_ptr(
-          Error(e.code(), std::string(e.what()) + " (batch entry " + std::to_string(i + 1) + " of " +
-                              std::to_string(s.entries.size()) + ")")));
+          detail::entry_error(s.entries[i], i, s.entries.size(), e, Device{DeviceKind::cuda, index})));
     }
     CUevent event = nullptr;
     check(api_.cuEventCreate(&event, CU_EVENT_DISABLE_TIMING), "cuEventCreate", "submit");
@@ -242,17 +241,7 @@ class CudaBackend final : public detail::Backend {
 
   void check(CUresult r, const char* call, const char* what) const { check_driver(&api_, r, what, call); }
 
-  static int device_of(const std::vector<detail::Entry>& entries) {
-    for (const auto& e : entries) {
-      switch (e.index()) {
-        case 0: return std::get<detail::OpCall>(e).output.device().index;
-        case 1: return std::get<detail::Upload>(e).dst->device().index;
-        case 2: return std::get<detail::Readback>(e).src->device().index;
-        default: return std::get<detail::DeviceCopy>(e).dst->device().index;
-      }
-    }
-    return 0;
-  }
+
 
   void enqueue(DeviceState& d, const detail::Entry& e) {
     switch (e.index()) {

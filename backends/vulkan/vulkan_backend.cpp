@@ -11,6 +11,7 @@
 #include <thread>
 
 #include "backends/backend.hpp"
+#include "backends/entries.hpp"
 #include "backends/vulkan/completion.hpp"
 #include "backends/vulkan/context.hpp"
 #include "backends/vulkan/memory.hpp"
@@ -28,50 +29,11 @@ class VulkanSubmission final : public detail::Submission {
   int device = 0;
 };
 
-const char* entry_name(const detail::Entry& e) {
-  switch (e.index()) {
-    case 0: return op_info(std::get<detail::OpCall>(e).op).name;
-    case 1: return "upload";
-    case 2: return "readback";
-    default: return "device_copy";
-  }
-}
 
-int device_of(const detail::Entry& e) {
-  switch (e.index()) {
-    case 0: return std::get<detail::OpCall>(e).output.device().index;
-    case 1: return std::get<detail::Upload>(e).dst->device().index;
-    case 2: return std::get<detail::Readback>(e).src->device().index;
-    default: return std::get<detail::DeviceCopy>(e).dst->device().index;
-  }
-}
 
 Allocation* alloc_of(const detail::Storage& s) { return static_cast<Allocation*>(s.handle()); }
 
-// Error `e` of entry i of n, named the way the cpu backend names it.
-Error entry_error(const detail::Entry& entry, std::size_t i, std::size_t n, const Error& e) {
-  const std::string tag = std::string("[") + entry_name(entry) + "]";
-  std::string rest = e.what();
-  if (rest.starts_with(tag + " ")) rest.erase(0, tag.size() + 1);
-  if (n == 1) return Error(e.code(), tag + " on vulkan: " + rest);
-  return Error(e.code(), tag + " batch entry " + std::to_string(i + 1) + " of " + std::to_string(n) + ": " + rest);
-}
 
-std::exception_ptr failed_dependency(std::span<const std::shared_ptr<detail::Completion>> waits, const char* what) {
-  for (const auto& w : waits) {
-    if (auto e = w->error()) {
-      try {
-        std::rethrow_exception(e);
-      } catch (const Error& err) {
-        return std::make_exception_ptr(
-            Error(err.code(), std::string("[") + what + "] an input comes from work that failed: " + err.what()));
-      } catch (...) {
-        return e;
-      }
-    }
-  }
-  return nullptr;
-}
 
 class VulkanBackend final : public detail::Backend {
  public:
@@ -235,7 +197,8 @@ class VulkanBackend final : public detail::Backend {
       done->submitted(value, rec.take_state(), std::move(entries), late);
     } catch (const Error& e) {
       done->finished(nullptr, std::make_exception_ptr(entry_error(entries[std::min(i, entries.size() - 1)],
-                                                                  std::min(i, entries.size() - 1), entries.size(), e)));
+                                                                  std::min(i, entries.size() - 1), entries.size(), e,
+                                                                  Device{DeviceKind::vulkan, detail::device_of(entries.front())})));
     } catch (const std::exception& e) {
       done->finished(
           nullptr, std::make_exception_ptr(Error(

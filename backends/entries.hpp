@@ -1,0 +1,27 @@
+// What every backend says about the entries of a submission: their names, their device, and the
+// errors that name the failing entry (and its position in a batch) or the failed work it waited for.
+#pragma once
+
+#include <cstddef>
+#include <exception>
+#include <memory>
+#include <span>
+
+#include "backends/backend.hpp"
+#include "trine/error.hpp"
+
+namespace trine::detail {
+
+// The op's name ("relu"), or "upload", "readback", "device_copy".
+const char* entry_name(const Entry& e) noexcept;
+// The index of the device the entry runs on (its output's, or its destination's).
+int device_of(const Entry& e) noexcept;
+// `e`, raised by entry i of n, as the submission's error: "[relu] on cuda:0: ..." for a single
+// entry, "[relu] batch entry 3 of 10: ..." in a batch (a leading "[relu] " of e's message is not
+// repeated).
+Error entry_error(const Entry& entry, std::size_t i, std::size_t n, const Error& e, Device device);
+// The first failed completion among `waits` as this work's error ("[what] an input comes from work
+// that failed: ..."), or null. Only call it once every wait has finished.
+std::exception_ptr failed_dependency(std::span<const std::shared_ptr<Completion>> waits, const char* what);
+
+}  // namespace trine::detail
