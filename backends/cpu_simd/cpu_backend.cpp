@@ -118,7 +118,8 @@ class CpuBackend final : public detail::Backend {
   std::vector<DeviceInfo> devices() const override {
     const auto& c = isa_choice();
     return {DeviceInfo{Device::cpu(), "cpu (" + c.name + ", " + std::to_string(thread_count()) + " threads)",
-                       "isa=" + c.name + " (" + c.reason + "); threads=" + std::to_string(thread_count())}};
+                       "isa=" + c.name + " (" + c.reason + "); threads=" + std::to_string(thread_count()), false,
+                       "trine cpu_simd " + c.name}};
   }
 
   void* allocate(int index, std::size_t bytes) override {

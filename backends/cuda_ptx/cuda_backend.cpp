@@ -135,7 +135,8 @@ class CudaBackend final : public detail::Backend {
                      d.name + (provider_.emulated ? " (emulated, software)" : ""),
                      "sm_" + std::to_string(d.sm) + "; " + std::to_string(d.multiprocessors) + " SMs; " +
                          std::to_string(d.shared_per_block / 1024) + " KiB shared/block; " +
-                         std::to_string(d.total_memory >> 20) + " MiB; driver: " + provider_.name});
+                         std::to_string(d.total_memory >> 20) + " MiB; driver: " + provider_.name,
+                     provider_.emulated, provider_.name});
     }
     return out;
   }

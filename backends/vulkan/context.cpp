@@ -85,6 +85,10 @@ DeviceCaps read_caps(const vk::raii::PhysicalDevice& pd) {
   c.name = p.deviceName.data();
   c.type = p.deviceType;
   c.software = p.deviceType == vk::PhysicalDeviceType::eCpu;
+  {
+    const auto& dp = props.get<vk::PhysicalDeviceDriverProperties>();
+    c.driver = std::string(dp.driverName.data()) + " " + dp.driverInfo.data() + " (" + std::to_string(p.driverVersion) + ")";
+  }
   c.api_version = p.apiVersion;
   c.subgroup_size = sg.subgroupSize;
   // Half of llvmpipe's 65535, leaving room for the shaders' short loops around the long one.
@@ -269,7 +273,7 @@ Instance::Instance() {
   for (std::size_t i = 0; i < physical_.size(); ++i) {
     DeviceCaps c = read_caps(physical_[i]);
     const int index = static_cast<int>(i);
-    infos_.push_back({Device{DeviceKind::vulkan, index}, c.name, capability_line(c)});
+    infos_.push_back({Device{DeviceKind::vulkan, index}, c.name, capability_line(c), c.software, c.driver});
     caps_.push_back(std::move(c));
     devices_.emplace_back();
     once_.push_back(std::make_unique<std::once_flag>());

@@ -22,6 +22,7 @@ namespace trine::vulkan {
 struct DeviceCaps {
   std::string name;
   vk::PhysicalDeviceType type = vk::PhysicalDeviceType::eOther;
+  std::string driver;     // driver name, info and version, for DeviceInfo::driver
   bool software = false;  // device type CPU (lavapipe): never chosen automatically unless opted in
   std::uint32_t api_version = 0;
   std::uint32_t subgroup_size = 0;

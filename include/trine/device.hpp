@@ -26,6 +26,12 @@ struct DeviceInfo {
   Device device;
   std::string name;          // e.g. "Intel Xeon (avx512, 2 threads)"
   std::string capabilities;  // one line, backend-specific
+  // A device that computes in software on the host's CPU (lavapipe, the PTX emulator): listed and
+  // usable when pinned, but a candidate for automatic placement only on opt-in (trine/dispatch.hpp).
+  bool software = false;
+  // Driver identity and version ("Mesa llvmpipe 22.3.6", "CUDA driver 13000"); a calibration
+  // profile made under another driver is stale.
+  std::string driver;
 };
 
 // The devices this machine has and this build can use, cpu first.
