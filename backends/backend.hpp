@@ -5,7 +5,9 @@
 //   -> run_op(OpKind::relu, {x}, params)
 //   -> infer_op(...)                    dispatch/op_table.cpp: every shape/dtype/param check, in one
 //                                       place, before any backend is asked; gives the output shape
-//   -> Backend::supports(call)          the backend of the inputs' device; false = Error(unsupported)
+//   -> place_call(...)                  dispatch/dispatcher.cpp: the pinned device, or the cheapest
+//                                       by the cost model; inputs elsewhere are moved there
+//   -> Backend::supports(call)          the chosen device's backend; false = Error(unsupported)
 //   -> submit_entries(...)              tensor/submit.cpp: collects the completions the call must
 //                                       wait for from its storages, Backend::encode + submit, and
 //                                       records the new completion on them
@@ -44,6 +46,9 @@ struct Upload {
   std::size_t offset = 0;
   const void* src = nullptr;
   std::size_t bytes = 0;
+  // Set when `src` is the memory of a host storage (the cpu's, when the dispatcher moves a tensor):
+  // the upload is then ordered after that storage's writer and keeps it alive.
+  std::shared_ptr<Storage> src_storage;
 };
 
 // [offset, offset + bytes) of `src` -> host memory `dst`, valid until the submission completes.
@@ -52,6 +57,8 @@ struct Readback {
   std::size_t offset = 0;
   void* dst = nullptr;
   std::size_t bytes = 0;
+  // Set when `dst` is the memory of a host storage: the readback is its writer and keeps it alive.
+  std::shared_ptr<Storage> dst_storage;
 };
 
 // Between two storages of the same backend.

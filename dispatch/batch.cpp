@@ -1,9 +1,11 @@
 // trine::Batch: recording (through run_op), placement on the first run, and replay.
 #include <chrono>
+#include <cstdio>
 #include <cstring>
 #include <string>
 
 #include "dispatch/batch_record.hpp"
+#include "dispatch/dispatcher.hpp"
 #include "dispatch/op_table.hpp"
 #include "tensor/memory_cache.hpp"
 #include "tensor/submit.hpp"
@@ -17,7 +19,7 @@ std::size_t bytes_of(const Shape& s, DType t) { return static_cast<std::size_t>(
 
 // A storage with no memory yet, recorded in `batch`; the first run places it.
 std::shared_ptr<Storage> recorded_storage(const std::shared_ptr<BatchRecord>& batch, std::size_t bytes) {
-  auto s = std::make_shared<Storage>(batch->backend, batch->device, nullptr, bytes);
+  auto s = std::make_shared<Storage>(batch->pinned ? batch->backend : nullptr, batch->device, nullptr, bytes);
   s->set_recording(batch);
   batch->storages.push_back(s);
   return s;
@@ -44,20 +46,110 @@ void encode_floats(std::span<const float> data, DType dtype, std::vector<unsigne
 
 std::string entry_label(std::size_t i) { return "batch entry " + std::to_string(i + 1); }
 
-// Gives every recorded storage its memory; on failure frees what this attempt placed, so the batch
-// can be run again (with less memory in use elsewhere).
+// A batch's own storage (recorded by it) as opposed to an eager tensor mixed in.
+bool recorded_here(const BatchRecord& b, const Tensor& t) {
+  if (!t.defined()) return false;
+  for (const auto& s : b.storages)
+    if (s == t.storage()) return true;
+  return false;
+}
+
+// The device an automatic batch runs on: a device its eager inputs are pinned to, else the device
+// with the lowest predicted time for the whole batch (every upload, op, read, and each eager input
+// moved once), among the candidates that run every op.
+Device choose_device(BatchRecord& b) {
+  std::optional<Device> pin;
+  for (const auto& e : b.entries) {
+    const auto* call = std::get_if<OpCall>(&e);
+    if (!call) continue;
+    for (const auto& t : call->inputs) {
+      if (!t.defined() || !t.pinned() || recorded_here(b, t)) continue;
+      if (pin && !(*pin == t.device())) {
+        throw Error(ErrorCode::invalid_argument, "[batch] its ops use tensors pinned to " + pin->str() + " and to " +
+                                                     t.device().str() + "; a batch runs on one device");
+      }
+      pin = t.device();
+    }
+  }
+  if (pin) return *pin;
+  const dispatch::Profile& profile = dispatch::active_profile();
+  std::optional<Device> best;
+  double best_s = 0;
+  std::string log;
+  for (const auto& slot : backend_slots()) {
+    for (const auto& info : slot.devices) {
+      const Device d = info.device;
+      std::string why_not;
+      if (!slot.backend) {
+        why_not = "backend unavailable";
+      } else if (!dispatch::software_allowed(d)) {
+        why_not = "software device; opt in with TRINE_ALLOW_SOFTWARE=1";
+      }
+      double total = 0;
+      for (std::size_t i = 0; i < b.entries.size() && why_not.empty(); ++i) {
+        std::visit(
+            [&](const auto& x) {
+              using T = std::decay_t<decltype(x)>;
+              if constexpr (std::is_same_v<T, OpCall>) {
+                if (!runs_on(*slot.backend, d, x)) {
+                  why_not = std::string("does not run ") + op_info(x.op).name + " (" + entry_label(i) + ")";
+                  return;
+                }
+                total += dispatch::predict_compute(profile, d, x.op, x.cost);
+                for (const auto& t : x.inputs) {
+                  if (!t.defined() || recorded_here(b, t)) continue;
+                  total += dispatch::predict_transfer(profile, t.device(), d,
+                                                      static_cast<double>(t.numel()) * dtype_size(t.dtype()));
+                }
+              } else if constexpr (std::is_same_v<T, Upload>) {
+                total += dispatch::predict_transfer(profile, Device::cpu(), d, static_cast<double>(x.bytes));
+              } else if constexpr (std::is_same_v<T, Readback>) {
+                total += dispatch::predict_transfer(profile, d, Device::cpu(), static_cast<double>(x.bytes));
+              }
+            },
+            b.entries[i]);
+      }
+      log += " | " + d.str() + ": " + (why_not.empty() ? format_seconds(total) : "not a candidate (" + why_not + ")");
+      if (why_not.empty() && (!best || total < best_s)) {
+        best = d;
+        best_s = total;
+      }
+    }
+  }
+  if (!best) throw Error(ErrorCode::unsupported, "[batch] no device runs every op of this batch:" + log);
+  if (log_dispatch()) {
+    std::fprintf(stderr, "trine dispatch: [batch] %zu entries -> %s (cheapest for the whole batch)%s\n",
+                 b.entries.size(), best->str().c_str(), log.c_str());
+  }
+  return *best;
+}
+
+// Gives every recorded storage its device and memory (an automatic batch chooses its device first,
+// and moves the eager tensors it uses there once); on failure frees what this attempt placed, so
+// the batch can be run again (with less memory in use elsewhere).
 void place(BatchRecord& b) {
+  if (!b.pinned) {
+    b.device = choose_device(b);
+    b.backend = &backend_for(b.device, "batch");
+  }
   std::size_t done = 0;
   try {
     for (; done < b.storages.size(); ++done) {
       auto& s = *b.storages[done];
-      s.place(b.backend, cached_allocate(*b.backend, b.device, s.bytes()));
+      s.place(b.backend, b.device, cached_allocate(*b.backend, b.device, s.bytes()));
+    }
+    for (auto& e : b.entries) {
+      auto* call = std::get_if<OpCall>(&e);
+      if (!call) continue;
+      for (auto& t : call->inputs) {
+        if (t.defined() && !(t.device() == b.device)) t = move_tensor(t, b.device, false, "batch");
+      }
     }
   } catch (const Error& e) {
     for (std::size_t i = 0; i < done; ++i) {
       auto& s = *b.storages[i];
       cached_deallocate(*b.backend, b.device, s.handle(), s.bytes());
-      s.place(b.backend, nullptr);
+      s.place(b.pinned ? b.backend : nullptr, b.device, nullptr);
     }
     throw Error(e.code(), std::string("[batch] placing its tensors on ") + b.device.str() + ": " + e.what());
   }
@@ -126,10 +218,22 @@ Tensor record_op(BatchRecord& batch, OpKind op, std::span<const Tensor> inputs, 
     // The output's storage belongs to the batch of the inputs; find that shared_ptr through them.
     std::shared_ptr<BatchRecord> owner = recording_batch(op, inputs);
     auto storage = recorded_storage(owner, bytes_of(shape.shape, shape.dtype));
-    call.output = Tensor(storage, shape.shape, contiguous_strides(shape.shape), 0, shape.dtype);
-    if (!batch.backend->supports(call)) {
-      throw Error(ErrorCode::unsupported, std::string("[") + op_info(op).name + "] is not supported on " +
-                                              batch.device.str() + " for " + describe_call(op, inputs));
+    call.output = Tensor(storage, shape.shape, contiguous_strides(shape.shape), 0, shape.dtype, batch.pinned);
+    if (batch.pinned) {
+      // Eager tensors from elsewhere: pinned ones conflict, the others are moved here once.
+      for (auto& t : call.inputs) {
+        if (!t.defined() || t.device() == batch.device || !t.storage()->handle()) continue;
+        if (t.pinned()) {
+          throw Error(ErrorCode::invalid_argument, std::string("[") + op_info(op).name + "] uses " + t.str() +
+                                                       ", pinned there, in a batch pinned to " + batch.device.str());
+        }
+        t = move_tensor(t, batch.device, false, op_info(op).name);
+      }
+      if (!batch.backend->supports(call)) {
+        throw Error(ErrorCode::unsupported, std::string("[") + op_info(op).name + "] is not supported on " +
+                                                batch.device.str() + " for " + describe_call(op, inputs) +
+                                                " (the batch is pinned there)");
+      }
     }
     Tensor out = call.output;
     batch.entries.emplace_back(std::move(call));
@@ -141,9 +245,11 @@ Tensor record_op(BatchRecord& batch, OpKind op, std::span<const Tensor> inputs, 
 
 }  // namespace detail
 
-Batch::Batch(Device device) : record_(std::make_shared<detail::BatchRecord>()) {
-  record_->device = device;
-  record_->backend = &detail::backend_for(device, "batch");
+Batch::Batch(std::optional<Device> device) : record_(std::make_shared<detail::BatchRecord>()) {
+  if (!device) device = detail::pinned_by_scope();  // a DeviceScope or TRINE_DEVICE pins it too
+  record_->pinned = device.has_value();
+  record_->device = device.value_or(Device::cpu());
+  if (record_->pinned) record_->backend = &detail::backend_for(*device, "batch");
 }
 Batch::~Batch() = default;
 Batch::Batch(Batch&&) noexcept = default;
@@ -164,8 +270,8 @@ Tensor Batch::upload(std::span<const float> data, const Shape& shape, DType dtyp
   auto storage = detail::recorded_storage(record_, detail::bytes_of(shape, dtype));
   b.inputs.push_back({{}, dtype, b.entries.size()});
   detail::encode_floats(data, dtype, b.inputs.back().host);
-  b.entries.emplace_back(detail::Upload{storage, 0, nullptr, storage->bytes()});
-  return Tensor(storage, shape, contiguous_strides(shape), 0, dtype);
+  b.entries.emplace_back(detail::Upload{storage, 0, nullptr, storage->bytes(), {}});
+  return Tensor(storage, shape, contiguous_strides(shape), 0, dtype, b.pinned);
 }
 
 BatchRead Batch::read(const Tensor& t) {
@@ -182,7 +288,7 @@ BatchRead Batch::read(const Tensor& t) {
   r->dtype = t.dtype();
   r->host.resize(detail::bytes_of(t.shape(), t.dtype()));
   b.entries.emplace_back(detail::Readback{src.storage(), static_cast<std::size_t>(src.offset()) * dtype_size(src.dtype()),
-                                          r->host.data(), r->host.size()});
+                                          r->host.data(), r->host.size(), {}});
   b.reads.push_back(r);
   return BatchRead(r);
 }

@@ -18,8 +18,9 @@ struct ReadState {
 };
 
 struct BatchRecord {
-  Device device;
-  Backend* backend = nullptr;
+  Device device;                // pinned: from the start; automatic: chosen when placed
+  bool pinned = false;          // Batch(device), or a DeviceScope / TRINE_DEVICE when it was made
+  Backend* backend = nullptr;   // null until an automatic batch is placed
   std::vector<Entry> entries;                          // uploads, ops and readbacks, in record order
   std::vector<std::shared_ptr<Storage>> storages;      // placed (given memory) by the first run
   struct Input {

@@ -116,10 +116,7 @@ InferredOutput infer_op(OpKind op, std::span<const Tensor> inputs, const OpParam
   for (int i = 0; i < info.min_inputs; ++i) {
     if (!inputs[static_cast<std::size_t>(i)].defined()) c.arg_error("input " + std::to_string(i) + " is undefined");
   }
-  Device dev = inputs[0].device();
-  for (const auto& t : inputs) {
-    if (t.defined() && !(t.device() == dev)) c.arg_error("inputs live on different devices");
-  }
+  // Which device runs the call, and moving inputs there, is the dispatcher's (dispatch/dispatcher.cpp).
 
   switch (op) {
     case OpKind::matmul: {

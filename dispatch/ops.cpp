@@ -5,6 +5,8 @@
 #include "backends/backend.hpp"
 #include "dispatch/batch_record.hpp"
 #include "dispatch/op_table.hpp"
+#include "dispatch/dispatcher.hpp"
+#include "tensor/make.hpp"
 #include "tensor/submit.hpp"
 #include "trine/error.hpp"
 #include "trine/ops.hpp"
@@ -45,6 +47,73 @@ OpCost op_cost(OpKind op, std::span<const Tensor> inputs, const OpParams& params
   return detail::op_cost(op, inputs, params, detail::infer_op(op, inputs, params));
 }
 
+namespace {
+
+// The call on `device`, whose inputs are all there: output allocated, supports() asked, submitted.
+Tensor run_on(const detail::Placement& at, OpKind op, std::span<const Tensor> inputs, const OpParams& params,
+              const detail::InferredOutput& shape) {
+  const char* name = op_info(op).name;
+  detail::Backend& backend = detail::backend_for(at.device, name);
+  std::vector<detail::Entry> entries;
+  entries.reserve(1);
+  auto& call = std::get<detail::OpCall>(entries.emplace_back(std::in_place_type<detail::OpCall>));
+  call.op = op;
+  call.inputs.assign(inputs.begin(), inputs.end());
+  call.params = params;
+  call.output = detail::empty_tensor(shape.shape, shape.dtype, at.device, at.pinned);
+  call.cost = detail::op_cost(op, inputs, params, shape);
+  if (!backend.supports(call)) {
+    throw Error(ErrorCode::unsupported, std::string("[") + name + "] is not supported on " + at.device.str() + " for " +
+                                            detail::describe_call(op, inputs) +
+                                            (at.pinned ? " (the device is pinned: nothing falls back)" : ""));
+  }
+  Tensor out = call.output;
+  // Sync and async are one path: async just does not wait (the Future waits later).
+  const bool wait = !detail::async_mode();
+  auto done = detail::submit_entries(backend, std::move(entries), wait, name);
+  if (wait) done->wait();
+  return out;
+}
+
+std::size_t byte_size(const Tensor& t) { return static_cast<std::size_t>(t.numel()) * dtype_size(t.dtype()); }
+
+unsigned char* host_memory(const Tensor& t) {
+  auto& s = *t.storage();
+  return static_cast<unsigned char*>(s.backend().host_pointer(s.handle()));
+}
+
+}  // namespace
+
+namespace detail {
+
+Tensor move_tensor(const Tensor& t, Device device, bool pinned, const char* op) {
+  if (!t.defined() || t.device() == device) return t;
+  Tensor src = t;
+  if (!src.is_contiguous()) {  // made contiguous where it lives, then moved as one range
+    std::array<Tensor, 1> in{t};
+    InferredOutput shape = infer_op(OpKind::copy, in, NoParams{});
+    src = run_on({t.device(), false}, OpKind::copy, in, NoParams{}, shape);
+  }
+  if (src.device().kind != DeviceKind::cpu && device.kind != DeviceKind::cpu) {  // through the host
+    return move_tensor(move_tensor(src, Device::cpu(), false, op), device, pinned, op);
+  }
+  Tensor dst = empty_tensor(src.shape(), src.dtype(), device, pinned);
+  const std::size_t bytes = byte_size(src);
+  if (bytes == 0) return dst;
+  const std::size_t at = static_cast<std::size_t>(src.offset()) * dtype_size(src.dtype());
+  std::vector<Entry> entries;
+  if (src.device().kind == DeviceKind::cpu) {
+    entries.emplace_back(Upload{dst.storage(), 0, host_memory(src) + at, bytes, src.storage()});
+    submit_entries(backend_for(device, op), std::move(entries), false, op);
+  } else {
+    entries.emplace_back(Readback{src.storage(), at, host_memory(dst), bytes, dst.storage()});
+    submit_entries(backend_for(src.device(), op), std::move(entries), false, op);
+  }
+  return dst;
+}
+
+}  // namespace detail
+
 Tensor run_op(OpKind op, std::span<const Tensor> inputs, const OpParams& params) {
   const char* name = op_info(op).name;
   if (inputs.empty()) throw Error(ErrorCode::invalid_argument, std::string("[") + name + "] called with no inputs");
@@ -57,27 +126,14 @@ Tensor run_op(OpKind op, std::span<const Tensor> inputs, const OpParams& params)
     return detail::record_op(*batch, op, inputs, params);
   }
   detail::InferredOutput shape = detail::infer_op(op, inputs, params);
-  const Device device = inputs[0].device();
-  detail::Backend& backend = detail::backend_for(device, name);
-
-  std::vector<detail::Entry> entries;
-  entries.reserve(1);
-  auto& call = std::get<detail::OpCall>(entries.emplace_back(std::in_place_type<detail::OpCall>));
-  call.op = op;
-  call.inputs.assign(inputs.begin(), inputs.end());
-  call.params = params;
-  call.output = Tensor::empty(shape.shape, shape.dtype, device);
-  call.cost = detail::op_cost(op, inputs, params, shape);
-  if (!backend.supports(call)) {
-    throw Error(ErrorCode::unsupported,
-                std::string("[") + name + "] is not supported on " + device.str() + " for " + detail::describe_call(op, inputs));
-  }
-  Tensor out = call.output;
-  // Sync and async are one path: async just does not wait (the Future waits later).
-  const bool wait = !detail::async_mode();
-  auto done = detail::submit_entries(backend, std::move(entries), wait, name);
-  if (wait) done->wait();
-  return out;
+  const detail::Placement at = detail::place_call(op, inputs, params, shape);
+  bool here = true;
+  for (const auto& t : inputs) here = here && (!t.defined() || t.device() == at.device);
+  if (here) return run_on(at, op, inputs, params, shape);
+  // Inputs elsewhere are moved to the chosen device (not pinned there: they are the call's copies).
+  std::array<Tensor, 3> moved;
+  for (std::size_t i = 0; i < inputs.size(); ++i) moved[i] = detail::move_tensor(inputs[i], at.device, false, name);
+  return run_on(at, op, std::span<const Tensor>(moved.data(), inputs.size()), params, shape);
 }
 
 namespace {

@@ -14,6 +14,8 @@ PACKAGES=(
   libvulkan-dev glslc spirv-tools mesa-vulkan-drivers vulkan-validationlayers vulkan-tools
   # comparison libraries for benches/compare
   libopenblas-dev libeigen3-dev libdnnl-dev
+  # the dispatcher's calibration profile (JSON, header-only, private to the library)
+  nlohmann-json3-dev
 )
 
 missing=()

@@ -13,7 +13,7 @@ std::vector<std::uint8_t> storage_bytes(const Tensor& t) {
   std::vector<std::uint8_t> bytes(storage->bytes());
   if (bytes.empty()) return bytes;  // no copy call with a null destination, whatever the backend
   // One readback of the whole storage, ordered after whatever still writes it.
-  std::vector<detail::Entry> e{detail::Readback{storage, 0, bytes.data(), bytes.size()}};
+  std::vector<detail::Entry> e{detail::Readback{storage, 0, bytes.data(), bytes.size(), {}}};
   detail::submit_entries(storage->backend(), std::move(e), /*caller_waits=*/true, "storage_bytes")->wait();
   return bytes;
 }

@@ -69,7 +69,7 @@ class Storage {
   Storage(const Storage&) = delete;
   Storage& operator=(const Storage&) = delete;
 
-  Backend& backend() const noexcept { return *backend_; }
+  Backend& backend() const noexcept { return *backend_; }  // not before a recorded storage is placed
   Device device() const noexcept { return device_; }
   // Backend-defined (a host pointer on cpu). Null while a batch has recorded but not placed it.
   void* handle() const noexcept { return handle_; }
@@ -87,9 +87,12 @@ class Storage {
   // Batches: the batch that recorded this storage and has not placed it yet (see dispatch/batch.cpp).
   std::shared_ptr<BatchRecord> recording() const noexcept { return recording_.lock(); }
   void set_recording(const std::shared_ptr<BatchRecord>& b) noexcept { recording_ = b; }
-  // Gives a recorded storage its memory when the batch is placed. Called once.
-  void place(Backend* backend, void* handle) noexcept {
+  // Gives a recorded storage its device and memory when the batch is placed (a batch without a
+  // device records storages with no backend yet). Called once; again with a null handle to undo a
+  // placement that failed.
+  void place(Backend* backend, Device device, void* handle) noexcept {
     backend_ = backend;
+    device_ = device;
     handle_ = handle;
   }
 

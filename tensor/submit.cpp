@@ -56,8 +56,10 @@ void collect_uses(const std::vector<Entry>& entries, Uses& uses) {
             add(x.output.storage().get(), true);
           } else if constexpr (std::is_same_v<T, Upload>) {
             add(x.dst.get(), true);
+            add(x.src_storage.get(), false);
           } else if constexpr (std::is_same_v<T, Readback>) {
             add(x.src.get(), false);
+            add(x.dst_storage.get(), true);
           } else {
             add(x.src.get(), false);
             add(x.dst.get(), true);

@@ -10,6 +10,7 @@
 #include <string>
 
 #include "backends/backend.hpp"
+#include "tensor/make.hpp"
 #include "tensor/memory_cache.hpp"
 #include "tensor/submit.hpp"
 #include "trine/error.hpp"
@@ -89,7 +90,7 @@ void fill_generated(const Tensor& t, const char* what, Gen&& gen) {
     const std::size_t c = std::min(chunk, n - i);
     gen(i, c, values.data());
     encode_host(values.data(), c, t.dtype(), bytes.data());
-    std::vector<detail::Entry> e{detail::Upload{t.storage(), i * esz, bytes.data(), c * esz}};
+    std::vector<detail::Entry> e{detail::Upload{t.storage(), i * esz, bytes.data(), c * esz, {}}};
     transfer(storage, e, what);
   }
 }
@@ -141,27 +142,34 @@ int normalize_axis(const char* op, int axis, int rank, const Shape& shape) {
 }  // namespace
 
 Tensor::Tensor(std::shared_ptr<detail::Storage> storage, const Shape& shape, const Strides& strides,
-               std::int64_t offset, DType dtype)
-    : storage_(std::move(storage)), shape_(shape), strides_(strides), offset_(offset), dtype_(dtype) {}
+               std::int64_t offset, DType dtype, bool pinned)
+    : storage_(std::move(storage)), shape_(shape), strides_(strides), offset_(offset), dtype_(dtype), pinned_(pinned) {}
 
-Tensor Tensor::empty(const Shape& shape, DType dtype, Device device) {
+namespace detail {
+Tensor empty_tensor(const Shape& shape, DType dtype, Device device, bool pinned) {
   std::size_t bytes = checked_bytes("empty", shape, dtype, device);
   auto& be = detail::backend_for(device, "empty");
   void* handle = detail::cached_allocate(be, device, bytes);
   auto storage = std::make_shared<detail::Storage>(&be, device, handle, bytes);
-  return Tensor(std::move(storage), shape, contiguous_strides(shape), 0, dtype);
+  return Tensor(std::move(storage), shape, contiguous_strides(shape), 0, dtype, pinned);
+}
+}  // namespace detail
+
+Tensor Tensor::empty(const Shape& shape, DType dtype, std::optional<Device> device) {
+  return detail::empty_tensor(shape, dtype, device.value_or(Device::cpu()), device.has_value());
 }
 
-Tensor Tensor::from(std::span<const float> data, const Shape& shape, DType dtype, Device device) {
-  checked_bytes("from", shape, dtype, device);
+Tensor Tensor::from(std::span<const float> data, const Shape& shape, DType dtype, std::optional<Device> device) {
+  const Device dev = device.value_or(Device::cpu());
+  checked_bytes("from", shape, dtype, dev);
   if (static_cast<std::int64_t>(data.size()) != shape.numel()) {
     throw Error(ErrorCode::invalid_shape, "[from] " + std::to_string(data.size()) + " values for shape " + shape.str() +
-                                              " (" + std::to_string(shape.numel()) + " elements) on " + device.str());
+                                              " (" + std::to_string(shape.numel()) + " elements) on " + dev.str());
   }
   Tensor t = empty(shape, dtype, device);
   if (data.empty()) return t;
   if (dtype == DType::f32) {  // one upload straight from the caller's memory
-    std::vector<detail::Entry> e{detail::Upload{t.storage_, 0, data.data(), data.size() * 4}};
+    std::vector<detail::Entry> e{detail::Upload{t.storage_, 0, data.data(), data.size() * 4, {}}};
     transfer(*t.storage_, e, "from");
     return t;
   }
@@ -171,31 +179,34 @@ Tensor Tensor::from(std::span<const float> data, const Shape& shape, DType dtype
   for (std::size_t i = 0; i < data.size(); i += chunk) {
     const std::size_t c = std::min(chunk, data.size() - i);
     encode_host(data.data() + i, c, dtype, bytes.data());
-    std::vector<detail::Entry> e{detail::Upload{t.storage_, i * esz, bytes.data(), c * esz}};
+    std::vector<detail::Entry> e{detail::Upload{t.storage_, i * esz, bytes.data(), c * esz, {}}};
     transfer(*t.storage_, e, "from");
   }
   return t;
 }
 
-Tensor Tensor::zeros(const Shape& shape, DType dtype, Device device) { return full(shape, 0.0f, dtype, device); }
+Tensor Tensor::zeros(const Shape& shape, DType dtype, std::optional<Device> device) {
+  return full(shape, 0.0f, dtype, device);
+}
 
-Tensor Tensor::full(const Shape& shape, float value, DType dtype, Device device) {
+Tensor Tensor::full(const Shape& shape, float value, DType dtype, std::optional<Device> device) {
   Tensor t = empty(shape, dtype, device);
   fill_generated(t, "full", [&](std::size_t, std::size_t count, float* out) { std::fill_n(out, count, value); });
   return t;
 }
 
-Tensor Tensor::arange(float start, float stop, float step, DType dtype, Device device) {
+Tensor Tensor::arange(float start, float stop, float step, DType dtype, std::optional<Device> device) {
+  const Device dev = device.value_or(Device::cpu());
   if (!(step != 0.0f) || !std::isfinite(start) || !std::isfinite(stop) || !std::isfinite(step)) {
     throw Error(ErrorCode::invalid_argument, "[arange] start, stop and step must be finite and step non-zero (got " +
                                                  std::to_string(start) + ", " + std::to_string(stop) + ", " +
-                                                 std::to_string(step) + ") on " + device.str());
+                                                 std::to_string(step) + ") on " + dev.str());
   }
   const double count = std::ceil((static_cast<double>(stop) - start) / step);
   // 2^56 elements is past any machine's memory; checking here keeps the conversion below defined.
   if (count > 0x1p56) {
     throw Error(ErrorCode::out_of_memory, "[arange] " + std::to_string(count) + " elements of " + dtype_name(dtype) +
-                                              " on " + device.str() + " do not fit in memory");
+                                              " on " + dev.str() + " do not fit in memory");
   }
   const std::int64_t n = count > 0 ? static_cast<std::int64_t>(count) : 0;
   Tensor t = empty(Shape{n}, dtype, device);
@@ -206,10 +217,11 @@ Tensor Tensor::arange(float start, float stop, float step, DType dtype, Device d
   return t;
 }
 
-Tensor Tensor::random(const Shape& shape, std::uint64_t seed, float low, float high, DType dtype, Device device) {
+Tensor Tensor::random(const Shape& shape, std::uint64_t seed, float low, float high, DType dtype, std::optional<Device> device) {
+  const Device dev = device.value_or(Device::cpu());
   if (!(low < high) || !std::isfinite(low) || !std::isfinite(high)) {
     throw Error(ErrorCode::invalid_argument, "[random] needs finite low < high, got [" + std::to_string(low) + ", " +
-                                                 std::to_string(high) + ") for " + describe(shape, dtype, device));
+                                                 std::to_string(high) + ") for " + describe(shape, dtype, dev));
   }
   // The range as the dtype holds it: lo the smallest value >= low, hi the largest < high, so a draw
   // rounded to the dtype never leaves [low, high) (rounding to f16 or bf16 can reach high).
@@ -220,7 +232,7 @@ Tensor Tensor::random(const Shape& shape, std::uint64_t seed, float low, float h
   if (!(lo <= hi)) {
     throw Error(ErrorCode::invalid_argument, "[random] [" + std::to_string(low) + ", " + std::to_string(high) +
                                                  ") holds no " + dtype_name(dtype) + " value, for " +
-                                                 describe(shape, dtype, device));
+                                                 describe(shape, dtype, dev));
   }
   Tensor t = empty(shape, dtype, device);
   const std::uint64_t key = mix(seed);
@@ -253,17 +265,21 @@ std::string Tensor::str() const {
 
 Tensor Tensor::to(Device target) const {
   if (!defined()) throw Error(ErrorCode::invalid_argument, "[to] undefined tensor");
-  if (device() == target) return *this;
+  if (device() == target) {
+    Tensor self = *this;
+    self.pinned_ = true;
+    return self;
+  }
   Tensor src = contiguous();
-  Tensor dst = empty(shape_, dtype_, target);
+  Tensor dst = detail::empty_tensor(shape_, dtype_, target, true);
   const std::size_t bytes = static_cast<std::size_t>(numel()) * dtype_size(dtype_);
   if (bytes == 0) return dst;
   // Through the host: one readback from the source's backend, one upload to the target's.
   std::vector<unsigned char> host(bytes);
   std::vector<detail::Entry> r{
-      detail::Readback{src.storage_, static_cast<std::size_t>(src.offset_) * dtype_size(dtype_), host.data(), bytes}};
+      detail::Readback{src.storage_, static_cast<std::size_t>(src.offset_) * dtype_size(dtype_), host.data(), bytes, {}}};
   transfer(*src.storage_, r, "to");
-  std::vector<detail::Entry> u{detail::Upload{dst.storage_, 0, host.data(), bytes}};
+  std::vector<detail::Entry> u{detail::Upload{dst.storage_, 0, host.data(), bytes, {}}};
   transfer(*dst.storage_, u, "to");
   return dst;
 }
@@ -277,12 +293,12 @@ std::vector<float> Tensor::to_vector() const {
   const std::size_t esz = dtype_size(dtype_);
   const std::size_t at = static_cast<std::size_t>(src.offset_) * esz;
   if (dtype_ == DType::f32) {  // straight into the result
-    std::vector<detail::Entry> e{detail::Readback{src.storage_, at, out.data(), n * 4}};
+    std::vector<detail::Entry> e{detail::Readback{src.storage_, at, out.data(), n * 4, {}}};
     transfer(*src.storage_, e, "to_vector");
     return out;
   }
   std::vector<std::uint16_t> half(n);
-  std::vector<detail::Entry> e{detail::Readback{src.storage_, at, half.data(), n * 2}};
+  std::vector<detail::Entry> e{detail::Readback{src.storage_, at, half.data(), n * 2, {}}};
   transfer(*src.storage_, e, "to_vector");
   for (std::size_t i = 0; i < n; ++i) out[i] = dtype_ == DType::f16 ? f16_to_f32(half[i]) : bf16_to_f32(half[i]);
   return out;
@@ -323,7 +339,7 @@ Tensor Tensor::reshape(const Shape& shape) const {
                                               " elements)");
   }
   Tensor src = contiguous();
-  return Tensor(src.storage_, target, contiguous_strides(target), src.offset_, dtype_);
+  return Tensor(src.storage_, target, contiguous_strides(target), src.offset_, dtype_, pinned_);
 }
 
 Tensor Tensor::slice(int axis, std::int64_t start, std::int64_t stop, std::int64_t step) const {
@@ -342,7 +358,7 @@ Tensor Tensor::slice(int axis, std::int64_t start, std::int64_t stop, std::int64
   Strides st = strides_;
   s[a] = len;
   st[a] = strides_[a] * step;
-  return Tensor(storage_, s, st, offset_ + (len > 0 ? start * strides_[a] : 0), dtype_);
+  return Tensor(storage_, s, st, offset_ + (len > 0 ? start * strides_[a] : 0), dtype_, pinned_);
 }
 
 Tensor Tensor::transpose(int axis0, int axis1) const {
@@ -353,7 +369,7 @@ Tensor Tensor::transpose(int axis0, int axis1) const {
   Strides st = strides_;
   std::swap(s[a], s[b]);
   std::swap(st[a], st[b]);
-  return Tensor(storage_, s, st, offset_, dtype_);
+  return Tensor(storage_, s, st, offset_, dtype_, pinned_);
 }
 
 Tensor Tensor::permute(std::span<const int> order) const {
@@ -373,7 +389,7 @@ Tensor Tensor::permute(std::span<const int> order) const {
     s[i] = shape_[a];
     st[i] = strides_[a];
   }
-  return Tensor(storage_, s, st, offset_, dtype_);
+  return Tensor(storage_, s, st, offset_, dtype_, pinned_);
 }
 
 Tensor Tensor::broadcast_to(const Shape& target) const {
@@ -398,7 +414,7 @@ Tensor Tensor::broadcast_to(const Shape& target) const {
       throw Error(ErrorCode::invalid_shape, "[broadcast_to] cannot broadcast " + str() + " to " + target.str());
     }
   }
-  return Tensor(storage_, s, st, offset_, dtype_);
+  return Tensor(storage_, s, st, offset_, dtype_, pinned_);
 }
 
 }  // namespace trine

@@ -1,6 +1,6 @@
 // Batch: record uploads, ops and reads, then run them as one submission per device.
 //
-//   trine::Batch batch;                                   // on the cpu; Batch(device) elsewhere
+//   trine::Batch batch;                                   // placed at run(); Batch(device) pins it
 //   trine::Tensor x = batch.upload(host, {64, 256});      // recorded, not yet copied
 //   trine::Tensor y = trine::softmax(trine::relu(trine::matmul(x, w)));  // the usual functions
 //   trine::BatchRead out = batch.read(y);
@@ -9,7 +9,8 @@
 //   batch.run({new_host});                                // again with new input data
 //
 // Ops whose inputs come from a batch record into it (eager tensors such as weights may be mixed
-// in; they must live on the batch's device). The first run() or submit() places the batch: its
+// in; one on another device is moved to the batch's device once, unless pinned elsewhere, which is
+// an error). The first run() or submit() places the batch: its
 // tensors get memory and the recording closes; later runs replay it with new inputs. After a run,
 // the batch's tensors hold that run's results and are ordinary tensors for anything else.
 // A Batch is used from one thread at a time; the work it submits is ordered like any other.
@@ -18,6 +19,7 @@
 #include <cstdint>
 #include <initializer_list>
 #include <memory>
+#include <optional>
 #include <span>
 #include <vector>
 
@@ -47,7 +49,10 @@ class BatchRead {
 
 class Batch {
  public:
-  explicit Batch(Device device = Device::cpu());
+  // Without a device the batch is placed automatically when it first runs: on the device with the
+  // lowest predicted time for all of it, transfers counted (trine/dispatch.hpp). With one (or
+  // inside a DeviceScope, or with TRINE_DEVICE set) it is pinned there.
+  explicit Batch(std::optional<Device> device = std::nullopt);
   ~Batch();
   Batch(Batch&&) noexcept;
   Batch& operator=(Batch&&) noexcept;
@@ -67,6 +72,8 @@ class Batch {
   Future<void> submit();
   Future<void> submit(std::initializer_list<std::span<const float>> inputs);
 
+  // The device it runs on: the pinned one, or for an automatic batch the one chosen at its first
+  // run (cpu before that).
   Device device() const;
   // Entries recorded: uploads, ops and reads.
   std::size_t size() const;

@@ -3,6 +3,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <span>
 #include <vector>
 
@@ -21,19 +22,21 @@ class Tensor {
   Tensor() = default;  // undefined: defined() is false
 
   // ---- creation (the data is copied; the result is contiguous) ----
+  // Without a device the tensor lives on the host and is not pinned: the dispatcher places the ops
+  // on it (trine/dispatch.hpp). With a device it lives there and is pinned: ops on it run there.
   // `data` holds shape.numel() floats; they are converted to `dtype` (round to nearest even).
   static Tensor from(std::span<const float> data, const Shape& shape, DType dtype = DType::f32,
-                     Device device = Device::cpu());
-  static Tensor empty(const Shape& shape, DType dtype = DType::f32, Device device = Device::cpu());
-  static Tensor zeros(const Shape& shape, DType dtype = DType::f32, Device device = Device::cpu());
-  static Tensor full(const Shape& shape, float value, DType dtype = DType::f32, Device device = Device::cpu());
+                     std::optional<Device> device = std::nullopt);
+  static Tensor empty(const Shape& shape, DType dtype = DType::f32, std::optional<Device> device = std::nullopt);
+  static Tensor zeros(const Shape& shape, DType dtype = DType::f32, std::optional<Device> device = std::nullopt);
+  static Tensor full(const Shape& shape, float value, DType dtype = DType::f32, std::optional<Device> device = std::nullopt);
   // [start, start+step, ...) up to (not including) stop; rank 1.
   static Tensor arange(float start, float stop, float step = 1.0f, DType dtype = DType::f32,
-                       Device device = Device::cpu());
+                       std::optional<Device> device = std::nullopt);
   // Uniform in [low, high) from a counter-based generator: the same seed gives the same values
   // on every machine and device.
   static Tensor random(const Shape& shape, std::uint64_t seed, float low = -1.0f, float high = 1.0f,
-                       DType dtype = DType::f32, Device device = Device::cpu());
+                       DType dtype = DType::f32, std::optional<Device> device = std::nullopt);
 
   // ---- properties ----
   bool defined() const noexcept { return storage_ != nullptr; }
@@ -48,9 +51,12 @@ class Tensor {
   bool is_contiguous() const noexcept;
   bool shares_storage(const Tensor& other) const noexcept { return storage_ && storage_ == other.storage_; }
   std::string str() const;  // "f32[2, 3] on cpu"
+  // Whether ops on this tensor must run on its device (made with an explicit device, by to(), in a
+  // Batch(device), or computed by a pinned op); views keep it.
+  bool pinned() const noexcept { return pinned_; }
 
   // ---- moving data ----
-  Tensor to(Device device) const;        // copy to another device (self if already there)
+  Tensor to(Device device) const;        // copy to another device, pinned there (self, pinned, if already there)
   Tensor astype(DType dtype) const;      // the cast op
   Tensor contiguous() const;             // self if contiguous, else the copy op
   std::vector<float> to_vector() const;  // row-major, converted to f32, on the host
@@ -72,7 +78,7 @@ class Tensor {
 
   // ---- internal: backends and the dispatcher ----
   Tensor(std::shared_ptr<detail::Storage> storage, const Shape& shape, const Strides& strides, std::int64_t offset,
-         DType dtype);
+         DType dtype, bool pinned = false);
   const std::shared_ptr<detail::Storage>& storage() const noexcept { return storage_; }
 
  private:
@@ -81,6 +87,7 @@ class Tensor {
   Strides strides_;
   std::int64_t offset_ = 0;
   DType dtype_ = DType::f32;
+  bool pinned_ = false;
 };
 
 }  // namespace trine

@@ -1,0 +1,270 @@
+// Calibration: measures each device (fixed cost per call, host<->device transfers, each op over a
+// ladder of sizes with the inputs resident) and fits the cost model's size classes to it.
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <limits>
+#include <string>
+#include <vector>
+
+#include "backends/backend.hpp"
+#include "dispatch/dispatcher.hpp"
+#include "trine/error.hpp"
+#include "trine/version.hpp"
+
+namespace trine::dispatch {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+struct Call {
+  std::vector<Tensor> inputs;
+  OpParams params;
+};
+
+struct Point {
+  OpCost cost;
+  double seconds = 0;
+};
+
+Tensor input(const Shape& s, std::uint64_t seed, Device d) { return Tensor::random(s, seed, -1.0f, 1.0f, DType::f32, d); }
+
+// Ops whose time follows their flops; the rest follow their bytes.
+bool compute_bound(OpKind op) { return op == OpKind::matmul || op == OpKind::conv2d || op == OpKind::attention; }
+
+// The sizes each op is measured at: a ladder over the op's natural size parameter.
+std::vector<std::int64_t> ladder(OpKind op, bool quick) {
+  switch (op) {
+    case OpKind::matmul: return quick ? std::vector<std::int64_t>{8, 32, 128, 384} : std::vector<std::int64_t>{8, 32, 96, 256, 512, 1024};
+    case OpKind::conv2d: return quick ? std::vector<std::int64_t>{4, 16, 48} : std::vector<std::int64_t>{4, 12, 32, 64, 112};
+    case OpKind::attention: return quick ? std::vector<std::int64_t>{8, 64, 256} : std::vector<std::int64_t>{8, 32, 128, 512, 1024};
+    case OpKind::gemv: return quick ? std::vector<std::int64_t>{16, 128, 1024} : std::vector<std::int64_t>{16, 128, 512, 2048, 4096};
+    default:
+      return quick ? std::vector<std::int64_t>{64, 4096, 65536, 1 << 20}
+                   : std::vector<std::int64_t>{64, 1024, 16384, 262144, 1 << 20, 1 << 22, 1 << 24};
+  }
+}
+
+// One call of `op` at size `n` with its inputs on `d`.
+Call make_call(OpKind op, std::int64_t n, Device d) {
+  const std::int64_t cols = std::min<std::int64_t>(n, 1024), rows = std::max<std::int64_t>(1, n / 1024);
+  switch (op) {
+    case OpKind::matmul: return {{input({n, n}, 1, d), input({n, n}, 2, d)}, MatmulParams{}};
+    case OpKind::gemv: return {{input({n, n}, 1, d), input({n}, 2, d)}, GemvParams{}};
+    case OpKind::dot: return {{input({n}, 1, d), input({n}, 2, d)}, NoParams{}};
+    case OpKind::add:
+    case OpKind::sub:
+    case OpKind::mul:
+    case OpKind::div: return {{input({n}, 1, d), input({n}, 2, d)}, NoParams{}};
+    case OpKind::scale: return {{input({n}, 1, d)}, ScaleParams{2.0f, 1.0f}};
+    case OpKind::bias_act: return {{input({rows, cols}, 1, d), input({cols}, 2, d)}, BiasActParams{Activation::gelu}};
+    case OpKind::relu:
+    case OpKind::sigmoid:
+    case OpKind::tanh:
+    case OpKind::silu:
+    case OpKind::gelu:
+    case OpKind::gelu_tanh: return {{input({n}, 1, d)}, ActParams{}};
+    case OpKind::leaky_relu: return {{input({n}, 1, d)}, ActParams{0.01f, 0.0f}};
+    case OpKind::elu: return {{input({n}, 1, d)}, ActParams{1.0f, 0.0f}};
+    case OpKind::clip: return {{input({n}, 1, d)}, ActParams{-0.5f, 0.5f}};
+    case OpKind::softmax:
+    case OpKind::log_softmax: return {{input({rows, cols}, 1, d)}, AxisParams{-1}};
+    case OpKind::layernorm:
+      return {{input({rows, cols}, 1, d), input({cols}, 2, d), input({cols}, 3, d)}, NormParams{}};
+    case OpKind::rmsnorm: return {{input({rows, cols}, 1, d), input({cols}, 2, d)}, NormParams{}};
+    case OpKind::conv2d:
+      return {{input({1, 16, n, n}, 1, d), input({16, 16, 3, 3}, 2, d), Tensor()}, Conv2dParams{1, 1, 1, 1}};
+    case OpKind::attention: {
+      const Shape s{1, 4, n, 64};
+      return {{input(s, 1, d), input(s, 2, d), input(s, 3, d)}, AttentionParams{true, 0.0f}};
+    }
+    case OpKind::rope: return {{input({std::max<std::int64_t>(1, n / 64), 64}, 1, d)}, RopeParams{}};
+    case OpKind::sum:
+    case OpKind::mean:
+    case OpKind::max: return {{input({rows, cols}, 1, d)}, ReduceParams{-1, false}};
+    case OpKind::copy: return {{input({n}, 1, d)}, NoParams{}};
+    case OpKind::cast: return {{input({n}, 1, d)}, CastParams{DType::f16}};
+  }
+  return {};
+}
+
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  return v.empty() ? 0.0 : v[v.size() / 2];
+}
+
+// Median seconds of `f` over enough repetitions to fill ~`budget` (at least 3), after one warm-up
+// whose time is returned in `first`.
+template <class F>
+double time_it(F&& f, double budget, double& first) {
+  auto t0 = Clock::now();
+  f();
+  first = std::chrono::duration<double>(Clock::now() - t0).count();
+  const int reps = static_cast<int>(std::clamp(budget / std::max(first, 1e-7), 3.0, 200.0));
+  std::vector<double> times;
+  times.reserve(static_cast<std::size_t>(reps));
+  for (int i = 0; i < reps; ++i) {
+    auto a = Clock::now();
+    f();
+    times.push_back(std::chrono::duration<double>(Clock::now() - a).count());
+  }
+  return median(std::move(times));
+}
+
+// Fixed cost + bytes / rate through two sizes (the small one sets the fixed cost).
+void fit_line(double small_bytes, double small_s, double big_bytes, double big_s, double& fixed, double& rate) {
+  rate = big_s > small_s ? (big_bytes - small_bytes) / (big_s - small_s) : big_bytes / std::max(big_s, 1e-9);
+  fixed = std::max(0.0, small_s - small_bytes / rate);
+}
+
+// Size classes from the measured points: class i holds point i's rate and reaches halfway (in log
+// size) to the next point.
+std::vector<SizeClass> fit_classes(OpKind op, std::vector<Point> points, double fixed) {
+  std::sort(points.begin(), points.end(), [](const Point& a, const Point& b) {
+    return a.cost.flops + a.cost.bytes < b.cost.flops + b.cost.bytes;
+  });
+  std::vector<SizeClass> out;
+  for (std::size_t i = 0; i < points.size(); ++i) {
+    const Point& p = points[i];
+    const double size = p.cost.flops + p.cost.bytes;
+    SizeClass c;
+    c.fixed_s = std::min(fixed, 0.9 * p.seconds);
+    const double work_s = p.seconds - c.fixed_s;
+    if (compute_bound(op) && p.cost.flops > 0) {
+      c.flops_per_s = p.cost.flops / work_s;
+    } else {
+      c.bytes_per_s = std::max(p.cost.bytes, 1.0) / work_s;
+    }
+    if (i + 1 < points.size()) {
+      const double next = points[i + 1].cost.flops + points[i + 1].cost.bytes;
+      c.upto = std::sqrt(size * next);
+    } else {
+      c.upto = std::numeric_limits<double>::infinity();
+    }
+    if (!out.empty() && !(c.upto > out.back().upto)) continue;  // two points of one size: keep the first
+    out.push_back(c);
+  }
+  return out;
+}
+
+DeviceModel calibrate_device(const DeviceInfo& info, const CalibrateOptions& o,
+                             const std::function<void(const std::string&)>& say) {
+  const Device d = info.device;
+  DeviceModel m;
+  m.device = d.str();
+  m.name = info.name;
+  m.driver = info.driver;
+  m.software = info.software;
+  const double budget = o.quick ? 0.05 : 0.2;
+  double first = 0;
+
+  // The fixed cost of one sync call: relu on 16 floats, resident.
+  {
+    Tensor x = input({16}, 1, d);
+    m.op_fixed_s = time_it([&] { (void)relu(x); }, budget, first);
+    if (say) say(m.device + ": one sync call " + std::to_string(m.op_fixed_s * 1e6) + " us");
+  }
+  // Host <-> device transfers, 4 KiB and 16 MiB (4 MiB quick).
+  if (d.kind != DeviceKind::cpu) {
+    const std::int64_t small = 1024, big = o.quick ? (1 << 20) : (1 << 22);
+    std::vector<float> host(static_cast<std::size_t>(big), 0.5f);
+    double up_small = time_it([&] { (void)Tensor::from(std::span<const float>(host.data(), small), {small}, DType::f32, d); },
+                              budget, first);
+    double up_big = time_it([&] { (void)Tensor::from(host, {big}, DType::f32, d); }, budget, first);
+    fit_line(4.0 * small, up_small, 4.0 * big, up_big, m.upload_fixed_s, m.upload_bytes_per_s);
+    Tensor ts = input({small}, 1, d), tb = input({big}, 2, d);
+    double rb_small = time_it([&] { (void)ts.to_vector(); }, budget, first);
+    double rb_big = time_it([&] { (void)tb.to_vector(); }, budget, first);
+    fit_line(4.0 * small, rb_small, 4.0 * big, rb_big, m.readback_fixed_s, m.readback_bytes_per_s);
+    if (say) {
+      say(m.device + ": upload " + std::to_string(m.upload_bytes_per_s / 1e9) + " GB/s, readback " +
+          std::to_string(m.readback_bytes_per_s / 1e9) + " GB/s");
+    }
+  }
+
+  std::vector<OpKind> ops = o.ops;
+  if (ops.empty())
+    for (std::size_t k = 0; k < TRINE_OP_COUNT; ++k) ops.push_back(static_cast<OpKind>(k));
+  std::vector<double> byte_rates, flop_rates;
+  for (OpKind op : ops) {
+    std::vector<Point> points;
+    double spent = 0;
+    std::string skipped;
+    for (std::int64_t n : ladder(op, o.quick)) {
+      if (spent > o.max_seconds_per_op) {
+        skipped = " (larger sizes skipped: over " + std::to_string(o.max_seconds_per_op) + " s)";
+        break;
+      }
+      auto t0 = Clock::now();
+      try {
+        Call c = make_call(op, n, d);
+        const OpCost cost = op_cost(op, c.inputs, c.params);
+        const double s = time_it([&] { (void)run_op(op, c.inputs, c.params); }, budget, first);
+        points.push_back({cost, s});
+      } catch (const Error& e) {
+        // A device that cannot run the op at this size (unsupported, too large): no point here.
+        skipped = std::string(" (stopped at size ") + std::to_string(n) + ": " + e.what() + ")";
+        break;
+      }
+      spent += std::chrono::duration<double>(Clock::now() - t0).count();
+      if (first > o.max_seconds_per_op / 4) {
+        skipped = " (larger sizes skipped: one call took " + std::to_string(first) + " s)";
+        break;
+      }
+    }
+    if (points.empty()) {
+      if (say) say(m.device + ": " + op_info(op).name + " not measured" + skipped);
+      continue;
+    }
+    auto classes = fit_classes(op, points, m.op_fixed_s);
+    const SizeClass& top = classes.back();
+    if (compute_bound(op)) {
+      if (top.flops_per_s > 0) flop_rates.push_back(top.flops_per_s);
+    } else if (top.bytes_per_s > 0) {
+      byte_rates.push_back(top.bytes_per_s);
+    }
+    if (say) {
+      say(m.device + ": " + op_info(op).name + " " + std::to_string(points.size()) + " sizes, largest " +
+          std::to_string(points.back().seconds * 1e3) + " ms" + skipped);
+    }
+    m.ops[op_info(op).name] = std::move(classes);
+  }
+  // Defaults for ops not measured: the medians of what was.
+  const DeviceModel builtin = [&] {
+    for (const auto& dm : builtin_profile().devices)
+      if (dm.device == m.device) return dm;
+    return DeviceModel{};
+  }();
+  m.bytes_per_s = byte_rates.empty() ? builtin.bytes_per_s : median(byte_rates);
+  m.flops_per_s = flop_rates.empty() ? builtin.flops_per_s : median(flop_rates);
+  return m;
+}
+
+}  // namespace
+
+Profile calibrate(const CalibrateOptions& options, const std::function<void(const std::string&)>& progress) {
+  Profile p = builtin_profile();
+  p.source = "calibrated";
+  p.devices.clear();
+  std::vector<DeviceInfo> infos;
+  for (const auto& s : detail::backend_slots()) {
+    if (!s.backend) continue;
+    for (const auto& info : s.devices) {
+      bool wanted = options.devices.empty();
+      for (const auto& d : options.devices) wanted = wanted || d == info.device;
+      if (wanted) infos.push_back(info);
+    }
+  }
+  for (const auto& d : options.devices) {
+    bool found = false;
+    for (const auto& info : infos) found = found || info.device == d;
+    if (!found) throw Error(ErrorCode::device_unavailable, "[calibrate] device " + d.str() + " is not available here");
+  }
+  for (const auto& info : infos) {
+    if (progress) progress("calibrating " + info.device.str() + " (" + info.name + ")");
+    p.devices.push_back(calibrate_device(info, options, progress));
+  }
+  return p;
+}
+
+}  // namespace trine::dispatch

@@ -1,0 +1,270 @@
+// Where each call runs: pins first (pinned inputs, DeviceScope, TRINE_DEVICE), then the cost model.
+#include "dispatch/dispatcher.hpp"
+
+#include <atomic>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <limits>
+#include <memory>
+#include <string>
+
+#include "backends/backend.hpp"
+#include "trine/error.hpp"
+
+namespace trine {
+namespace detail {
+namespace {
+
+thread_local std::optional<Device> t_scope;
+
+// -1: follow the environment; 0/1: allow_software() said so.
+std::atomic<int> g_software{-1};
+
+bool env_on(const char* name) {
+  const char* v = std::getenv(name);
+  return v && *v && std::strcmp(v, "0") != 0;
+}
+
+struct EnvPin {
+  std::optional<Device> device;
+  std::string error;  // TRINE_DEVICE set to something that is not a device
+};
+
+const EnvPin& env_pin() {
+  static const EnvPin pin = [] {
+    EnvPin p;
+    const char* v = std::getenv("TRINE_DEVICE");
+    if (!v || !*v || std::strcmp(v, "auto") == 0) return p;
+    try {
+      p.device = Device::parse(v);
+    } catch (const Error& e) {
+      p.error = std::string("TRINE_DEVICE=") + v + ": " + e.what();
+    }
+    return p;
+  }();
+  return pin;
+}
+
+}  // namespace
+
+bool log_dispatch() {
+  static const bool on = [] {
+    const char* v = std::getenv("TRINE_LOG");
+    return v && std::strstr(v, "dispatch") != nullptr;
+  }();
+  return on;
+}
+
+std::string format_seconds(double s) {
+  char buf[32];
+  if (s < 1e-3) {
+    std::snprintf(buf, sizeof(buf), "%.1f us", s * 1e6);
+  } else if (s < 1) {
+    std::snprintf(buf, sizeof(buf), "%.2f ms", s * 1e3);
+  } else {
+    std::snprintf(buf, sizeof(buf), "%.2f s", s);
+  }
+  return buf;
+}
+
+namespace {
+
+double bytes_of(const Tensor& t) { return static_cast<double>(t.numel()) * static_cast<double>(dtype_size(t.dtype())); }
+
+// A tensor on `device` with no memory, for asking a backend whether it would run a call.
+Tensor phantom(const Tensor& like, Backend& backend, Device device) {
+  auto s = std::make_shared<Storage>(&backend, device, nullptr, static_cast<std::size_t>(bytes_of(like)));
+  return Tensor(std::move(s), like.shape(), contiguous_strides(like.shape()), 0, like.dtype());
+}
+
+bool all_on(std::span<const Tensor> inputs, Device d) {
+  for (const auto& t : inputs)
+    if (t.defined() && !(t.device() == d)) return false;
+  return true;
+}
+
+void log_decision(OpKind op, std::span<const Tensor> inputs, const dispatch::Decision& d) {
+  std::string line = std::string("trine dispatch: [") + op_info(op).name + "]";
+  for (const auto& t : inputs)
+    if (t.defined()) line += " " + t.str();
+  line += " -> " + d.device.str() + " (" + d.why + ")";
+  for (const auto& c : d.candidates) {
+    line += " | " + c.device.str() + ": ";
+    if (!c.eligible) {
+      line += "not a candidate (" + c.why_not + ")";
+    } else {
+      line += format_seconds(c.total_s) + " = compute " + format_seconds(c.compute_s) + " + transfers " + format_seconds(c.transfer_s);
+    }
+  }
+  std::fprintf(stderr, "%s\n", line.c_str());
+}
+
+}  // namespace
+
+bool runs_on(Backend& backend, Device device, const OpCall& call) {
+  OpCall probe;
+  probe.op = call.op;
+  probe.params = call.params;
+  probe.cost = call.cost;
+  for (const auto& t : call.inputs) {
+    const bool here = t.defined() && t.device() == device && t.storage()->handle();
+    probe.inputs.push_back(!t.defined() || here ? t : phantom(t, backend, device));
+  }
+  probe.output = phantom(call.output, backend, device);
+  return backend.supports(probe);
+}
+
+bool is_software(Device d) {
+  for (const auto& s : backend_slots())
+    for (const auto& info : s.devices)
+      if (info.device == d) return info.software;
+  return false;
+}
+
+std::optional<Device> pinned_by_scope() {
+  if (t_scope) return t_scope;
+  const EnvPin& e = env_pin();
+  if (!e.error.empty()) throw Error(ErrorCode::invalid_argument, "[dispatch] " + e.error);
+  return e.device;
+}
+
+dispatch::Decision estimate_call(OpKind op, std::span<const Tensor> inputs, const OpParams& params,
+                                 const InferredOutput& out) {
+  const dispatch::Profile& profile = dispatch::active_profile();
+  const OpCost cost = op_cost(op, inputs, params, out);
+  const bool from_host = all_on(inputs, Device::cpu());
+  const double out_bytes = static_cast<double>(out.shape.numel()) * static_cast<double>(dtype_size(out.dtype));
+  dispatch::Decision d;
+  d.device = Device::cpu();
+  double best = std::numeric_limits<double>::infinity();
+  int eligible = 0;
+  for (const auto& slot : backend_slots()) {
+    for (const auto& info : slot.devices) {
+      dispatch::Candidate c;
+      c.device = info.device;
+      if (!slot.backend) {
+        c.why_not = "backend unavailable: " + slot.reason;
+      } else if (!dispatch::software_allowed(info.device)) {
+        c.why_not = "software device; opt in with TRINE_ALLOW_SOFTWARE=1";
+      } else {
+        OpCall call;
+        call.op = op;
+        call.params = params;
+        call.cost = cost;
+        call.inputs.assign(inputs.begin(), inputs.end());
+        call.output = Tensor(nullptr, out.shape, contiguous_strides(out.shape), 0, out.dtype);
+        if (!runs_on(*slot.backend, info.device, call)) {
+          c.why_not = "its backend does not run this call";
+        } else {
+          c.eligible = true;
+        }
+      }
+      c.compute_s = dispatch::predict_compute(profile, info.device, op, cost);
+      for (const auto& t : inputs)
+        if (t.defined()) c.transfer_s += dispatch::predict_transfer(profile, t.device(), info.device, bytes_of(t));
+      // Host data in, host data out: the result goes back where the inputs came from.
+      if (from_host) c.transfer_s += dispatch::predict_transfer(profile, info.device, Device::cpu(), out_bytes);
+      c.total_s = c.compute_s + c.transfer_s;
+      if (c.eligible) {
+        ++eligible;
+        if (c.total_s < best) {
+          best = c.total_s;
+          d.device = c.device;
+        }
+      }
+      d.candidates.push_back(std::move(c));
+    }
+  }
+  d.why = eligible ? "cheapest of " + std::to_string(eligible) + " candidate" + (eligible > 1 ? "s" : "") : "no candidate";
+  return d;
+}
+
+Placement place_call(OpKind op, std::span<const Tensor> inputs, const OpParams& params, const InferredOutput& out) {
+  const char* name = op_info(op).name;
+  std::optional<Device> pin;
+  std::size_t pin_input = 0;
+  for (std::size_t i = 0; i < inputs.size(); ++i) {
+    const Tensor& t = inputs[i];
+    if (!t.defined() || !t.pinned()) continue;
+    if (!pin) {
+      pin = t.device();
+      pin_input = i;
+    } else if (!(t.device() == *pin)) {
+      throw Error(ErrorCode::invalid_argument, std::string("[") + name + "] input " + std::to_string(pin_input) +
+                                                   " is pinned to " + pin->str() + " and input " + std::to_string(i) +
+                                                   " to " + t.device().str() +
+                                                   "; move one with .to(device) (inputs: " + describe_call(op, inputs) + ")");
+    }
+  }
+  const std::optional<Device> scope = pinned_by_scope();
+  if (pin && scope && !(*pin == *scope)) {
+    throw Error(ErrorCode::invalid_argument, std::string("[") + name + "] input " + std::to_string(pin_input) +
+                                                 " is pinned to " + pin->str() + " but the calling scope pins " +
+                                                 scope->str() + " (" + (t_scope ? "DeviceScope" : "TRINE_DEVICE") +
+                                                 "); inputs: " + describe_call(op, inputs));
+  }
+  if (pin) return {*pin, true};
+  if (scope) return {*scope, true};
+
+  // Automatic. The common case, one candidate holding every input, needs no estimate.
+  if (!log_dispatch()) {
+    std::optional<Device> only;
+    int eligible = 0;
+    for (const auto& slot : backend_slots()) {
+      if (!slot.backend) continue;
+      for (const auto& info : slot.devices) {
+        if (!dispatch::software_allowed(info.device)) continue;
+        ++eligible;
+        only = info.device;
+      }
+    }
+    if (eligible == 1 && all_on(inputs, *only)) return {*only, false};
+  }
+  dispatch::Decision d = estimate_call(op, inputs, params, out);
+  if (log_dispatch()) log_decision(op, inputs, d);
+  bool any = false;
+  for (const auto& c : d.candidates) any = any || c.eligible;
+  if (!any) {
+    std::string why;
+    for (const auto& c : d.candidates) why += " " + c.device.str() + ": " + c.why_not + ";";
+    throw Error(ErrorCode::unsupported, std::string("[") + name + "] no device runs " + describe_call(op, inputs) + ":" + why);
+  }
+  return {d.device, false};
+}
+
+}  // namespace detail
+
+DeviceScope::DeviceScope(Device device) : previous_(detail::t_scope) {
+  detail::backend_for(device, "DeviceScope");  // an unavailable device fails here, not at the first op
+  detail::t_scope = device;
+}
+DeviceScope::~DeviceScope() { detail::t_scope = previous_; }
+
+namespace dispatch {
+
+void allow_software(bool allow) { detail::g_software.store(allow ? 1 : 0); }
+
+bool software_allowed(Device device) {
+  if (!detail::is_software(device)) return true;
+  const int forced = detail::g_software.load(std::memory_order_relaxed);
+  if (forced >= 0) return forced == 1;
+  if (detail::env_on("TRINE_ALLOW_SOFTWARE")) return true;
+  return device.kind == DeviceKind::vulkan && detail::env_on("TRINE_VULKAN_ALLOW_CPU");
+}
+
+Decision decide(OpKind op, std::span<const Tensor> inputs, const OpParams& params) {
+  if (inputs.empty()) throw Error(ErrorCode::invalid_argument, std::string("[") + op_info(op).name + "] called with no inputs");
+  const detail::InferredOutput out = detail::infer_op(op, inputs, params);
+  Decision d = detail::estimate_call(op, inputs, params, out);
+  const detail::Placement p = detail::place_call(op, inputs, params, out);
+  if (p.pinned) {
+    d.pinned = true;
+    d.device = p.device;
+    d.why = "pinned";
+  }
+  return d;
+}
+
+}  // namespace dispatch
+}  // namespace trine

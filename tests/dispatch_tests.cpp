@@ -1,0 +1,354 @@
+// The dispatcher: with synthetic profiles it picks the device the profile says is cheapest, keeps
+// ops where their inputs live unless moving pays, places a batch as a whole, respects pins and the
+// software opt-in, and errors rather than falls back when pinned. Profiles round-trip; corrupt,
+// truncated, foreign and stale files are ignored with a warning.
+#include <catch2/catch.hpp>
+
+#include <cmath>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <string>
+#include <vector>
+
+#include "trine/dispatch.hpp"
+#include "trine/trine.hpp"
+
+using namespace trine;
+namespace fs = std::filesystem;
+
+namespace {
+
+std::optional<Device> first_of(DeviceKind kind) {
+  for (const auto& d : devices())
+    if (d.device.kind == kind) return d.device;
+  return std::nullopt;
+}
+
+// This machine's second device (lavapipe in CI), which every test here needs.
+Device other_device() {
+  auto d = first_of(DeviceKind::vulkan);
+  if (!d) FAIL("the dispatcher tests need a Vulkan device (lavapipe in CI); devices: " + std::to_string(devices().size()));
+  return *d;
+}
+
+// A profile in which `fast` computes every op 1000x faster than the cpu, with transfers costing
+// `transfer_s` each way.
+dispatch::Profile profile_where(Device fast, double transfer_s, double cpu_rate = 1e9) {
+  dispatch::Profile p = dispatch::builtin_profile();
+  for (auto& m : p.devices) {
+    m.ops.clear();
+    const bool is_fast = m.device == fast.str();
+    m.op_fixed_s = 1e-6;
+    m.bytes_per_s = is_fast ? cpu_rate * 1000 : cpu_rate;
+    m.flops_per_s = is_fast ? cpu_rate * 1000 : cpu_rate;
+    m.upload_fixed_s = m.readback_fixed_s = transfer_s;
+    m.upload_bytes_per_s = m.readback_bytes_per_s = 1e12;
+  }
+  return p;
+}
+
+// Restores the built-in profile and the software opt-in after each test.
+struct Restore {
+  ~Restore() {
+    dispatch::set_profile(dispatch::builtin_profile());
+    dispatch::allow_software(false);
+  }
+};
+
+std::uint64_t uploads(Device d) { return transfer_stats(d).uploads; }
+std::uint64_t readbacks(Device d) { return transfer_stats(d).readbacks; }
+
+void require_close(const std::vector<float>& a, const std::vector<float>& b) {
+  REQUIRE(a.size() == b.size());
+  for (std::size_t i = 0; i < a.size(); ++i) REQUIRE(std::abs(a[i] - b[i]) <= 1e-5f * (1 + std::abs(b[i])));
+}
+
+}  // namespace
+
+TEST_CASE("tensors made without a device are unpinned host tensors; a named device pins", "[dispatch]") {
+  Restore restore;
+  Tensor host = Tensor::random({16}, 1);
+  CHECK(host.device() == Device::cpu());
+  CHECK_FALSE(host.pinned());
+  CHECK(Tensor::random({16}, 1, -1, 1, DType::f32, Device::cpu()).pinned());
+  CHECK(host.reshape({4, 4}).pinned() == false);
+  CHECK(host.to(Device::cpu()).pinned());
+  CHECK(host.to(Device::cpu()).shares_storage(host));
+  CHECK(relu(host.to(Device::cpu())).pinned());
+  // Software devices are not candidates by default: host data stays on the cpu.
+  dispatch::set_profile(profile_where(other_device(), 1e-9));
+  Tensor y = relu(host);
+  CHECK(y.device() == Device::cpu());
+  CHECK_FALSE(y.pinned());
+}
+
+TEST_CASE("the dispatcher picks the device the profile says is cheapest", "[dispatch]") {
+  Restore restore;
+  const Device dev = other_device();
+  dispatch::allow_software(true);
+  Tensor x = Tensor::random({1000}, 2);
+  const auto expect = relu(x.to(Device::cpu())).to_vector();
+
+  dispatch::set_profile(profile_where(dev, 1e-9));
+  auto d = dispatch::decide(OpKind::relu, std::vector<Tensor>{x}, ActParams{});
+  CHECK(d.device == dev);
+  CHECK_FALSE(d.pinned);
+  REQUIRE(d.candidates.size() == devices().size());
+  for (const auto& c : d.candidates) {
+    if (c.device == dev || c.device == Device::cpu()) {
+      CHECK(c.eligible);
+      CHECK(c.total_s > 0);
+    }
+  }
+  const auto up = uploads(dev);
+  Tensor y = relu(x);
+  CHECK(y.device() == dev);
+  CHECK_FALSE(y.pinned());
+  CHECK(uploads(dev) == up + 1);
+  require_close(y.to_vector(), expect);
+
+  // The same call where the cpu is the cheap one.
+  dispatch::set_profile(profile_where(Device::cpu(), 1e-9));
+  CHECK(dispatch::decide(OpKind::relu, std::vector<Tensor>{x}, ActParams{}).device == Device::cpu());
+  CHECK(relu(x).device() == Device::cpu());
+
+  // Async takes the same decision.
+  dispatch::set_profile(profile_where(dev, 1e-9));
+  Tensor z = async::relu(x).get();
+  CHECK(z.device() == dev);
+  require_close(z.to_vector(), expect);
+}
+
+TEST_CASE("data on a device stays there unless moving pays", "[dispatch]") {
+  Restore restore;
+  const Device dev = other_device();
+  dispatch::allow_software(true);
+  Tensor x = Tensor::random({4096}, 3);
+  const auto expect = sigmoid(relu(x.to(Device::cpu()))).to_vector();
+  dispatch::set_profile(profile_where(dev, 1e-9));
+  Tensor y = relu(x);
+  REQUIRE(y.device() == dev);
+
+  // The cpu computes 2x faster, but a readback costs a second: the op stays with its input.
+  dispatch::Profile p = profile_where(dev, 1.0);
+  for (auto& m : p.devices) {
+    m.bytes_per_s = m.device == "cpu" ? 2e9 : 1e9;
+    m.flops_per_s = m.bytes_per_s;
+  }
+  dispatch::set_profile(p);
+  const auto rb = readbacks(dev);
+  Tensor z = sigmoid(y);
+  CHECK(z.device() == dev);
+  CHECK(readbacks(dev) == rb);
+  require_close(z.to_vector(), expect);
+
+  // The cpu 1000x faster and transfers free: moving pays, the op moves to the host.
+  dispatch::set_profile(profile_where(Device::cpu(), 1e-9));
+  const auto rb2 = readbacks(dev);
+  Tensor w = sigmoid(y);
+  CHECK(w.device() == Device::cpu());
+  CHECK(readbacks(dev) == rb2 + 1);
+  require_close(w.to_vector(), expect);
+}
+
+TEST_CASE("software devices are candidates only when opted in", "[dispatch]") {
+  Restore restore;
+  const Device dev = other_device();
+  dispatch::set_profile(profile_where(dev, 1e-9));
+  Tensor x = Tensor::random({256}, 4);
+  for (const auto& info : devices()) {
+    if (!info.software) continue;
+    dispatch::allow_software(false);
+    CHECK_FALSE(dispatch::software_allowed(info.device));
+    auto d = dispatch::decide(OpKind::relu, std::vector<Tensor>{x}, ActParams{});
+    CHECK(d.device == Device::cpu());
+    for (const auto& c : d.candidates) {
+      if (c.device == info.device) {
+        CHECK_FALSE(c.eligible);
+        CHECK_THAT(c.why_not, Catch::Contains("software"));
+      }
+    }
+    dispatch::allow_software(true);
+    CHECK(dispatch::software_allowed(info.device));
+  }
+  CHECK(dispatch::software_allowed(Device::cpu()));
+}
+
+TEST_CASE("pins are never overridden, and a pinned device that cannot run the op is an error", "[dispatch]") {
+  Restore restore;
+  const Device dev = other_device();
+  dispatch::allow_software(true);
+  dispatch::set_profile(profile_where(Device::cpu(), 1e-9));  // auto would pick the cpu
+  Tensor x = Tensor::random({300}, 5);
+  const auto expect = tanh(x.to(Device::cpu())).to_vector();
+  {
+    DeviceScope on(dev);
+    Tensor y = tanh(x);
+    CHECK(y.device() == dev);
+    CHECK(y.pinned());
+    require_close(y.to_vector(), expect);
+    CHECK(dispatch::decide(OpKind::tanh, std::vector<Tensor>{x}, ActParams{}).pinned);
+    // An input pinned elsewhere conflicts with the scope.
+    Tensor c = x.to(Device::cpu());
+    CHECK_THROWS_WITH(tanh(c), Catch::Contains("[tanh]") && Catch::Contains("pinned to cpu") &&
+                                   Catch::Contains("DeviceScope"));
+  }
+  Tensor pinned = x.to(dev);
+  CHECK(tanh(pinned).device() == dev);  // a pinned input wins over the profile
+  // Two inputs pinned to different devices.
+  try {
+    (void)add(pinned, x.to(Device::cpu()));
+    FAIL("expected an error");
+  } catch (const Error& e) {
+    CHECK(e.code() == ErrorCode::invalid_argument);
+    CHECK_THAT(e.what(), Catch::Contains("[add]") && Catch::Contains("pinned to " + dev.str()) &&
+                             Catch::Contains("to cpu"));
+  }
+  // A pinned device lacking the op: an error naming it, no fallback. The emulated cuda device
+  // runs attention only at head dims 64 and 128.
+  if (auto cuda = first_of(DeviceKind::cuda)) {
+    Tensor q = Tensor::random({1, 2, 8, 32}, 6);
+    DeviceScope on(*cuda);
+    try {
+      (void)attention(q, q, q);
+      FAIL("expected unsupported");
+    } catch (const Error& e) {
+      CHECK(e.code() == ErrorCode::unsupported);
+      CHECK_THAT(e.what(), Catch::Contains("[attention]") && Catch::Contains(cuda->str()) && Catch::Contains("pinned"));
+    }
+  } else {
+    WARN("no cuda device (run with TRINE_CUDA_EMULATOR=1, as ctest does): the unsupported-pin case is not checked");
+  }
+}
+
+TEST_CASE("an op no candidate device runs is placed where it can run", "[dispatch]") {
+  Restore restore;
+  auto cuda = first_of(DeviceKind::cuda);
+  if (!cuda) {
+    WARN("no cuda device (ctest runs this suite with TRINE_CUDA_EMULATOR=1)");
+    return;
+  }
+  dispatch::allow_software(true);
+  dispatch::set_profile(profile_where(*cuda, 1e-9));
+  Tensor q = Tensor::random({1, 2, 8, 32}, 7);
+  auto d = dispatch::decide(OpKind::attention, std::vector<Tensor>{q, q, q}, AttentionParams{});
+  CHECK_FALSE(d.device == *cuda);
+  for (const auto& c : d.candidates)
+    if (c.device == *cuda) CHECK_FALSE(c.eligible);
+}
+
+TEST_CASE("a batch without a device is placed as a whole where the profile says", "[dispatch][batch]") {
+  Restore restore;
+  const Device dev = other_device();
+  dispatch::allow_software(true);
+  const auto xs = Tensor::random({64 * 32}, 8).to_vector();
+  const Tensor w = Tensor::random({32, 16}, 9);
+  const auto expect = softmax(relu(matmul(Tensor::from(xs, {64, 32}, DType::f32, Device::cpu()), w))).to_vector();
+
+  for (Device fast : {dev, Device::cpu()}) {
+    dispatch::set_profile(profile_where(fast, 1e-6));
+    Batch batch;
+    Tensor x = batch.upload(xs, {64, 32});
+    BatchRead out = batch.read(softmax(relu(matmul(x, w))));
+    const auto up = uploads(dev), rb = readbacks(dev);
+    batch.run();
+    CHECK(batch.device() == fast);
+    require_close(out.get(), expect);
+    if (fast == dev) {
+      // One upload of the input, one of the host weight, one readback; the chain stays on the device.
+      CHECK(uploads(dev) == up + 2);
+      CHECK(readbacks(dev) == rb + 1);
+      batch.run();  // a replay moves the input and the result only
+      CHECK(uploads(dev) == up + 3);
+      CHECK(readbacks(dev) == rb + 2);
+    } else {
+      CHECK(uploads(dev) == up);
+    }
+  }
+}
+
+TEST_CASE("profiles round-trip; corrupt, truncated, foreign and stale ones are ignored with a warning",
+          "[dispatch]") {
+  Restore restore;
+  dispatch::Profile p = dispatch::builtin_profile();
+  p.devices[0].ops["matmul"] = {{1e6, 1e-6, 0, 1e9}, {std::numeric_limits<double>::infinity(), 2e-6, 0, 5e10}};
+  const dispatch::Profile back = dispatch::profile_from_json(dispatch::to_json(p));
+  REQUIRE(back.devices.size() == p.devices.size());
+  CHECK(back.devices[0].ops.at("matmul").size() == 2);
+  CHECK(std::isinf(back.devices[0].ops.at("matmul")[1].upto));
+  CHECK(back.devices[0].ops.at("matmul")[1].flops_per_s == 5e10);
+  const OpCost small{1000, 1000}, big{1e9, 1e6};
+  CHECK(dispatch::predict_compute(back, Device::cpu(), OpKind::matmul, small) ==
+        Approx(dispatch::predict_compute(p, Device::cpu(), OpKind::matmul, small)));
+  CHECK(dispatch::predict_compute(back, Device::cpu(), OpKind::matmul, big) == Approx(2e-6 + 1e9 / 5e10));
+
+  const fs::path dir = fs::temp_directory_path() / ("trine-profile-test-" + std::to_string(::getpid()));
+  fs::create_directories(dir);
+  const fs::path path = dir / "profile.json";
+  std::string warning;
+  dispatch::save_profile(p, path);
+  auto loaded = dispatch::load_profile(path, warning);
+  REQUIRE(loaded);
+  CHECK(warning.empty());
+  CHECK(loaded->source == path.string());
+
+  auto write = [&](const std::string& text) {
+    std::ofstream(path, std::ios::trunc) << text;
+    return dispatch::load_profile(path, warning);
+  };
+  const std::string good = dispatch::to_json(p);
+  CHECK_FALSE(write("not json at all {"));
+  CHECK_THAT(warning, Catch::Contains("not valid JSON"));
+  CHECK_FALSE(write(good.substr(0, good.size() / 2)));
+  CHECK_THAT(warning, Catch::Contains("ignoring"));
+  CHECK_FALSE(write(R"({"format": 99, "trine_version": "0", "created": "x", "devices": []})"));
+  CHECK_THAT(warning, Catch::Contains("format 99"));
+  CHECK_FALSE(write(R"({"format": 1, "trine_version": "0", "created": "x", "devices": [{"device": "cpu", "name": "n", "driver": "d", "bytes_per_s": -5}]})"));
+  CHECK_THAT(warning, Catch::Contains("bytes_per_s"));
+
+  dispatch::Profile foreign = p;
+  foreign.devices[0].name = "a machine far away";
+  CHECK_FALSE(write(dispatch::to_json(foreign)));
+  CHECK_THAT(warning, Catch::Contains("another machine"));
+  dispatch::Profile stale = p;
+  stale.devices[0].driver = "an older driver";
+  CHECK_FALSE(write(dispatch::to_json(stale)));
+  CHECK_THAT(warning, Catch::Contains("stale"));
+  CHECK_FALSE(dispatch::load_profile(dir / "missing.json", warning));
+  fs::remove_all(dir);
+}
+
+TEST_CASE("calibration measures every op on a device and predicts what it measured", "[dispatch]") {
+  Restore restore;
+  dispatch::CalibrateOptions o;
+  o.devices = {Device::cpu()};
+  o.ops = {OpKind::relu, OpKind::matmul};
+  o.quick = true;
+  o.max_seconds_per_op = 0.5;
+  std::vector<std::string> lines;
+  dispatch::Profile p = dispatch::calibrate(o, [&](const std::string& s) { lines.push_back(s); });
+  REQUIRE(p.devices.size() == 1);
+  const auto& m = p.devices[0];
+  CHECK(m.device == "cpu");
+  CHECK(m.op_fixed_s > 0);
+  REQUIRE(m.ops.count("relu"));
+  REQUIRE(m.ops.count("matmul"));
+  CHECK(m.ops.at("matmul").back().flops_per_s > 0);
+  CHECK(std::isinf(m.ops.at("relu").back().upto));
+  CHECK_FALSE(lines.empty());
+  // It survives its own JSON.
+  CHECK(dispatch::profile_from_json(dispatch::to_json(p)).devices[0].ops.size() == 2);
+}
+
+// Run by ctest with TRINE_DEVICE set (dispatch_env): the variable pins every unpinned op.
+TEST_CASE("TRINE_DEVICE pins ops on unpinned inputs", "[dispatch_env][.]") {
+  const char* env = std::getenv("TRINE_DEVICE");
+  REQUIRE(env);
+  const Device pin = Device::parse(env);
+  Tensor x = Tensor::random({64}, 10);
+  Tensor y = relu(x);
+  CHECK(y.device() == pin);
+  CHECK(y.pinned());
+  CHECK(dispatch::decide(OpKind::relu, std::vector<Tensor>{x}, ActParams{}).pinned);
+}
