@@ -1,4 +1,5 @@
 // trine::Batch: recording (through run_op), placement on the first run, and replay.
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <cstring>
@@ -44,119 +45,41 @@ void encode_floats(std::span<const float> data, DType dtype, std::vector<unsigne
   }
 }
 
-std::string entry_label(std::size_t i) { return "batch entry " + std::to_string(i + 1); }
+// Finished when every segment's submission is (a batch placed across devices submits several).
+class AllDone final : public Completion {
+ public:
+  explicit AllDone(std::vector<std::shared_ptr<Completion>> parts) : parts_(std::move(parts)) {}
+  bool poll() override {
+    for (auto& p : parts_)
+      if (!p->poll()) return false;
+    return true;
+  }
+  void wait() override {
+    std::exception_ptr first;
+    for (auto& p : parts_) {
+      try {
+        p->wait();
+      } catch (...) {
+        if (!first) first = std::current_exception();
+      }
+    }
+    if (first) std::rethrow_exception(first);
+  }
+  bool wait_for(std::chrono::nanoseconds timeout) override {
+    const auto until = std::chrono::steady_clock::now() + timeout;
+    for (auto& p : parts_)
+      if (!p->wait_for(until - std::chrono::steady_clock::now())) return false;
+    return true;
+  }
+  std::exception_ptr error() override {
+    for (auto& p : parts_)
+      if (auto e = p->error()) return e;
+    return nullptr;
+  }
 
-// A batch's own storage (recorded by it) as opposed to an eager tensor mixed in.
-bool recorded_here(const BatchRecord& b, const Tensor& t) {
-  if (!t.defined()) return false;
-  for (const auto& s : b.storages)
-    if (s == t.storage()) return true;
-  return false;
-}
-
-// The device an automatic batch runs on: a device its eager inputs are pinned to, else the device
-// with the lowest predicted time for the whole batch (every upload, op, read, and each eager input
-// moved once), among the candidates that run every op.
-Device choose_device(BatchRecord& b) {
-  std::optional<Device> pin;
-  for (const auto& e : b.entries) {
-    const auto* call = std::get_if<OpCall>(&e);
-    if (!call) continue;
-    for (const auto& t : call->inputs) {
-      if (!t.defined() || !t.pinned() || recorded_here(b, t)) continue;
-      if (pin && !(*pin == t.device())) {
-        throw Error(ErrorCode::invalid_argument, "[batch] its ops use tensors pinned to " + pin->str() + " and to " +
-                                                     t.device().str() + "; a batch runs on one device");
-      }
-      pin = t.device();
-    }
-  }
-  if (pin) return *pin;
-  const dispatch::Profile& profile = dispatch::active_profile();
-  std::optional<Device> best;
-  double best_s = 0;
-  std::string log;
-  for (const auto& slot : backend_slots()) {
-    for (const auto& info : slot.devices) {
-      const Device d = info.device;
-      std::string why_not;
-      if (!slot.backend) {
-        why_not = "backend unavailable";
-      } else if (!dispatch::software_allowed(d)) {
-        why_not = "software device; opt in with TRINE_ALLOW_SOFTWARE=1";
-      }
-      double total = 0;
-      for (std::size_t i = 0; i < b.entries.size() && why_not.empty(); ++i) {
-        std::visit(
-            [&](const auto& x) {
-              using T = std::decay_t<decltype(x)>;
-              if constexpr (std::is_same_v<T, OpCall>) {
-                if (!runs_on(*slot.backend, d, x)) {
-                  why_not = std::string("does not run ") + op_info(x.op).name + " (" + entry_label(i) + ")";
-                  return;
-                }
-                total += dispatch::predict_compute(profile, d, x.op, x.cost);
-                for (const auto& t : x.inputs) {
-                  if (!t.defined() || recorded_here(b, t)) continue;
-                  total += dispatch::predict_transfer(profile, t.device(), d,
-                                                      static_cast<double>(t.numel()) * dtype_size(t.dtype()));
-                }
-              } else if constexpr (std::is_same_v<T, Upload>) {
-                total += dispatch::predict_transfer(profile, Device::cpu(), d, static_cast<double>(x.bytes));
-              } else if constexpr (std::is_same_v<T, Readback>) {
-                total += dispatch::predict_transfer(profile, d, Device::cpu(), static_cast<double>(x.bytes));
-              }
-            },
-            b.entries[i]);
-      }
-      log += " | " + d.str() + ": " + (why_not.empty() ? format_seconds(total) : "not a candidate (" + why_not + ")");
-      if (why_not.empty() && (!best || total < best_s)) {
-        best = d;
-        best_s = total;
-      }
-    }
-  }
-  if (!best) throw Error(ErrorCode::unsupported, "[batch] no device runs every op of this batch:" + log);
-  if (log_dispatch()) {
-    std::fprintf(stderr, "trine dispatch: [batch] %zu entries -> %s (cheapest for the whole batch)%s\n",
-                 b.entries.size(), best->str().c_str(), log.c_str());
-  }
-  return *best;
-}
-
-// Gives every recorded storage its device and memory (an automatic batch chooses its device first,
-// and moves the eager tensors it uses there once); on failure frees what this attempt placed, so
-// the batch can be run again (with less memory in use elsewhere).
-void place(BatchRecord& b) {
-  if (!b.pinned) {
-    b.device = choose_device(b);
-    b.backend = &backend_for(b.device, "batch");
-  }
-  std::size_t done = 0;
-  try {
-    for (; done < b.storages.size(); ++done) {
-      auto& s = *b.storages[done];
-      s.place(b.backend, b.device, cached_allocate(*b.backend, b.device, s.bytes()));
-    }
-    for (auto& e : b.entries) {
-      auto* call = std::get_if<OpCall>(&e);
-      if (!call) continue;
-      for (auto& t : call->inputs) {
-        if (t.defined() && !(t.device() == b.device)) t = move_tensor(t, b.device, false, "batch");
-      }
-    }
-  } catch (const Error& e) {
-    for (std::size_t i = 0; i < done; ++i) {
-      auto& s = *b.storages[i];
-      cached_deallocate(*b.backend, b.device, s.handle(), s.bytes());
-      s.place(b.pinned ? b.backend : nullptr, b.device, nullptr);
-    }
-    throw Error(e.code(), std::string("[batch] placing its tensors on ") + b.device.str() + ": " + e.what());
-  }
-  for (auto& s : b.storages) s->set_recording(nullptr);  // the recording is closed
-  b.storages.clear();
-  b.placed = true;
-}
+ private:
+  std::vector<std::shared_ptr<Completion>> parts_;
+};
 
 std::shared_ptr<Completion> start(BatchRecord& b, std::initializer_list<std::span<const float>> inputs,
                                   bool caller_waits) {
@@ -185,9 +108,23 @@ std::shared_ptr<Completion> start(BatchRecord& b, std::initializer_list<std::spa
       encode_floats(data, in.dtype, in.host);
     }
   }
-  for (auto& in : b.inputs) std::get<Upload>(b.entries[in.entry]).src = in.host.data();
-  if (!b.placed) place(b);
-  auto done = submit_entries(*b.backend, b.entries, caller_waits, "batch");
+  if (!b.placed) place_batch(b);
+  for (auto& in : b.inputs) std::get<Upload>(b.segments[in.segment].entries[in.at]).src = in.host.data();
+  if (b.segments.size() == 1) {
+    auto done = submit_entries(*b.segments[0].backend, b.segments[0].entries, caller_waits, "batch");
+    b.last = done;
+    for (auto& r : b.reads) r->done = done;
+    return done;
+  }
+  // Across devices: one submission per segment, ordered by the storages they share. Every read
+  // waits for all of them (its own segment is enough for its data, but a run is one unit).
+  std::vector<std::shared_ptr<Completion>> parts;
+  for (std::size_t i = 0; i < b.segments.size(); ++i) {
+    auto& seg = b.segments[i];
+    const bool last = i + 1 == b.segments.size();
+    parts.push_back(submit_entries(*seg.backend, seg.entries, caller_waits && last, "batch"));
+  }
+  auto done = std::make_shared<AllDone>(std::move(parts));
   b.last = done;
   for (auto& r : b.reads) r->done = done;
   return done;
@@ -256,6 +193,13 @@ Batch::Batch(Batch&&) noexcept = default;
 Batch& Batch::operator=(Batch&&) noexcept = default;
 
 Device Batch::device() const { return record_->device; }
+std::vector<Device> Batch::devices() const {
+  std::vector<Device> out;
+  if (!record_->placed) return {record_->device};
+  for (const auto& seg : record_->segments)
+    if (std::find(out.begin(), out.end(), seg.device) == out.end()) out.push_back(seg.device);
+  return out;
+}
 std::size_t Batch::size() const { return record_->entries.size(); }
 
 Tensor Batch::upload(std::span<const float> data, const Shape& shape, DType dtype) {

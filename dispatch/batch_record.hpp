@@ -22,17 +22,35 @@ struct BatchRecord {
   bool pinned = false;          // Batch(device), or a DeviceScope / TRINE_DEVICE when it was made
   Backend* backend = nullptr;   // null until an automatic batch is placed
   std::vector<Entry> entries;                          // uploads, ops and readbacks, in record order
+  // Made when placed: the entries (plus the transfers between devices that a placement across
+  // devices needs) cut into runs on one device, each submitted as one submission per run.
+  struct Segment {
+    Device device;
+    Backend* backend = nullptr;
+    std::vector<Entry> entries;
+  };
+  std::vector<Segment> segments;
   std::vector<std::shared_ptr<Storage>> storages;      // placed (given memory) by the first run
   struct Input {
     std::vector<unsigned char> host;  // the data each run uploads, in the input's dtype
     DType dtype = DType::f32;
     std::size_t entry = 0;  // index of its Upload in entries
+    std::size_t segment = 0, at = 0;  // where that Upload is once placed
   };
   std::vector<Input> inputs;  // in record order
   std::vector<std::shared_ptr<ReadState>> reads;
   std::shared_ptr<Completion> last;                    // the last run submitted
   bool placed = false;
 };
+
+// Places the batch (dispatch/batch_place.cpp): a pinned batch on its device, an automatic one op by
+// op where the profile predicts the whole batch fastest, counting every transfer the placement
+// implies; gives every recorded storage its memory, cuts `segments`, closes the recording. On
+// failure nothing stays placed and the batch can be run again.
+void place_batch(BatchRecord& b);
+
+// "batch entry 3" (1-based) for messages.
+std::string entry_label(std::size_t i);
 
 // The batch an op with these inputs records into (one of them was recorded and not yet placed),
 // or null: the op runs now.

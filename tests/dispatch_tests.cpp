@@ -4,7 +4,9 @@
 // truncated, foreign and stale files are ignored with a warning.
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <cmath>
+#include <limits>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -265,6 +267,45 @@ TEST_CASE("a batch without a device is placed as a whole where the profile says"
     } else {
       CHECK(uploads(dev) == up);
     }
+  }
+}
+
+TEST_CASE("a batch splits across devices only where a step gains more than its moves cost", "[dispatch][batch]") {
+  Restore restore;
+  const Device dev = other_device();
+  dispatch::allow_software(true);
+  const auto xs = Tensor::random({48 * 40}, 11).to_vector();
+  const Tensor w = Tensor::random({40, 24}, 12);
+  const auto expect = softmax(relu(matmul(Tensor::from(xs, {48, 40}, DType::f32, Device::cpu()), w))).to_vector();
+  // matmul is 1000x faster on `dev`, everything else 1000x faster on the cpu.
+  auto split_profile = [&](double transfer_s) {
+    dispatch::Profile p = profile_where(Device::cpu(), transfer_s);
+    for (auto& m : p.devices) {
+      const double rate = m.device == dev.str() ? 1e12 : 1e9;
+      m.ops["matmul"] = {{std::numeric_limits<double>::infinity(), 1e-6, 0, rate}};
+    }
+    return p;
+  };
+  for (double transfer_s : {1e-7, 10.0}) {
+    dispatch::set_profile(split_profile(transfer_s));
+    Batch batch;
+    Tensor x = batch.upload(xs, {48, 40});
+    BatchRead out = batch.read(softmax(relu(matmul(x, w))));
+    batch.run();
+    const auto used = batch.devices();
+    if (transfer_s < 1) {
+      REQUIRE(used.size() == 2);
+      CHECK(std::find(used.begin(), used.end(), dev) != used.end());
+      CHECK(std::find(used.begin(), used.end(), Device::cpu()) != used.end());
+    } else {
+      CHECK(used.size() == 1);  // moving costs more than any step gains: it stays together
+    }
+    INFO("transfers cost " << transfer_s << " s each; placed on " << used.size() << " device(s)");
+    require_close(out.get(), expect);
+    const auto again = Tensor::random({48 * 40}, 13).to_vector();
+    batch.run({again});
+    require_close(out.get(),
+                  softmax(relu(matmul(Tensor::from(again, {48, 40}, DType::f32, Device::cpu()), w))).to_vector());
   }
 }
 

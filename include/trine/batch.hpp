@@ -49,9 +49,10 @@ class BatchRead {
 
 class Batch {
  public:
-  // Without a device the batch is placed automatically when it first runs: on the device with the
-  // lowest predicted time for all of it, transfers counted (trine/dispatch.hpp). With one (or
-  // inside a DeviceScope, or with TRINE_DEVICE set) it is pinned there.
+  // Without a device the batch is placed automatically when it first runs, op by op, where the
+  // whole batch's predicted time is lowest, every transfer between devices counted (a chain stays
+  // on one device unless a step gains more than its moves cost; docs/dispatch.md). With a device
+  // (or inside a DeviceScope, or with TRINE_DEVICE set) it is pinned there.
   explicit Batch(std::optional<Device> device = std::nullopt);
   ~Batch();
   Batch(Batch&&) noexcept;
@@ -73,8 +74,10 @@ class Batch {
   Future<void> submit(std::initializer_list<std::span<const float>> inputs);
 
   // The device it runs on: the pinned one, or for an automatic batch the one chosen at its first
-  // run (cpu before that).
+  // run (cpu before that); for a batch placed across devices, the device of its first step.
   Device device() const;
+  // Every device its placement uses, in order of first use (one for a pinned batch).
+  std::vector<Device> devices() const;
   // Entries recorded: uploads, ops and reads.
   std::size_t size() const;
 

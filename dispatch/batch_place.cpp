@@ -1,0 +1,352 @@
+// Placing a batch: which device each upload and op runs on, the transfers that implies, and the
+// segments (runs of entries on one device) each run submits.
+//
+// An automatic batch starts from the best single device (every op on it, when it runs them all)
+// and then moves single entries to another device while that lowers the predicted time of the
+// whole batch: compute of every op + every upload and read + each tensor moved between devices
+// once. So a chain stays on one device unless a step gains more than the moves around it cost.
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <limits>
+#include <map>
+#include <set>
+#include <string>
+
+#include "dispatch/batch_record.hpp"
+#include "dispatch/dispatcher.hpp"
+#include "tensor/memory_cache.hpp"
+#include "trine/error.hpp"
+
+namespace trine::detail {
+namespace {
+
+constexpr double k_inf = std::numeric_limits<double>::infinity();
+
+struct Candidate {
+  Device device;
+  Backend* backend;
+};
+
+// What the cost of a placement depends on, per entry.
+struct Node {
+  enum Kind { upload, op, read } kind = op;
+  std::vector<double> cost;  // per candidate: compute (op) or host->device (upload); inf = cannot
+  struct In {
+    int producer = -1;          // the node writing a recorded storage, or -1 for an eager tensor
+    const Storage* storage = nullptr;
+    double bytes = 0;
+    Device eager_device;        // where an eager tensor lives
+  };
+  std::vector<In> inputs;  // ops: what they read; reads: their source (one)
+};
+
+double bytes_of(const Tensor& t) { return static_cast<double>(t.numel()) * dtype_size(t.dtype()); }
+
+class Planner {
+ public:
+  Planner(BatchRecord& b, std::vector<Candidate> cands) : b_(b), cands_(std::move(cands)), profile_(dispatch::active_profile()) {
+    std::map<const Storage*, int> producer;
+    for (std::size_t i = 0; i < b.entries.size(); ++i) {
+      Node n;
+      std::visit(
+          [&](const auto& x) {
+            using T = std::decay_t<decltype(x)>;
+            if constexpr (std::is_same_v<T, Upload>) {
+              n.kind = Node::upload;
+              for (const auto& c : cands_)
+                n.cost.push_back(dispatch::predict_transfer(profile_, Device::cpu(), c.device, double(x.bytes)));
+              producer[x.dst.get()] = static_cast<int>(i);
+            } else if constexpr (std::is_same_v<T, OpCall>) {
+              n.kind = Node::op;
+              const Device pin = pinned_input(x);
+              for (const auto& c : cands_) {
+                const bool allowed = (!pin_ || c.device == pin) && runs_on(*c.backend, c.device, x);
+                n.cost.push_back(allowed ? dispatch::predict_compute(profile_, c.device, x.op, x.cost) : k_inf);
+              }
+              for (const auto& t : x.inputs) {
+                if (!t.defined()) continue;
+                auto it = producer.find(t.storage().get());
+                Node::In in;
+                in.storage = t.storage().get();
+                if (it != producer.end()) {
+                  in.producer = it->second;
+                  in.bytes = static_cast<double>(t.storage()->bytes());
+                } else {
+                  in.bytes = bytes_of(t);
+                  in.eager_device = t.device();
+                }
+                n.inputs.push_back(in);
+              }
+              producer[x.output.storage().get()] = static_cast<int>(i);
+            } else if constexpr (std::is_same_v<T, Readback>) {
+              n.kind = Node::read;
+              Node::In in;
+              in.producer = producer.at(x.src.get());
+              in.storage = x.src.get();
+              in.bytes = double(x.bytes);
+              n.inputs.push_back(in);
+            } else {
+              throw Error(ErrorCode::internal, "[batch] a recorded batch holds a device copy");
+            }
+          },
+          b.entries[i]);
+      nodes_.push_back(std::move(n));
+    }
+  }
+
+  // The device index of every node (reads: their source's).
+  std::vector<int> plan(std::string& log) {
+    const int nd = static_cast<int>(cands_.size());
+    std::vector<int> best;
+    double best_s = k_inf;
+    for (int d = 0; d < nd; ++d) {
+      std::vector<int> uniform(nodes_.size(), d);
+      const double t = total(uniform);
+      log += " | all on " + cands_[static_cast<std::size_t>(d)].device.str() + ": " +
+             (std::isinf(t) ? std::string("cannot run every op") : format_seconds(t));
+      if (t < best_s) {
+        best_s = t;
+        best = uniform;
+      }
+    }
+    if (best.empty()) {  // no device runs every op: each op where it is cheapest, then improve
+      best.assign(nodes_.size(), 0);
+      for (std::size_t i = 0; i < nodes_.size(); ++i) {
+        const auto& c = nodes_[i].cost;
+        if (!c.empty()) best[i] = static_cast<int>(std::min_element(c.begin(), c.end()) - c.begin());
+      }
+      best_s = total(best);
+      if (std::isinf(best_s)) return {};
+    }
+    // Move single entries while that lowers the whole batch's predicted time.
+    for (int pass = 0; pass < 8; ++pass) {
+      bool improved = false;
+      for (std::size_t i = 0; i < nodes_.size(); ++i) {
+        if (nodes_[i].kind == Node::read) continue;
+        for (int d = 0; d < nd; ++d) {
+          const int was = best[i];
+          if (d == was || std::isinf(nodes_[i].cost[static_cast<std::size_t>(d)])) continue;
+          best[i] = d;
+          const double t = total(best);
+          if (t < best_s * (1 - 1e-9)) {
+            best_s = t;
+            improved = true;
+          } else {
+            best[i] = was;
+          }
+        }
+      }
+      if (!improved) break;
+    }
+    log += " | chosen: " + format_seconds(best_s);
+    return best;
+  }
+
+  // Predicted seconds of the batch with node i on candidate `at[i]`.
+  double total(const std::vector<int>& at) const {
+    double t = 0;
+    std::set<std::pair<const Storage*, int>> moved;
+    for (std::size_t i = 0; i < nodes_.size(); ++i) {
+      const Node& n = nodes_[i];
+      const int d = device_of(at, i);
+      if (n.kind != Node::read) t += n.cost[static_cast<std::size_t>(d)];
+      if (std::isinf(t)) return t;
+      const Device here = n.kind == Node::read ? Device::cpu() : cands_[static_cast<std::size_t>(d)].device;
+      const int target = n.kind == Node::read ? -1 : d;
+      for (const auto& in : n.inputs) {
+        const Device from = in.producer >= 0 ? cands_[static_cast<std::size_t>(device_of(at, static_cast<std::size_t>(in.producer)))].device
+                                             : in.eager_device;
+        if (from == here || !moved.insert({in.storage, target}).second) continue;
+        t += dispatch::predict_transfer(profile_, from, here, in.bytes);
+      }
+    }
+    return t;
+  }
+
+  int device_of(const std::vector<int>& at, std::size_t i) const {
+    return nodes_[i].kind == Node::read ? at[static_cast<std::size_t>(nodes_[i].inputs[0].producer)] : at[i];
+  }
+
+ private:
+  // The device an op's pinned eager input fixes it to (pin_ says whether there is one).
+  Device pinned_input(const OpCall& call) {
+    pin_ = false;
+    Device d;
+    for (const auto& t : call.inputs) {
+      if (!t.defined() || !t.pinned() || !t.storage()->handle()) continue;
+      if (pin_ && !(d == t.device())) {
+        throw Error(ErrorCode::invalid_argument, std::string("[") + op_info(call.op).name + "] in a batch uses tensors pinned to " +
+                                                     d.str() + " and to " + t.device().str());
+      }
+      pin_ = true;
+      d = t.device();
+    }
+    return d;
+  }
+
+  BatchRecord& b_;
+  std::vector<Candidate> cands_;
+  const dispatch::Profile& profile_;
+  std::vector<Node> nodes_;
+  bool pin_ = false;
+};
+
+// Builds the segments for the device chosen for each entry, adding the transfers between devices.
+class Cutter {
+ public:
+  explicit Cutter(BatchRecord& b) : b_(b) {}
+
+  void cut(const std::vector<Device>& device_of_entry) {
+    for (std::size_t i = 0; i < b_.entries.size(); ++i) {
+      const Device d = device_of_entry[i];
+      Entry e = b_.entries[i];
+      if (auto* call = std::get_if<OpCall>(&e)) {
+        for (auto& t : call->inputs) {
+          if (!t.defined() || t.device() == d) continue;
+          if (where_.count(t.storage().get())) {
+            t = Tensor(copy_on(t.storage(), d), t.shape(), t.strides(), t.offset(), t.dtype(), t.pinned());
+          } else {
+            t = moved(t, d);
+          }
+        }
+        const Storage* written = call->output.storage().get();
+        segment(d).entries.push_back(std::move(e));
+        where_[written] = b_.segments.size() - 1;
+      } else if (auto* up = std::get_if<Upload>(&e)) {
+        auto& seg = segment(d);
+        for (auto& in : b_.inputs) {
+          if (in.entry == i) {
+            in.segment = b_.segments.size() - 1;
+            in.at = seg.entries.size();
+          }
+        }
+        where_[up->dst.get()] = b_.segments.size() - 1;
+        seg.entries.push_back(std::move(e));
+      } else {
+        segment(d).entries.push_back(std::move(e));
+      }
+    }
+  }
+
+ private:
+  BatchRecord::Segment& segment(Device d) {
+    if (b_.segments.empty() || !(b_.segments.back().device == d)) {
+      b_.segments.push_back({d, &backend_for(d, "batch"), {}});
+    }
+    return b_.segments.back();
+  }
+
+  static unsigned char* host_memory(const std::shared_ptr<Storage>& s) {
+    return static_cast<unsigned char*>(s->backend().host_pointer(s->handle()));
+  }
+
+  // An eager tensor (a weight made outside the batch) on `d`: moved once, now, and reused by every
+  // op of the batch that reads the same view there.
+  Tensor moved(const Tensor& t, Device d) {
+    for (const auto& [from, to] : eager_) {
+      if (from.shares_storage(t) && from.offset() == t.offset() && from.shape() == t.shape() &&
+          from.strides() == t.strides() && from.dtype() == t.dtype() && to.device() == d)
+        return to;
+    }
+    Tensor out = move_tensor(t, d, false, "batch");
+    eager_.emplace_back(t, out);
+    return out;
+  }
+
+  // The copy of recorded storage `s` on `d` (the whole storage, so any view of it reads the same
+  // offsets), refreshed by each run: an Upload before its first reader on `d` (from the host), or
+  // a Readback at the end of its producer's segment (to the host); device to device goes through a
+  // host copy.
+  std::shared_ptr<Storage> copy_on(const std::shared_ptr<Storage>& s, Device d) {
+    const auto key = std::make_pair(s.get(), d.str());
+    if (auto it = copies_.find(key); it != copies_.end()) return it->second;
+    std::shared_ptr<Storage> out = fresh(d, s->bytes());
+    if (s->device().kind != DeviceKind::cpu && d.kind != DeviceKind::cpu) {
+      auto host = copy_on(s, Device::cpu());
+      segment(d).entries.push_back(Upload{out, 0, host_memory(host), s->bytes(), host});
+    } else if (s->device().kind == DeviceKind::cpu) {
+      segment(d).entries.push_back(Upload{out, 0, host_memory(s), s->bytes(), s});
+    } else {
+      b_.segments[where_.at(s.get())].entries.push_back(Readback{s, 0, host_memory(out), s->bytes(), out});
+    }
+    copies_[key] = out;
+    return out;
+  }
+
+  static std::shared_ptr<Storage> fresh(Device d, std::size_t bytes) {
+    Backend& be = backend_for(d, "batch");
+    return std::make_shared<Storage>(&be, d, cached_allocate(be, d, bytes), bytes);
+  }
+
+  BatchRecord& b_;
+  std::map<const Storage*, std::size_t> where_;  // recorded storage -> the segment writing it
+  std::map<std::pair<const Storage*, std::string>, std::shared_ptr<Storage>> copies_;
+  std::vector<std::pair<Tensor, Tensor>> eager_;
+};
+
+std::vector<Candidate> candidates() {
+  std::vector<Candidate> out;
+  for (const auto& slot : backend_slots()) {
+    if (!slot.backend) continue;
+    for (const auto& info : slot.devices)
+      if (dispatch::software_allowed(info.device)) out.push_back({info.device, slot.backend});
+  }
+  return out;
+}
+
+}  // namespace
+
+std::string entry_label(std::size_t i) { return "batch entry " + std::to_string(i + 1); }
+
+void place_batch(BatchRecord& b) {
+  // The device of every entry.
+  std::vector<Device> device_of(b.entries.size(), b.device);
+  if (!b.pinned) {
+    auto cands = candidates();
+    Planner planner(b, cands);
+    std::string log;
+    const std::vector<int> at = planner.plan(log);
+    if (at.empty()) throw Error(ErrorCode::unsupported, "[batch] no placement runs every op of this batch" + log);
+    for (std::size_t i = 0; i < at.size(); ++i) device_of[i] = cands[static_cast<std::size_t>(planner.device_of(at, i))].device;
+    if (log_dispatch()) {
+      std::map<std::string, int> count;
+      for (const auto& d : device_of) ++count[d.str()];
+      std::string where;
+      for (const auto& [d, n] : count) where += " " + d + " x" + std::to_string(n);
+      std::fprintf(stderr, "trine dispatch: [batch] %zu entries ->%s%s\n", b.entries.size(), where.c_str(), log.c_str());
+    }
+  }
+  // Memory for every recorded storage, on the device of the entry that writes it.
+  std::map<const Storage*, Device> storage_device;
+  for (std::size_t i = 0; i < b.entries.size(); ++i) {
+    if (const auto* up = std::get_if<Upload>(&b.entries[i])) storage_device[up->dst.get()] = device_of[i];
+    if (const auto* call = std::get_if<OpCall>(&b.entries[i])) storage_device[call->output.storage().get()] = device_of[i];
+  }
+  std::size_t done = 0;
+  try {
+    for (; done < b.storages.size(); ++done) {
+      auto& s = *b.storages[done];
+      const Device d = storage_device.at(&s);
+      Backend& be = backend_for(d, "batch");
+      s.place(&be, d, cached_allocate(be, d, s.bytes()));
+    }
+    b.segments.clear();
+    Cutter(b).cut(device_of);
+  } catch (const Error& e) {
+    b.segments.clear();
+    for (std::size_t i = 0; i < done; ++i) {
+      auto& s = *b.storages[i];
+      cached_deallocate(s.backend(), s.device(), s.handle(), s.bytes());
+      s.place(b.pinned ? b.backend : nullptr, b.device, nullptr);
+    }
+    throw Error(e.code(), std::string("[batch] placing its tensors: ") + e.what());
+  }
+  b.device = b.segments.empty() ? b.device : b.segments.front().device;
+  b.backend = &backend_for(b.device, "batch");
+  for (auto& s : b.storages) s->set_recording(nullptr);  // the recording is closed
+  b.storages.clear();
+  b.placed = true;
+}
+
+}  // namespace trine::detail
