@@ -3,6 +3,7 @@
 #include <exception>
 
 #include "trine/debug.hpp"
+#include "trine/dispatch.hpp"
 #include "trine/trine.hpp"
 
 int main() {
@@ -18,6 +19,16 @@ int main() {
       std::printf("  %-9s %s\n            %s\n", d.device.str().c_str(), d.name.c_str(), d.capabilities.c_str());
     }
     std::printf("cpu isa: %s (%s)\n", trine::debug::cpu_isa().c_str(), trine::debug::cpu_isa_reason().c_str());
+    // Where automatic placement may put ops, and from which numbers (docs/dispatch.md).
+    const auto& profile = trine::dispatch::active_profile();
+    std::printf("dispatch: cost model from %s", profile.source.c_str());
+    if (profile.source == "built-in defaults") std::printf(" (trine-bench --calibrate writes %s)", trine::dispatch::profile_path().c_str());
+    std::printf("\n");
+    for (const auto& d : trine::devices()) {
+      std::printf("  %-9s %s%s\n", d.device.str().c_str(), d.software ? "software device, " : "",
+                  trine::dispatch::software_allowed(d.device) ? "a candidate for automatic placement"
+                                                              : "pinned use only (TRINE_ALLOW_SOFTWARE=1 opts in)");
+    }
     return 0;
   } catch (const std::exception& e) {
     std::fprintf(stderr, "trine-info: %s\n", e.what());

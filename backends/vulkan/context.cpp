@@ -164,10 +164,7 @@ DeviceCaps read_caps(const vk::raii::PhysicalDevice& pd) {
 std::string capability_line(const DeviceCaps& c) {
   auto mib = [](std::uint64_t b) { return std::to_string(b >> 20) + " MiB"; };
   return std::string("type=") + vk::to_string(c.type) +
-         (c.software ? (env_on("TRINE_VULKAN_ALLOW_CPU")
-                            ? " (software; TRINE_VULKAN_ALLOW_CPU=1: auto-dispatch may pick it)"
-                            : " (software: auto-dispatch skips it unless TRINE_VULKAN_ALLOW_CPU=1)")
-                     : "") +
+         (c.software ? " (software)" : "") +
          "; vulkan " + version_str(c.api_version) + "; subgroup " + std::to_string(c.subgroup_size) + " (" +
          subgroup_ops_str(c.subgroup_ops) + "); shared " + std::to_string(c.shared_memory / 1024) +
          " KiB; workgroup <= " + std::to_string(c.max_workgroup_invocations) + " [" +
