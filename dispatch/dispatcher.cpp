@@ -26,6 +26,18 @@ bool env_on(const char* name) {
   return v && *v && std::strcmp(v, "0") != 0;
 }
 
+// Read once: the sync call path asks for every op.
+const bool k_env_software = env_on("TRINE_ALLOW_SOFTWARE");
+const bool k_env_vulkan_cpu = env_on("TRINE_VULKAN_ALLOW_CPU");
+
+// Whether automatic placement may use this device (software ones only on opt-in).
+bool candidate(const DeviceInfo& info) {
+  if (!info.software) return true;
+  const int forced = g_software.load(std::memory_order_relaxed);
+  if (forced >= 0) return forced == 1;
+  return k_env_software || (info.device.kind == DeviceKind::vulkan && k_env_vulkan_cpu);
+}
+
 struct EnvPin {
   std::optional<Device> device;
   std::string error;  // TRINE_DEVICE set to something that is not a device
@@ -145,7 +157,7 @@ dispatch::Decision estimate_call(OpKind op, std::span<const Tensor> inputs, cons
       c.device = info.device;
       if (!slot.backend) {
         c.why_not = "backend unavailable: " + slot.reason;
-      } else if (!dispatch::software_allowed(info.device)) {
+      } else if (!candidate(info)) {
         c.why_not = "software device; opt in with TRINE_ALLOW_SOFTWARE=1";
       } else {
         OpCall call;
@@ -214,7 +226,7 @@ Placement place_call(OpKind op, std::span<const Tensor> inputs, const OpParams& 
     for (const auto& slot : backend_slots()) {
       if (!slot.backend) continue;
       for (const auto& info : slot.devices) {
-        if (!dispatch::software_allowed(info.device)) continue;
+        if (!candidate(info)) continue;
         ++eligible;
         only = info.device;
       }
@@ -246,11 +258,10 @@ namespace dispatch {
 void allow_software(bool allow) { detail::g_software.store(allow ? 1 : 0); }
 
 bool software_allowed(Device device) {
-  if (!detail::is_software(device)) return true;
-  const int forced = detail::g_software.load(std::memory_order_relaxed);
-  if (forced >= 0) return forced == 1;
-  if (detail::env_on("TRINE_ALLOW_SOFTWARE")) return true;
-  return device.kind == DeviceKind::vulkan && detail::env_on("TRINE_VULKAN_ALLOW_CPU");
+  for (const auto& s : detail::backend_slots())
+    for (const auto& info : s.devices)
+      if (info.device == device) return detail::candidate(info);
+  return true;  // not a device of this machine: nothing to opt in to
 }
 
 Decision decide(OpKind op, std::span<const Tensor> inputs, const OpParams& params) {
