@@ -239,7 +239,7 @@ Placement place_call(OpKind op, std::span<const Tensor> inputs, const OpParams& 
   for (const auto& c : d.candidates) any = any || c.eligible;
   if (!any) {
     std::string why;
-    for (const auto& c : d.candidates) why += " " + c.device.str() + ": " + c.why_not + ";";
+    for (const auto& c : d.candidates) why.append(" ").append(c.device.str()).append(": ").append(c.why_not).append(";");
     throw Error(ErrorCode::unsupported, std::string("[") + name + "] no device runs " + describe_call(op, inputs) + ":" + why);
   }
   return {d.device, false};
