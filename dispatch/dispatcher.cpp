@@ -1,6 +1,7 @@
 // Where each call runs: pins first (pinned inputs, DeviceScope, TRINE_DEVICE), then the cost model.
 #include "dispatch/dispatcher.hpp"
 
+#include <array>
 #include <atomic>
 #include <cstdio>
 #include <cstdlib>
@@ -8,6 +9,7 @@
 #include <limits>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "backends/backend.hpp"
 #include "trine/error.hpp"
@@ -17,6 +19,8 @@ namespace detail {
 namespace {
 
 thread_local std::optional<Device> t_scope;
+// DeviceScopes alive in any thread: while none is, the sync path skips the thread-local lookup.
+std::atomic<int> g_scopes{0};
 
 // -1: follow the environment; 0/1: allow_software() said so.
 std::atomic<int> g_software{-1};
@@ -30,13 +34,14 @@ bool env_on(const char* name) {
 const bool k_env_software = env_on("TRINE_ALLOW_SOFTWARE");
 const bool k_env_vulkan_cpu = env_on("TRINE_VULKAN_ALLOW_CPU");
 
-// Whether automatic placement may use this device (software ones only on opt-in).
-bool candidate(const DeviceInfo& info) {
+// Whether automatic placement may use this device (software ones only on opt-in), in opt-in state
+// `state` (g_software's values).
+bool candidate(const DeviceInfo& info, int state) {
   if (!info.software) return true;
-  const int forced = g_software.load(std::memory_order_relaxed);
-  if (forced >= 0) return forced == 1;
+  if (state >= 0) return state == 1;
   return k_env_software || (info.device.kind == DeviceKind::vulkan && k_env_vulkan_cpu);
 }
+bool candidate(const DeviceInfo& info) { return candidate(info, g_software.load(std::memory_order_relaxed)); }
 
 struct EnvPin {
   std::optional<Device> device;
@@ -56,6 +61,26 @@ const EnvPin& env_pin() {
     return p;
   }();
   return pin;
+}
+
+// The only device automatic placement may use when there is exactly one (a machine without a GPU
+// and without the software opt-in), else nullopt; computed once per opt-in state.
+const std::optional<Device>& sole_candidate() {
+  static const std::array<std::optional<Device>, 3> by_state = [] {
+    std::array<std::optional<Device>, 3> out;
+    for (int state = -1; state <= 1; ++state) {
+      std::vector<Device> found;
+      for (const auto& slot : backend_slots()) {
+        if (!slot.backend) continue;
+        for (const auto& info : slot.devices) {
+          if (candidate(info, state)) found.push_back(info.device);
+        }
+      }
+      if (found.size() == 1) out[static_cast<std::size_t>(state + 1)] = found[0];
+    }
+    return out;
+  }();
+  return by_state[static_cast<std::size_t>(g_software.load(std::memory_order_relaxed) + 1)];
 }
 
 }  // namespace
@@ -92,7 +117,7 @@ Tensor phantom(const Tensor& like, Backend& backend, Device device) {
 
 bool all_on(std::span<const Tensor> inputs, Device d) {
   for (const auto& t : inputs)
-    if (t.defined() && !(t.device() == d)) return false;
+    if (t.defined() && !(t.storage()->device() == d)) return false;
   return true;
 }
 
@@ -135,7 +160,7 @@ bool is_software(Device d) {
 }
 
 std::optional<Device> pinned_by_scope() {
-  if (t_scope) return t_scope;
+  if (g_scopes.load(std::memory_order_relaxed) != 0 && t_scope) return t_scope;
   const EnvPin& e = env_pin();
   if (!e.error.empty()) throw Error(ErrorCode::invalid_argument, "[dispatch] " + e.error);
   return e.device;
@@ -220,19 +245,7 @@ Placement place_call(OpKind op, std::span<const Tensor> inputs, const OpParams& 
   if (scope) return {*scope, true};
 
   // Automatic. The common case, one candidate holding every input, needs no estimate.
-  if (!log_dispatch()) {
-    std::optional<Device> only;
-    int eligible = 0;
-    for (const auto& slot : backend_slots()) {
-      if (!slot.backend) continue;
-      for (const auto& info : slot.devices) {
-        if (!candidate(info)) continue;
-        ++eligible;
-        only = info.device;
-      }
-    }
-    if (eligible == 1 && all_on(inputs, *only)) return {*only, false};
-  }
+  if (const auto& only = sole_candidate(); only && !log_dispatch() && all_on(inputs, *only)) return {*only, false};
   dispatch::Decision d = estimate_call(op, inputs, params, out);
   if (log_dispatch()) log_decision(op, inputs, d);
   bool any = false;
@@ -250,8 +263,12 @@ Placement place_call(OpKind op, std::span<const Tensor> inputs, const OpParams& 
 DeviceScope::DeviceScope(Device device) : previous_(detail::t_scope) {
   detail::backend_for(device, "DeviceScope");  // an unavailable device fails here, not at the first op
   detail::t_scope = device;
+  detail::g_scopes.fetch_add(1, std::memory_order_relaxed);
 }
-DeviceScope::~DeviceScope() { detail::t_scope = previous_; }
+DeviceScope::~DeviceScope() {
+  detail::t_scope = previous_;
+  detail::g_scopes.fetch_sub(1, std::memory_order_relaxed);
+}
 
 namespace dispatch {
 

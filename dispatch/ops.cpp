@@ -128,7 +128,7 @@ Tensor run_op(OpKind op, std::span<const Tensor> inputs, const OpParams& params)
   detail::InferredOutput shape = detail::infer_op(op, inputs, params);
   const detail::Placement at = detail::place_call(op, inputs, params, shape);
   bool here = true;
-  for (const auto& t : inputs) here = here && (!t.defined() || t.device() == at.device);
+  for (const auto& t : inputs) here = here && (!t.defined() || t.storage()->device() == at.device);
   if (here) return run_on(at, op, inputs, params, shape);
   // Inputs elsewhere are moved to the chosen device (not pinned there: they are the call's copies).
   std::array<Tensor, 3> moved;
