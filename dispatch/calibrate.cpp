@@ -35,13 +35,14 @@ bool compute_bound(OpKind op) { return op == OpKind::matmul || op == OpKind::con
 // The sizes each op is measured at: a ladder over the op's natural size parameter.
 std::vector<std::int64_t> ladder(OpKind op, bool quick) {
   switch (op) {
-    case OpKind::matmul: return quick ? std::vector<std::int64_t>{8, 32, 128, 384} : std::vector<std::int64_t>{8, 32, 96, 256, 512, 1024};
+    case OpKind::matmul:
+      return quick ? std::vector<std::int64_t>{8, 24, 64, 160, 384} : std::vector<std::int64_t>{8, 24, 64, 128, 256, 512, 1024};
     case OpKind::conv2d: return quick ? std::vector<std::int64_t>{4, 16, 48} : std::vector<std::int64_t>{4, 12, 32, 64, 112};
     case OpKind::attention: return quick ? std::vector<std::int64_t>{8, 64, 256} : std::vector<std::int64_t>{8, 32, 128, 512, 1024};
     case OpKind::gemv: return quick ? std::vector<std::int64_t>{16, 128, 1024} : std::vector<std::int64_t>{16, 128, 512, 2048, 4096};
     default:
-      return quick ? std::vector<std::int64_t>{64, 4096, 65536, 1 << 20}
-                   : std::vector<std::int64_t>{64, 1024, 16384, 262144, 1 << 20, 1 << 22, 1 << 24};
+      return quick ? std::vector<std::int64_t>{64, 1024, 16384, 131072, 1 << 20}
+                   : std::vector<std::int64_t>{64, 512, 4096, 32768, 262144, 1 << 20, 1 << 22, 1 << 24};
   }
 }
 
@@ -128,6 +129,7 @@ std::vector<SizeClass> fit_classes(OpKind op, std::vector<Point> points, double 
     const Point& p = points[i];
     const double size = p.cost.flops + p.cost.bytes;
     SizeClass c;
+    c.at = size;
     c.fixed_s = std::min(fixed, 0.9 * p.seconds);
     const double work_s = p.seconds - c.fixed_s;
     if (compute_bound(op) && p.cost.flops > 0) {

@@ -1,4 +1,5 @@
 // The cost model's numbers: built-in defaults, the calibration profile on disk (JSON), predictions.
+#include <algorithm>
 #include <atomic>
 #include <cmath>
 #include <cstdio>
@@ -170,6 +171,7 @@ std::string to_json(const Profile& p) {
         cj["fixed_s"] = c.fixed_s;
         cj["bytes_per_s"] = c.bytes_per_s;
         cj["flops_per_s"] = c.flops_per_s;
+        if (c.at > 0) cj["at"] = c.at;
         list.push_back(cj);
       }
       ops[name] = list;
@@ -244,6 +246,7 @@ Profile profile_from_json(const std::string& content) {
           sc.fixed_s = number(c, "fixed_s", cw);
           sc.bytes_per_s = number(c, "bytes_per_s", cw);
           sc.flops_per_s = number(c, "flops_per_s", cw);
+          sc.at = number(c, "at", cw);
           if (!classes.empty() && !(sc.upto > classes.back().upto)) {
             throw Error(ErrorCode::invalid_argument, cw + ": size classes not in increasing order");
           }
@@ -359,21 +362,39 @@ const DeviceModel& model_for(const Profile& p, Device device, DeviceModel& scrat
 }
 }  // namespace
 
+namespace {
+double class_time(const SizeClass& c, const OpCost& cost) {
+  return c.fixed_s + term(cost.bytes, c.bytes_per_s) + term(cost.flops, c.flops_per_s);
+}
+}  // namespace
+
 double predict_compute(const Profile& p, Device device, OpKind op, const OpCost& cost) {
   DeviceModel scratch;
   const DeviceModel& m = model_for(p, device, scratch);
-  if (auto it = m.ops.find(op_info(op).name); it != m.ops.end()) {
-    const double size = cost.flops + cost.bytes;
-    const SizeClass* c = &it->second.back();
-    for (const auto& k : it->second) {
-      if (size <= k.upto) {
-        c = &k;
-        break;
-      }
-    }
-    return c->fixed_s + term(cost.bytes, c->bytes_per_s) + term(cost.flops, c->flops_per_s);
+  auto it = m.ops.find(op_info(op).name);
+  if (it == m.ops.end() || it->second.empty()) {
+    return m.op_fixed_s + term(cost.bytes, m.bytes_per_s) + term(cost.flops, m.flops_per_s);
   }
-  return m.op_fixed_s + term(cost.bytes, m.bytes_per_s) + term(cost.flops, m.flops_per_s);
+  const auto& classes = it->second;
+  const double size = cost.flops + cost.bytes;
+  std::size_t k = classes.size() - 1;
+  for (std::size_t i = 0; i < classes.size(); ++i) {
+    if (size <= classes[i].upto) {
+      k = i;
+      break;
+    }
+  }
+  const double here = class_time(classes[k], cost);
+  // Between two measured sizes: blend toward the neighbour on the query's side.
+  const SizeClass& c = classes[k];
+  if (c.at <= 0 || size <= 0) return here;
+  const std::size_t j = size < c.at ? (k > 0 ? k - 1 : k) : (k + 1 < classes.size() ? k + 1 : k);
+  const SizeClass& n = classes[j];
+  if (j == k || n.at <= 0 || n.at == c.at) return here;
+  const double w = std::clamp(std::log(size / c.at) / std::log(n.at / c.at), 0.0, 1.0);
+  const double there = class_time(n, cost);
+  if (here <= 0 || there <= 0) return here;
+  return std::exp((1 - w) * std::log(here) + w * std::log(there));
 }
 
 double predict_transfer(const Profile& p, Device from, Device to, double bytes) {

@@ -52,8 +52,9 @@ namespace dispatch {
 // ---- the cost model ----
 //
 // time(op on device) = fixed_s + bytes / bytes_per_s + flops / flops_per_s, with the rates of the
-// op's size class on that device (size = flops + bytes of the call, op_cost()); an op the profile
-// does not know uses the device's default rates. A transfer of B bytes host -> device costs
+// op's size class on that device (size = flops + bytes of the call, op_cost()), blended with the
+// neighbouring class between measured sizes (SizeClass::at); an op the profile does not know uses
+// the device's default rates. A transfer of B bytes host -> device costs
 // upload_fixed_s + B / upload_bytes_per_s (readback likewise); the cpu's memory is the host's, so
 // moving to or from the cpu costs only the other side's transfer.
 
@@ -62,6 +63,11 @@ struct SizeClass {
   double fixed_s = 0;
   double bytes_per_s = 0;  // 0 = this term is not counted
   double flops_per_s = 0;  // 0 = this term is not counted
+  // The size it was measured at (calibrated classes; 0 = unknown). Between the measured sizes of
+  // two neighbouring classes the prediction moves from one class's formula to the next's
+  // linearly in log(size) and log(time), so the model is exact at every measured size and
+  // continuous between them.
+  double at = 0;
 };
 
 struct DeviceModel {
