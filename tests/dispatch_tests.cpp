@@ -324,6 +324,15 @@ TEST_CASE("profiles round-trip; corrupt, truncated, foreign and stale ones are i
         Approx(dispatch::predict_compute(p, Device::cpu(), OpKind::matmul, small)));
   CHECK(dispatch::predict_compute(back, Device::cpu(), OpKind::matmul, big) == Approx(2e-6 + 1e9 / 5e10));
 
+  // Calibrated classes: exact at their measured sizes, blended in log-log between them.
+  dispatch::Profile q = dispatch::builtin_profile();
+  q.devices[0].ops["relu"] = {{1e4, 0, 1e9, 0, 1e3}, {std::numeric_limits<double>::infinity(), 0, 4e9, 0, 1e5}};
+  q = dispatch::profile_from_json(dispatch::to_json(q));
+  CHECK(dispatch::predict_compute(q, Device::cpu(), OpKind::relu, OpCost{0, 1e3}) == Approx(1e-6));
+  CHECK(dispatch::predict_compute(q, Device::cpu(), OpKind::relu, OpCost{0, 1e5}) == Approx(2.5e-5));
+  CHECK(dispatch::predict_compute(q, Device::cpu(), OpKind::relu, OpCost{0, 1e4}) == Approx(std::sqrt(1e-5 * 2.5e-6)));
+  CHECK(dispatch::predict_compute(q, Device::cpu(), OpKind::relu, OpCost{0, 1e7}) == Approx(1e7 / 4e9));
+
   const fs::path dir = fs::temp_directory_path() / ("trine-profile-test-" + std::to_string(::getpid()));
   fs::create_directories(dir);
   const fs::path path = dir / "profile.json";
