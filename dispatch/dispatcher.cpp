@@ -234,7 +234,15 @@ Placement place_call(OpKind op, std::span<const Tensor> inputs, const OpParams& 
                                                    "; move one with .to(device) (inputs: " + describe_call(op, inputs) + ")");
     }
   }
-  const std::optional<Device> scope = pinned_by_scope();
+  std::optional<Device> scope;
+  if (!pin) {
+    scope = pinned_by_scope();
+  } else {
+    try {  // a malformed TRINE_DEVICE concerns only ops it would pin; this one is pinned already
+      scope = pinned_by_scope();
+    } catch (const Error&) {
+    }
+  }
   if (pin && scope && !(*pin == *scope)) {
     throw Error(ErrorCode::invalid_argument, std::string("[") + name + "] input " + std::to_string(pin_input) +
                                                  " is pinned to " + pin->str() + " but the calling scope pins " +

@@ -402,3 +402,17 @@ TEST_CASE("TRINE_DEVICE pins ops on unpinned inputs", "[dispatch_env][.]") {
   CHECK(y.pinned());
   CHECK(dispatch::decide(OpKind::relu, std::vector<Tensor>{x}, ActParams{}).pinned);
 }
+
+// Run by ctest with TRINE_DEVICE=nonsense (dispatch_env_bad): every op says what is wrong.
+TEST_CASE("a TRINE_DEVICE that names no device is an error at every op", "[dispatch_env_bad][.]") {
+  Tensor x = Tensor::random({8}, 11);
+  try {
+    (void)relu(x);
+    FAIL("expected an error");
+  } catch (const Error& e) {
+    CHECK(e.code() == ErrorCode::invalid_argument);
+    CHECK_THAT(e.what(), Catch::Contains("TRINE_DEVICE=nonsense"));
+  }
+  // A pinned input needs no scope: it still runs.
+  CHECK(relu(x.to(Device::cpu())).device() == Device::cpu());
+}
