@@ -24,4 +24,13 @@ int main() {
   trine::BatchRead out = batch.read(trine::rmsnorm(trine::add(trine::silu(in), in)));
   batch.run();
   std::printf("batch gave %zu values, first %f\n", out.get().size(), out.get()[0]);
+  // Where ops run: tensors made without a device are placed by the cost model (the cpu here unless
+  // software devices are opted in); a named device, x.to(device) or a DeviceScope pins them.
+  trine::dispatch::Decision d = trine::dispatch::decide(trine::OpKind::matmul, std::vector<trine::Tensor>{x, w},
+                                                          trine::MatmulParams{});
+  std::printf("matmul would run on %s (%s)\n", d.device.str().c_str(), d.why.c_str());
+  {
+    trine::DeviceScope pin(trine::Device::cpu());
+    std::printf("pinned: %s\n", trine::relu(x).str().c_str());
+  }
 }

@@ -2,6 +2,7 @@
 #pragma once
 
 #include "trine/device.hpp"
+#include "trine/dispatch.hpp"
 #include "trine/dtype.hpp"
 #include "trine/error.hpp"
 #include "trine/batch.hpp"
