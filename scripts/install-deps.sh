@@ -16,6 +16,8 @@ PACKAGES=(
   libopenblas-dev libeigen3-dev libdnnl-dev
   # the dispatcher's calibration profile (JSON, header-only, private to the library)
   nlohmann-json3-dev
+  # trine-bench: command line, tables, plots
+  libcli11-dev libfmt-dev gnuplot-nox
 )
 
 missing=()

@@ -155,6 +155,10 @@ namespace async {
 #include "trine/op_functions.def"
 #undef TRINE_FN
 inline Future<Tensor> swish(const Tensor& x) { return ::trine::async::silu(x); }
+// Any op of the table by kind, like trine::run_op.
+inline Future<Tensor> run_op(OpKind op, std::span<const Tensor> inputs, const OpParams& params) {
+  return detail::launch_async([&] { return ::trine::run_op(op, inputs, params); });
+}
 }  // namespace async
 
 }  // namespace trine
