@@ -121,6 +121,69 @@ bool all_on(std::span<const Tensor> inputs, Device d) {
   return true;
 }
 
+// The last automatic decisions of this thread, by call signature: a loop calling the same op on
+// same-shaped data asks the cost model once. A new profile or opt-in state misses (the key holds
+// both).
+class DecisionCache {
+ public:
+  std::optional<Device> find(OpKind op, std::span<const Tensor> inputs, const OpParams& params,
+                             const dispatch::Profile* profile, int software) const {
+    for (std::size_t i = 0; i < used_; ++i) {
+      const auto& e = entries_[i];
+      if (e.op == op && e.profile == profile && e.software == software && e.n == inputs.size() &&
+          e.params == params && same_inputs(e, inputs))
+        return e.device;
+    }
+    return std::nullopt;
+  }
+  void add(OpKind op, std::span<const Tensor> inputs, const OpParams& params, const dispatch::Profile* profile,
+           int software, Device device) {
+    if (inputs.size() > 3) return;
+    Entry& e = entries_[next_];
+    next_ = (next_ + 1) % entries_.size();
+    used_ = std::min(used_ + 1, entries_.size());
+    e.op = op;
+    e.params = params;
+    e.profile = profile;
+    e.software = software;
+    e.n = inputs.size();
+    for (std::size_t i = 0; i < inputs.size(); ++i) e.in[i] = signature(inputs[i]);
+    e.device = device;
+  }
+
+ private:
+  struct Sig {
+    bool defined = false;
+    Shape shape;
+    DType dtype = DType::f32;
+    Device device;
+    bool contiguous = false;
+    friend bool operator==(const Sig&, const Sig&) = default;
+  };
+  struct Entry {
+    OpKind op = OpKind::copy;
+    OpParams params;
+    const dispatch::Profile* profile = nullptr;
+    int software = 0;
+    std::size_t n = 0;
+    std::array<Sig, 3> in;
+    Device device;
+  };
+  static Sig signature(const Tensor& t) {
+    if (!t.defined()) return {};
+    return {true, t.shape(), t.dtype(), t.storage()->device(), t.is_contiguous()};
+  }
+  static bool same_inputs(const Entry& e, std::span<const Tensor> inputs) {
+    for (std::size_t i = 0; i < inputs.size(); ++i)
+      if (!(e.in[i] == signature(inputs[i]))) return false;
+    return true;
+  }
+  std::array<Entry, 8> entries_;
+  std::size_t used_ = 0, next_ = 0;
+};
+
+thread_local DecisionCache t_decisions;
+
 void log_decision(OpKind op, std::span<const Tensor> inputs, const dispatch::Decision& d) {
   std::string line = std::string("trine dispatch: [") + op_info(op).name + "]";
   for (const auto& t : inputs)
@@ -254,6 +317,11 @@ Placement place_call(OpKind op, std::span<const Tensor> inputs, const OpParams& 
 
   // Automatic. The common case, one candidate holding every input, needs no estimate.
   if (const auto& only = sole_candidate(); only && !log_dispatch() && all_on(inputs, *only)) return {*only, false};
+  const dispatch::Profile* profile = &dispatch::active_profile();
+  const int software = g_software.load(std::memory_order_relaxed);
+  if (!log_dispatch()) {
+    if (auto hit = t_decisions.find(op, inputs, params, profile, software)) return {*hit, false};
+  }
   dispatch::Decision d = estimate_call(op, inputs, params, out);
   if (log_dispatch()) log_decision(op, inputs, d);
   bool any = false;
@@ -263,6 +331,7 @@ Placement place_call(OpKind op, std::span<const Tensor> inputs, const OpParams& 
     for (const auto& c : d.candidates) why.append(" ").append(c.device.str()).append(": ").append(c.why_not).append(";");
     throw Error(ErrorCode::unsupported, std::string("[") + name + "] no device runs " + describe_call(op, inputs) + ":" + why);
   }
+  t_decisions.add(op, inputs, params, profile, software, d.device);
   return {d.device, false};
 }
 
