@@ -32,7 +32,7 @@ struct Row {
   trine::Device auto_choice;
   Timing auto_sync, auto_async, auto_batch;
   double auto_predicted_s = 0;
-  double regret = 0;  // auto_sync / the winner's time; 0 when either is missing
+  double regret = 0;  // auto / the winner, timed alternately call by call (medians); 0 when either is missing
 };
 
 // The fastest measured device's time (infinity when none was measured).
