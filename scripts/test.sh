@@ -80,9 +80,9 @@ export UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
 lavapipe=$(ls /usr/lib/*/libvulkan_lvp.so 2>/dev/null | head -n 1 || true)
 asan_env=(ASAN_OPTIONS="$ASAN_OPTIONS:verify_asan_link_order=0")
 [[ -n $lavapipe ]] && asan_env+=(LD_PRELOAD="$lavapipe")
-env "${asan_env[@]}" ctest --test-dir "$root/asan" --output-on-failure -j "$jobs" -E '^(vulkan|dispatch)'
-echo "Vulkan and dispatch suites: leak checking off (lavapipe's LLVM leaks; see scripts/test.sh)"
-env "${asan_env[@]/detect_leaks=1/detect_leaks=0}" ctest --test-dir "$root/asan" --output-on-failure -j "$jobs" -R '^(vulkan|dispatch)'
+env "${asan_env[@]}" ctest --test-dir "$root/asan" --output-on-failure -j "$jobs" -E '^(vulkan|dispatch|trine_bench)'
+echo "Vulkan, dispatch and trine-bench suites: leak checking off (lavapipe's LLVM leaks; see scripts/test.sh)"
+env "${asan_env[@]/detect_leaks=1/detect_leaks=0}" ctest --test-dir "$root/asan" --output-on-failure -j "$jobs" -R '^(vulkan|dispatch|trine_bench)'
 
 step "ThreadSanitizer build (tests only)"
 cmake -S . -B "$root/tsan" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DTRINE_SANITIZE=thread \
