@@ -12,6 +12,7 @@
 #include <sstream>
 
 #include "backends/backend.hpp"
+#include "backends/cache_dir.hpp"
 #include "dispatch/dispatcher.hpp"
 #include "trine/error.hpp"
 #include "trine/version.hpp"
@@ -134,15 +135,8 @@ Profile builtin_profile() {
 }
 
 std::filesystem::path profile_path() {
-  std::filesystem::path dir;
-  if (const char* x = std::getenv("XDG_CACHE_HOME"); x && *x) {
-    dir = std::filesystem::path(x) / "trine";
-  } else if (const char* h = std::getenv("HOME"); h && *h) {
-    dir = std::filesystem::path(h) / ".cache" / "trine";
-  } else {
-    return {};
-  }
-  return dir / "profile.json";
+  const std::filesystem::path dir = detail::cache_dir();
+  return dir.empty() ? dir : dir / "profile.json";
 }
 
 std::string to_json(const Profile& p) {

@@ -8,6 +8,7 @@
 #include <fstream>
 #include <iterator>
 
+#include "backends/cache_dir.hpp"
 #include "backends/vulkan/vk_check.hpp"
 
 namespace trine::vulkan {
@@ -15,14 +16,8 @@ namespace trine::vulkan {
 namespace {
 
 std::string cache_path(const vk::PhysicalDeviceProperties& p) {
-  std::filesystem::path dir;
-  if (const char* x = std::getenv("XDG_CACHE_HOME"); x && *x) {
-    dir = std::filesystem::path(x) / "trine";
-  } else if (const char* h = std::getenv("HOME"); h && *h) {
-    dir = std::filesystem::path(h) / ".cache" / "trine";
-  } else {
-    return {};
-  }
+  const std::filesystem::path dir = detail::cache_dir();
+  if (dir.empty()) return {};
   char name[96];
   std::snprintf(name, sizeof(name), "vulkan-%04x-%04x-%08x.pipelines", p.vendorID, p.deviceID, p.driverVersion);
   return (dir / name).string();
