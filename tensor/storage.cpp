@@ -61,7 +61,7 @@ std::shared_ptr<Completion> completed(std::exception_ptr error) {
 }
 
 Storage::~Storage() {
-  if (backend_ && handle_) cached_deallocate(*backend_, device_, handle_, bytes_);
+  if (backend_ && handle_ && !memory_owner_) cached_deallocate(*backend_, device_, handle_, bytes_);
 }
 
 void Storage::collect_waits(bool write, std::vector<std::shared_ptr<Completion>>& out) {

@@ -94,6 +94,15 @@ class Storage {
     backend_ = backend;
     device_ = device;
     handle_ = handle;
+    memory_owner_.reset();
+  }
+  // The same with memory that `owner` holds (a batch reusing the memory of a tensor whose last use
+  // is over): this storage keeps `owner` alive and never frees the memory itself.
+  void place_in(Backend* backend, Device device, std::shared_ptr<Storage> owner) noexcept {
+    backend_ = backend;
+    device_ = device;
+    handle_ = owner->handle_;
+    memory_owner_ = std::move(owner);
   }
 
  private:
@@ -102,6 +111,7 @@ class Storage {
   void* handle_;
   std::size_t bytes_;
   std::weak_ptr<BatchRecord> recording_;
+  std::shared_ptr<Storage> memory_owner_;  // set when the memory is another storage's (place_in)
 
   std::mutex mu_;
   std::shared_ptr<Completion> writer_;
