@@ -112,10 +112,23 @@ double time_it(F&& f, double budget, double& first) {
   return median(std::move(times));
 }
 
-// Fixed cost + bytes / rate through two sizes (the small one sets the fixed cost).
-void fit_line(double small_bytes, double small_s, double big_bytes, double big_s, double& fixed, double& rate) {
-  rate = big_s > small_s ? (big_bytes - small_bytes) / (big_s - small_s) : big_bytes / std::max(big_s, 1e-9);
-  fixed = std::max(0.0, small_s - small_bytes / rate);
+// Medians of `f` and `g` timed alternately (at least 5 pairs, filling ~`budget`), so a change in
+// the machine's speed while they run hits both alike: for differences between two timings.
+template <class F, class G>
+std::pair<double, double> time_pair(F&& f, G&& g, double budget) {
+  f();
+  g();
+  std::vector<double> a, b;
+  auto t0 = Clock::now();
+  do {
+    auto s = Clock::now();
+    f();
+    a.push_back(std::chrono::duration<double>(Clock::now() - s).count());
+    s = Clock::now();
+    g();
+    b.push_back(std::chrono::duration<double>(Clock::now() - s).count());
+  } while (a.size() < 5 || (std::chrono::duration<double>(Clock::now() - t0).count() < budget && a.size() < 200));
+  return {median(std::move(a)), median(std::move(b))};
 }
 
 // Size classes from the measured points: class i holds point i's rate and reaches halfway (in log
@@ -166,21 +179,32 @@ DeviceModel calibrate_device(const DeviceInfo& info, const CalibrateOptions& o,
     m.op_fixed_s = time_it([&] { (void)relu(x); }, budget, first);
     if (say) say(m.device + ": one sync call " + std::to_string(m.op_fixed_s * 1e6) + " us");
   }
-  // Host <-> device transfers, 4 KiB and 16 MiB (4 MiB quick).
+  // Moving data as the dispatcher does it, inside calls: an input uploaded before the op that reads
+  // it, the result read back after. From relu on 16 floats and on 1M (4M) floats, each timed
+  // from host data and resident: the extra time is the fixed cost and the bytes of one upload and
+  // one readback, split evenly between the two directions.
   if (d.kind != DeviceKind::cpu) {
-    const std::int64_t small = 1024, big = o.quick ? (1 << 20) : (1 << 22);
-    std::vector<float> host(static_cast<std::size_t>(big), 0.5f);
-    double up_small = time_it([&] { (void)Tensor::from(std::span<const float>(host.data(), small), {small}, DType::f32, d); },
-                              budget, first);
-    double up_big = time_it([&] { (void)Tensor::from(host, {big}, DType::f32, d); }, budget, first);
-    fit_line(4.0 * small, up_small, 4.0 * big, up_big, m.upload_fixed_s, m.upload_bytes_per_s);
-    Tensor ts = input({small}, 1, d), tb = input({big}, 2, d);
-    double rb_small = time_it([&] { (void)ts.to_vector(); }, budget, first);
-    double rb_big = time_it([&] { (void)tb.to_vector(); }, budget, first);
-    fit_line(4.0 * small, rb_small, 4.0 * big, rb_big, m.readback_fixed_s, m.readback_bytes_per_s);
+    auto from_host = [&](OpKind op, const Tensor& x) {
+      DeviceScope on(d);
+      Tensor y = run_op(op, std::vector<Tensor>{x}, ActParams{});
+      (void)y.to(Device::cpu());
+      synchronize();
+    };
+    const std::int64_t big = o.quick ? (1 << 20) : (1 << 22);
+    Tensor small_host = Tensor::random({16}, 3), big_host = Tensor::random({big}, 4);
+    Tensor small_dev = input({16}, 3, d), big_dev = input({big}, 4, d);
+    const auto [small_moved, small_resident] =
+        time_pair([&] { from_host(OpKind::relu, small_host); }, [&] { (void)relu(small_dev); }, 2 * budget);
+    const auto [big_moved, big_resident] =
+        time_pair([&] { from_host(OpKind::relu, big_host); }, [&] { (void)relu(big_dev); }, 2 * budget);
+    const double small_extra = small_moved - small_resident, big_extra = big_moved - big_resident;
+    const double fixed = std::max(0.0, small_extra) / 2;
+    const double per_byte = std::max(1e-13, (big_extra - small_extra) / (2.0 * 4.0 * static_cast<double>(big)));
+    m.upload_fixed_s = m.readback_fixed_s = fixed;
+    m.upload_bytes_per_s = m.readback_bytes_per_s = 1.0 / per_byte;
     if (say) {
-      say(m.device + ": upload " + std::to_string(m.upload_bytes_per_s / 1e9) + " GB/s, readback " +
-          std::to_string(m.readback_bytes_per_s / 1e9) + " GB/s");
+      say(m.device + ": moving data in a call: " + std::to_string(fixed * 1e6) + " us + " +
+          std::to_string(1e-9 / per_byte) + " GB/s each way");
     }
   }
 

@@ -150,6 +150,15 @@ Tensor run2(OpKind op, const Tensor& a, const Tensor& b, const OpParams& p) {
 // The Tensor members that are ops.
 Tensor Tensor::astype(DType dtype) const { return trine::cast(*this, dtype); }
 
+// A copy on `target`, pinned there: one Upload from host memory or one Readback into it (device to
+// device through the host), submitted without waiting; whatever reads the result waits for it.
+Tensor Tensor::to(Device target) const {
+  if (!defined()) throw Error(ErrorCode::invalid_argument, "[to] undefined tensor");
+  if (device() == target) return Tensor(storage_, shape_, strides_, offset_, dtype_, true);
+  detail::backend_for(target, "to");  // an unavailable device fails here, naming it
+  return detail::move_tensor(*this, target, true, "to");
+}
+
 Tensor Tensor::contiguous() const {
   if (!defined()) throw Error(ErrorCode::invalid_argument, "[contiguous] undefined tensor");
   if (is_contiguous()) return *this;

@@ -1,4 +1,4 @@
-// Tensor: creation, host<->device movement (as Upload / Readback entries) and views. Ops on tensors,
+// Tensor: creation, reads to the host (as Readback entries) and views. Ops on tensors, to(),
 // contiguous() and astype() included, live in dispatch/.
 #include "trine/tensor.hpp"
 
@@ -261,27 +261,6 @@ bool Tensor::is_contiguous() const noexcept {
 std::string Tensor::str() const {
   if (!defined()) return "undefined";
   return describe(shape_, dtype_, device());
-}
-
-Tensor Tensor::to(Device target) const {
-  if (!defined()) throw Error(ErrorCode::invalid_argument, "[to] undefined tensor");
-  if (device() == target) {
-    Tensor self = *this;
-    self.pinned_ = true;
-    return self;
-  }
-  Tensor src = contiguous();
-  Tensor dst = detail::empty_tensor(shape_, dtype_, target, true);
-  const std::size_t bytes = static_cast<std::size_t>(numel()) * dtype_size(dtype_);
-  if (bytes == 0) return dst;
-  // Through the host: one readback from the source's backend, one upload to the target's.
-  std::vector<unsigned char> host(bytes);
-  std::vector<detail::Entry> r{
-      detail::Readback{src.storage_, static_cast<std::size_t>(src.offset_) * dtype_size(dtype_), host.data(), bytes, {}}};
-  transfer(*src.storage_, r, "to");
-  std::vector<detail::Entry> u{detail::Upload{dst.storage_, 0, host.data(), bytes, {}}};
-  transfer(*dst.storage_, u, "to");
-  return dst;
 }
 
 std::vector<float> Tensor::to_vector() const {

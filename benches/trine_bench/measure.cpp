@@ -44,9 +44,13 @@ Timing time_it(F&& f, double target, double budget) {
 }
 
 // The result where the host can read it: a cpu tensor is host memory already (the sync call has
-// finished it); another device's is read back into one. This is what "host data out" costs.
+// finished it); another device's is read back into one, and waited for (to() returns at once).
+// This is what "host data out" costs.
 trine::Tensor on_host(const trine::Tensor& t) {
-  return t.device() == trine::Device::cpu() ? t : t.to(trine::Device::cpu());
+  if (t.device() == trine::Device::cpu()) return t;
+  trine::Tensor h = t.to(trine::Device::cpu());
+  trine::synchronize();
+  return h;
 }
 
 Timing skipped_timing(const std::string& why) {

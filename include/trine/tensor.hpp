@@ -56,7 +56,9 @@ class Tensor {
   bool pinned() const noexcept { return pinned_; }
 
   // ---- moving data ----
-  Tensor to(Device device) const;        // copy to another device, pinned there (self, pinned, if already there)
+  // A copy on another device, pinned there (self, pinned, if already there). Returns at once; reads
+  // of the result wait for the copy (its errors are raised there).
+  Tensor to(Device device) const;
   Tensor astype(DType dtype) const;      // the cast op
   Tensor contiguous() const;             // self if contiguous, else the copy op
   std::vector<float> to_vector() const;  // row-major, converted to f32, on the host
