@@ -45,7 +45,7 @@ double bytes_of(const Tensor& t) { return static_cast<double>(t.numel()) * dtype
 
 class Planner {
  public:
-  Planner(BatchRecord& b, std::vector<Candidate> cands) : b_(b), cands_(std::move(cands)), profile_(dispatch::active_profile()) {
+  Planner(const BatchRecord& b, std::vector<Candidate> cands) : cands_(std::move(cands)), profile_(dispatch::active_profile()) {
     std::map<const Storage*, int> producer;
     for (std::size_t i = 0; i < b.entries.size(); ++i) {
       Node n;
@@ -185,7 +185,6 @@ class Planner {
     return d;
   }
 
-  BatchRecord& b_;
   std::vector<Candidate> cands_;
   const dispatch::Profile& profile_;
   std::vector<Node> nodes_;

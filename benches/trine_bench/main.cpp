@@ -120,7 +120,6 @@ int run(int argc, char** argv) {
   std::printf("; software devices opted in to automatic placement; cost model from %s\n", report.profile_source.c_str());
 
   Options o;
-  o.quick = quick;
   o.target_s = quick ? 0.02 : 0.2;
   o.budget_s = budget > 0 ? budget : (quick ? 0.5 : 5.0);
   Runner runner(o, devices);

@@ -39,7 +39,6 @@ struct Row {
 double best_of(const Row& row);
 
 struct Options {
-  bool quick = false;
   double target_s = 0.2;  // the time each variant's repetitions should fill
   double budget_s = 2.0;  // a variant whose one call takes longer stops that op's larger sizes there
 };
