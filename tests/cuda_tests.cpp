@@ -89,9 +89,46 @@ TEST_CASE("cuda: matmul (tiled, tensor-core, batched), conv2d, attention", "[cud
   check(OpKind::conv2d, {in({1, 4, 8, 8}, 36), in({4, 2, 3, 3}, 37), Tensor()}, Conv2dParams{2, 1, 1, 2});
   check(OpKind::attention, {in({1, 9, 64}, 38), in({1, 13, 64}, 39), in({1, 13, 64}, 40)}, AttentionParams{true, 0});
   check(OpKind::attention, {in({2, 5, 64}, 41), in({2, 5, 64}, 42), in({2, 5, 64}, 43)}, AttentionParams{false, 0});
+  // other head dims: zero-padded to 64 or 128
+  check(OpKind::attention, {in({2, 7, 8}, 63), in({2, 9, 8}, 64), in({2, 9, 8}, 65)}, AttentionParams{true, 0});
+  check(OpKind::attention, {in({1, 5, 16}, 66), in({1, 13, 16}, 67), in({1, 13, 8}, 68)}, AttentionParams{false, 0.3f});
+  check(OpKind::attention, {in({1, 33, 96}, 69), in({1, 40, 96}, 70), in({1, 40, 33}, 71)}, AttentionParams{true, 0});
+  check(OpKind::attention, {in({1, 1, 1}, 72), in({1, 1, 1}, 73), in({1, 1, 1}, 74)}, AttentionParams{false, 0});
+  // mixed dtypes: the tiled kernel widens each operand as it stages it; tiny outputs: the simple form
+  check(OpKind::matmul, {in({19, 24}, 75, DType::f16), in({24, 21}, 76)}, MatmulParams{});
+  check(OpKind::matmul, {in({19, 24}, 77, DType::bf16), in({24, 21}, 78, DType::f16)}, MatmulParams{});
+  check(OpKind::matmul, {in({5, 24}, 79), in({24, 7}, 80, DType::bf16)}, MatmulParams{});
 }
 
-TEST_CASE("cuda: calls with no kernel wired yet are refused, never wrong", "[cuda]") {
+TEST_CASE("cuda: dot, rope, and strided inputs gathered on the device", "[cuda]") {
+  require_cuda();
+  for (std::int64_t n : {1, 7, 2048, 2049, 300000}) check(OpKind::dot, {in({n}, 44), in({n}, 45)}, NoParams{});
+  check(OpKind::dot, {in({0}, 44), in({0}, 45)}, NoParams{});
+  for (std::int64_t d : {2, 8, 62, 128}) {
+    check(OpKind::rope, {in({2, 31, d}, 46)}, RopeParams{});
+    check(OpKind::rope, {in({3, d}, 47)}, RopeParams{500.0f, 4093});
+  }
+  // strided inputs: copied by the gather kernel, or gathered into a temporary for the kernel
+  const Tensor m = in({8, 6}, 48);
+  check(OpKind::copy, {m.transpose()}, NoParams{});
+  check(OpKind::copy, {in({4, 3, 5, 2, 3, 2, 2}, 49).transpose(0, 6)}, NoParams{});  // 7 dims, collapsed to 6
+  check(OpKind::cast, {in({9, 17}, 50, DType::bf16).transpose()}, CastParams{DType::f32});
+  check(OpKind::copy, {in({9, 17}, 51, DType::f16).transpose()}, NoParams{});
+  check(OpKind::relu, {m.transpose()}, ActParams{});
+  check(OpKind::softmax, {in({5, 77}, 52).transpose()}, AxisParams{-1});
+  check(OpKind::dot, {test::make_input({1000}, 53, test::View::strided, DType::f32, -1, 1, k_cuda), in({1000}, 54)},
+        NoParams{});
+  check(OpKind::gemv, {test::make_input({37, 61}, 55, test::View::transposed, DType::f32, -1, 1, k_cuda),
+                       test::make_input({61}, 56, test::View::strided, DType::f32, -1, 1, k_cuda)},
+        GemvParams{false});
+  const TransferStats before = transfer_stats(k_cuda);
+  CHECK(relu(m.transpose()).to_vector().size() == 48);
+  const TransferStats after = transfer_stats(k_cuda);
+  CHECK(after.uploads == before.uploads);  // gathered on the device, never through the host
+  CHECK(after.readbacks - before.readbacks == 1);
+}
+
+TEST_CASE("cuda: calls no kernel serves are refused, never wrong", "[cuda]") {
   require_cuda();
   auto unsupported = [](auto&& f) {
     try {
@@ -103,11 +140,10 @@ TEST_CASE("cuda: calls with no kernel wired yet are refused, never wrong", "[cud
       CHECK(std::string(e.what()).find("cuda:0") != std::string::npos);
     }
   };
-  unsupported([] { dot(in({8}, 44), in({8}, 45)); });
-  unsupported([] { rope(in({2, 4, 8}, 46)); });
-  unsupported([] { relu(in({8, 6}, 47).transpose()); });
-  unsupported([] { attention(in({1, 4, 32}, 48), in({1, 4, 32}, 49), in({1, 4, 32}, 50)); });
-  CHECK(relu(in({4}, 51)).numel() == 4);  // the device works after
+  // head dims over 128 (the kernels keep a row per warp in registers), more than two batch dims
+  unsupported([] { attention(in({1, 4, 160}, 57), in({1, 4, 160}, 58), in({1, 4, 160}, 59)); });
+  unsupported([] { matmul(in({2, 2, 2, 3, 4}, 60), in({4, 5}, 61)); });
+  CHECK(relu(in({4}, 62)).numel() == 4);  // the device works after
 }
 
 TEST_CASE("cuda: a batch is one submission with one upload and one readback; async chains", "[cuda]") {

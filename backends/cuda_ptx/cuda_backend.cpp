@@ -16,6 +16,7 @@
 #include "backends/cuda_ptx/driver/check.hpp"
 #include "backends/cuda_ptx/driver/libcuda_loader.hpp"
 #include "backends/cuda_ptx/emulator/driver_provider.hpp"
+#include "tensor/make.hpp"
 #include "trine/error.hpp"
 
 namespace trine::cuda {
@@ -30,6 +31,7 @@ struct DeviceState {
   int multiprocessors = 0;
   int shared_per_block = 0;
   std::size_t total_memory = 0;
+  DeviceKernels kernels;  // modules, dot partials, rope tables of this context
 };
 
 class CudaCompletion;
@@ -42,9 +44,15 @@ struct InFlight {
   std::shared_ptr<detail::Submission> submission;
 };
 
+// The entries to enqueue, which may include gathers the backend inserted (a strided input copied
+// into a contiguous temporary the submission owns). Errors name the recorded entry and position.
 class CudaSubmission final : public detail::Submission {
  public:
   std::vector<detail::Entry> entries;
+  std::vector<std::size_t> serves;    // per entry: the index in `entries` of the recorded entry it is part of
+  std::vector<std::size_t> position;  // per entry: that recorded entry's position, as the caller counts
+  std::size_t recorded = 0;           // how many entries the caller recorded
+  std::exception_ptr failed;          // set when encoding failed (a temporary could not be allocated)
 };
 
 class CudaBackend;
@@ -120,6 +128,7 @@ class CudaBackend final : public detail::Backend {
       api_.cuCtxSetCurrent(d.context);
       api_.cuStreamSynchronize(d.stream);
       in_flight_.clear();
+      d.kernels.release(api_);
       api_.cuStreamDestroy(d.stream);
       api_.cuDevicePrimaryCtxRelease(d.device);
     }
@@ -170,9 +179,40 @@ class CudaBackend final : public detail::Backend {
     return call.output.is_contiguous() && can_launch(call, devices_[static_cast<std::size_t>(call.output.device().index)].sm);
   }
 
+  // A call whose kernel needs contiguous inputs gets each strided one copied (the gather kernel,
+  // a `copy` entry) into a contiguous temporary first; the submission owns the temporaries.
   std::unique_ptr<detail::Submission> encode(std::vector<detail::Entry> entries) override {
     auto s = std::make_unique<CudaSubmission>();
-    s->entries = std::move(entries);
+    s->recorded = entries.size();
+    s->entries.reserve(entries.size());
+    for (std::size_t i = 0; i < entries.size(); ++i) {
+      detail::Entry& e = entries[i];
+      std::size_t gathers = 0;
+      if (auto* call = std::get_if<detail::OpCall>(&e)) {
+        const int index = call->output.device().index;
+        for (std::size_t input : needs_gather(*call, device(index).sm)) {
+          const Tensor& view = call->inputs[input];
+          Tensor tmp;
+          try {
+            tmp = detail::empty_tensor(view.shape(), view.dtype(), view.device(), false);
+          } catch (const Error& err) {
+            // Raised when the submission runs, as any failure of its entries is.
+            s->failed = std::make_exception_ptr(
+                detail::entry_error(e, i, entries.size(), err, Device{DeviceKind::cuda, index}));
+            return s;
+          }
+          detail::OpCall gather{OpKind::copy, {view}, tmp, NoParams{}, {}};
+          s->entries.emplace_back(std::move(gather));
+          call->inputs[input] = std::move(tmp);
+          ++gathers;
+        }
+      }
+      s->entries.push_back(std::move(e));
+      for (std::size_t g = 0; g <= gathers; ++g) {
+        s->serves.push_back(s->entries.size() - 1);
+        s->position.push_back(i);
+      }
+    }
     return s;
   }
 
@@ -189,7 +229,8 @@ class CudaBackend final : public detail::Backend {
       } catch (...) {  // reported just below
       }
     }
-    if (auto e = detail::failed_dependency(waits, s.entries.empty() ? "cuda" : detail::entry_name(s.entries.front())))
+    if (s.failed) return detail::completed(s.failed);
+    if (auto e = detail::failed_dependency(waits, s.entries.empty() ? "cuda" : detail::entry_name(s.entries[s.serves.front()])))
       return detail::completed(e);
     const int index = s.entries.empty() ? 0 : detail::device_of(s.entries.front());
     auto& d = device(index);
@@ -202,8 +243,8 @@ class CudaBackend final : public detail::Backend {
     try {
       for (; i < s.entries.size(); ++i) enqueue(d, s.entries[i]);
     } catch (const Error& e) {
-      return detail::completed(std::make_exception_ptr(
-          detail::entry_error(s.entries[i], i, s.entries.size(), e, Device{DeviceKind::cuda, index})));
+      return detail::completed(std::make_exception_ptr(detail::entry_error(
+          s.entries[s.serves[i]], s.position[i], s.recorded, e, Device{DeviceKind::cuda, index})));
     }
     CUevent event = nullptr;
     check(api_.cuEventCreate(&event, CU_EVENT_DISABLE_TIMING), "cuEventCreate", "submit");
@@ -248,7 +289,7 @@ class CudaBackend final : public detail::Backend {
     switch (e.index()) {
       case 0: {
         const auto& call = std::get<detail::OpCall>(e);
-        launch(api_, d.stream, d.sm, call, module_cache_);
+        launch(api_, d.stream, d.sm, call, d.kernels);
         if (sync_each_launch_) check(api_.cuStreamSynchronize(d.stream), "cuStreamSynchronize", op_info(call.op).name);
         return;
       }
@@ -292,7 +333,6 @@ class CudaBackend final : public detail::Backend {
   std::vector<DeviceState> devices_;
   mutable std::mutex mu_;
   std::deque<InFlight> in_flight_;
-  ModuleCache module_cache_;
   TransferStats stats_;
   const bool sync_each_launch_ = [] {
     const char* v = std::getenv("TRINE_CUDA_SYNC");

@@ -2,6 +2,7 @@
 // of the table, and the launch through the Driver API table.
 #include "backends/cuda_ptx/cuda_launch.hpp"
 
+#include <algorithm>
 #include <array>
 #include <cmath>
 #include <cstring>
@@ -59,11 +60,42 @@ struct Steps {
   bool zero_output = false;  // an empty sum: the output is zeros
 };
 
-bool contiguous(const detail::OpCall& c) {
+bool contiguous_inputs(const detail::OpCall& c) {
   for (const auto& t : c.inputs)
     if (t.defined() && !t.is_contiguous()) return false;
   return true;
 }
+
+// A view's dims and element strides with size-1 dims dropped and mergeable neighbours merged, at
+// most 6 (leading 1s added): what the gather kernel addresses. False when more remain.
+bool collapse6(const Tensor& t, std::array<i64, 6>& d, std::array<i64, 6>& s) {
+  std::vector<std::array<i64, 2>> dims;  // size, stride
+  for (int i = 0; i < t.rank(); ++i)
+    if (t.shape()[i] != 1) dims.push_back({t.shape()[i], t.strides()[i]});
+  for (std::size_t i = dims.size(); i-- > 1;) {
+    if (dims[i - 1][1] == dims[i][1] * dims[i][0]) {
+      dims[i - 1] = {dims[i - 1][0] * dims[i][0], dims[i][1]};
+      dims.erase(dims.begin() + static_cast<std::ptrdiff_t>(i));
+    }
+  }
+  if (dims.size() > 6) return false;
+  d.fill(1);
+  s.fill(0);
+  const std::size_t pad = 6 - dims.size();
+  for (std::size_t i = 0; i < dims.size(); ++i) {
+    d[pad + i] = dims[i][0];
+    s[pad + i] = dims[i][1];
+  }
+  return true;
+}
+
+// Device state a plan may need: dot's partial sums, rope's tables. Null when only asking whether
+// a kernel exists (supports()).
+struct Resources {
+  const DriverApi* api = nullptr;
+  CUstream stream = nullptr;
+  DeviceKernels* kernels = nullptr;
+};
 
 const char* elem(DType t) {
   switch (t) {
@@ -111,15 +143,17 @@ bool collapse4(const detail::OpCall& c, std::array<i64, 4>& d, std::array<i64, 4
   return true;
 }
 
-// The matmul kernel for these dtypes and layout, or none.
-std::optional<std::pair<std::string_view, std::string>> matmul_kernel(DType a, DType b, i64 sa_k, i64 sb_n, int sm,
-                                                                      bool aligned) {
+// The matmul kernel for these dtypes, layout and size: tensor cores for f16/bf16 pairs laid out for
+// ldmatrix on sm_80+, the simple form for outputs of one 16x16 block, the tiled form otherwise
+// (every dtype pair: each operand is widened to f32 as it is staged).
+std::pair<std::string_view, std::string> matmul_kernel(DType a, DType b, i64 sa_k, i64 sb_n, int sm, bool aligned,
+                                                       i64 m, i64 n) {
   if (a == b && a != DType::f32 && sm >= 80 && sa_k == 1 && sb_n == 1 && aligned) {
-    return std::pair{std::string_view("matmul_mma"), std::string(elem(a))};
+    return {std::string_view("matmul_mma"), std::string(elem(a))};
   }
-  if (a == b) return std::pair{std::string_view("matmul_tiled"), std::string(elem(a)) + "_" + elem(b) + "_64"};
-  if (a == DType::f32 && b == DType::bf16) return std::pair{std::string_view("matmul_simple"), std::string("f32_bf16")};
-  return std::nullopt;
+  const bool simple_exists = a == b || (a == DType::f32 && b == DType::bf16);
+  if (simple_exists && m <= 16 && n <= 16) return {std::string_view("matmul_simple"), std::string(elem(a)) + "_" + elem(b)};
+  return {std::string_view("matmul_tiled"), std::string(elem(a)) + "_" + elem(b) + "_64"};
 }
 
 std::optional<Steps> plan_matmul(const detail::OpCall& c, int sm) {
@@ -152,9 +186,8 @@ std::optional<Steps> plan_matmul(const detail::OpCall& c, int sm) {
   const bool aligned = (Args::device_ptr(a) % 16 == 0) && (Args::device_ptr(b) % 16 == 0) && sa_m % 8 == 0 &&
                        sb_k % 8 == 0 && sa_outer % 8 == 0 && sa_inner % 8 == 0 && sb_outer % 8 == 0 &&
                        sb_inner % 8 == 0;
-  auto kernel = matmul_kernel(a.dtype(), b.dtype(), sa_k, sb_n, sm, aligned);
-  if (!kernel) return std::nullopt;
-  Plan plan{kernel->first, kernel->second, {outer * inner, m, n, k}, {}};
+  auto kernel = matmul_kernel(a.dtype(), b.dtype(), sa_k, sb_n, sm, aligned, m, n);
+  Plan plan{kernel.first, kernel.second, {outer * inner, m, n, k}, {}};
   plan.args.add_ptr(a);
   plan.args.add_ptr(b);
   plan.args.add_ptr(c.output);
@@ -167,8 +200,11 @@ std::optional<Steps> plan_matmul(const detail::OpCall& c, int sm) {
 }
 
 // The launches for a call, or none when no generated kernel serves it (then supports() is false).
-std::optional<Steps> plan(const detail::OpCall& c, int sm) {
+// `gathered`: plan as if every strided input had been made contiguous (what supports() asks before
+// the backend inserts the gathers).
+std::optional<Steps> plan(const detail::OpCall& c, int sm, const Resources& res, bool gathered) {
   const i64 n_out = c.output.numel();
+  auto contiguous = [&](const detail::OpCall& call) { return gathered || contiguous_inputs(call); };
   Steps steps;
   auto one = [&](std::string_view family, std::string config, std::vector<i64> sizes) -> Plan& {
     steps.launches.push_back(Plan{family, std::move(config), std::move(sizes), {}});
@@ -190,7 +226,31 @@ std::optional<Steps> plan(const detail::OpCall& c, int sm) {
       pl.args.add(static_cast<std::uint64_t>(a.dim(1)));
       return steps;
     }
-    case OpKind::dot: return std::nullopt;  // needs a partial-sum buffer: not wired yet
+    case OpKind::dot: {
+      // Each CTA writes one partial sum; reduce.sum_row adds them in a fixed order.
+      if (!contiguous(c)) return std::nullopt;
+      const i64 n = c.inputs[0].numel();
+      if (n == 0) {
+        steps.zero_output = true;
+        return steps;
+      }
+      const std::uint32_t blocks = kernels::find_generator("dot")->geometry("partial", std::vector<i64>{n}).grid[0];
+      const CUdeviceptr partials = res.kernels ? res.kernels->dot_partials(*res.api) : 0;
+      {
+        auto& pl = one("dot", "partial", {n});
+        pl.args.add_ptr(c.inputs[0]);
+        pl.args.add_ptr(c.inputs[1]);
+        pl.args.add(partials);
+        pl.args.add(static_cast<std::uint64_t>(n));
+      }
+      auto& sum = one("reduce", "sum_row", {1, blocks, 1});
+      sum.args.add(partials);
+      sum.args.add_ptr(c.output);
+      sum.args.add(std::uint64_t{1});
+      sum.args.add(blocks);
+      sum.args.add(std::uint64_t{1});
+      return steps;
+    }
     case OpKind::add:
     case OpKind::sub:
     case OpKind::mul:
@@ -199,7 +259,7 @@ std::optional<Steps> plan(const detail::OpCall& c, int sm) {
       std::array<i64, 4> d{}, sa{}, sb{};
       if (!collapse4(c, d, sa, sb)) return std::nullopt;
       const bool dense = c.inputs[0].shape() == c.output.shape() && c.inputs[1].shape() == c.output.shape() &&
-                         contiguous(c);
+                         contiguous_inputs(c);
       auto& pl = one("binary", std::string(op_info(c.op).name) + (dense ? "_contig" : "_bcast"), {n_out});
       pl.args.add_ptr(c.inputs[0]);
       pl.args.add_ptr(c.inputs[1]);
@@ -308,23 +368,58 @@ std::optional<Steps> plan(const detail::OpCall& c, int sm) {
       if (!contiguous(c)) return std::nullopt;
       const auto& p = std::get<AttentionParams>(c.params);
       const i64 d = c.inputs[0].dim(-1), dv = c.inputs[2].dim(-1), lq = c.inputs[0].dim(-2), lk = c.inputs[1].dim(-2);
-      if ((d != 64 && d != 128) || (dv != 64 && dv != 128) || lq > UINT32_MAX || lk > UINT32_MAX) return std::nullopt;
+      if (d > 128 || dv > 128 || lq > UINT32_MAX || lk > UINT32_MAX) return std::nullopt;
       const i64 batch = c.inputs[0].numel() / (lq * d);
-      auto& pl = one("attention", "d" + std::to_string(d) + (dv != d ? "_v" + std::to_string(dv) : ""), {batch, lq, lk});
+      if (batch > 65535 || (p.causal && lq > lk)) return std::nullopt;
+      // Head dims of 64 and 128 have their own kernels; others run zero-padded to 64 or 128.
+      const bool exact = (d == 64 || d == 128) && (dv == 64 || dv == 128);
+      const std::string config = exact ? "d" + std::to_string(d) + (dv != d ? "_v" + std::to_string(dv) : "")
+                                       : (std::max(d, dv) <= 64 ? "pad64" : "pad128");
+      auto& pl = one("attention", config, {batch, lq, lk});
       for (int i = 0; i < 3; ++i) pl.args.add_ptr(c.inputs[static_cast<std::size_t>(i)]);
       pl.args.add_ptr(c.output);
       pl.args.add(static_cast<std::uint32_t>(lq));
       pl.args.add(static_cast<std::uint32_t>(lk));
       pl.args.add(static_cast<std::uint32_t>(p.causal ? 1 : 0));
       pl.args.add(p.scale != 0.0f ? p.scale : static_cast<float>(1.0 / std::sqrt(static_cast<double>(d))));
+      if (!exact) {
+        pl.args.add(static_cast<std::uint32_t>(d));
+        pl.args.add(static_cast<std::uint32_t>(dv));
+      }
       return steps;
     }
-    case OpKind::rope: return std::nullopt;  // needs its inverse frequencies on the device: not wired yet
+    case OpKind::rope: {
+      if (!contiguous(c)) return std::nullopt;
+      const auto& p = std::get<RopeParams>(c.params);
+      const i64 d = c.inputs[0].dim(-1), len = c.inputs[0].dim(-2);
+      const CUdeviceptr table = res.kernels ? res.kernels->rope_frequencies(*res.api, res.stream, d, p.base) : 0;
+      auto& pl = one("rope", "f32", {n_out / 2});
+      pl.args.add_ptr(c.inputs[0]);
+      pl.args.add_ptr(c.output);
+      pl.args.add(table);
+      pl.args.add(static_cast<std::uint64_t>(n_out / 2));
+      pl.args.add(static_cast<std::uint64_t>(len));
+      pl.args.add(static_cast<std::uint64_t>(d / 2));
+      pl.args.add(static_cast<std::int64_t>(p.position_offset));
+      return steps;
+    }
     case OpKind::copy:
     case OpKind::cast: {
-      if (!contiguous(c)) return std::nullopt;
       if (n_out == 0) return steps;
       const DType from = c.inputs[0].dtype(), to = c.output.dtype();
+      if (from == to && !c.inputs[0].is_contiguous()) {
+        // A strided view copied: the gather kernel over the view's (collapsed) dims.
+        std::array<i64, 6> d{}, st{};
+        if (!collapse6(c.inputs[0], d, st)) return std::nullopt;
+        auto& pl = one("cast", dtype_size(from) == 4 ? "gather_b32" : "gather_b16", {n_out});
+        pl.args.add_ptr(c.inputs[0]);
+        pl.args.add_ptr(c.output);
+        pl.args.add(static_cast<std::uint64_t>(n_out));
+        for (std::size_t i = 1; i < 6; ++i) pl.args.add(static_cast<std::uint64_t>(d[i]));
+        for (i64 v : st) pl.args.add(v);
+        return steps;
+      }
+      if (!contiguous(c)) return std::nullopt;
       std::string config = from == to ? (dtype_size(from) == 4 ? "copy_b32" : "copy_b16")
                                       : std::string(elem(from)) + "_to_" + elem(to);
       auto& pl = one("cast", config, {n_out});
@@ -346,7 +441,7 @@ ptx::Target target_for(int sm) {
 
 }  // namespace
 
-CUfunction ModuleCache::function(const DriverApi& api, std::string_view family, const std::string& config, int sm) {
+CUfunction DeviceKernels::function(const DriverApi& api, std::string_view family, const std::string& config, int sm) {
   const ptx::Target target = target_for(sm);
   const std::string key = std::string(family) + "/" + config + "/" + std::string(ptx::target_name(target));
   auto it = loaded_.find(key);
@@ -361,16 +456,75 @@ CUfunction ModuleCache::function(const DriverApi& api, std::string_view family, 
   return l.function;
 }
 
-void ModuleCache::unload(const DriverApi& api) noexcept {
-  for (auto& [key, l] : loaded_) api.cuModuleUnload(l.module);
-  loaded_.clear();
+CUdeviceptr DeviceKernels::dot_partials(const DriverApi& api) {
+  if (!dot_partials_) {
+    // The dot kernel's largest grid: the partials of its biggest launch.
+    const std::uint32_t most = kernels::find_generator("dot")->geometry("partial", std::vector<i64>{INT64_MAX / 2}).grid[0];
+    TRINE_CU(&api, "dot", cuMemAlloc, &dot_partials_, std::size_t{most} * sizeof(float));
+  }
+  return dot_partials_;
 }
 
-bool can_launch(const detail::OpCall& call, int sm) { return plan(call, sm).has_value(); }
+CUdeviceptr DeviceKernels::rope_frequencies(const DriverApi& api, CUstream stream, std::int64_t d, float base) {
+  const auto key = std::pair{d, base};
+  if (auto it = rope_.find(key); it != rope_.end()) return it->second.device;
+  if (rope_.size() >= 64) {
+    // Many distinct (D, base): drop the tables once the stream has passed every kernel reading them.
+    TRINE_CU(&api, "rope", cuStreamSynchronize, stream);
+    for (auto& [k, t] : rope_) api.cuMemFree(t.device);
+    rope_.clear();
+  }
+  Table t;
+  t.host.resize(static_cast<std::size_t>(d / 2));
+  for (std::int64_t i = 0; i < d / 2; ++i) {
+    t.host[static_cast<std::size_t>(i)] =
+        std::pow(static_cast<double>(base), -2.0 * static_cast<double>(i) / static_cast<double>(d));
+  }
+  const std::size_t bytes = t.host.size() * sizeof(double);
+  TRINE_CU(&api, "rope", cuMemAlloc, &t.device, bytes);
+  if (CUresult r = api.cuMemcpyHtoDAsync(t.device, t.host.data(), bytes, stream); r != CUDA_SUCCESS) {
+    api.cuMemFree(t.device);
+    check_driver(&api, r, "rope", "cuMemcpyHtoDAsync");
+  }
+  // The map node keeps `host` where the copy reads it until the table is dropped (after a sync).
+  return rope_.emplace(key, std::move(t)).first->second.device;
+}
 
-void launch(const DriverApi& api, CUstream stream, int sm, const detail::OpCall& call, ModuleCache& modules) {
-  auto steps = plan(call, sm);
+void DeviceKernels::release(const DriverApi& api) noexcept {
+  for (auto& [key, l] : loaded_) api.cuModuleUnload(l.module);
+  loaded_.clear();
+  if (dot_partials_) api.cuMemFree(dot_partials_);
+  dot_partials_ = 0;
+  for (auto& [k, t] : rope_) api.cuMemFree(t.device);
+  rope_.clear();
+}
+
+std::vector<std::size_t> needs_gather(const detail::OpCall& call, int sm) {
+  std::vector<std::size_t> out;
+  if (plan(call, sm, Resources{}, false)) return out;
+  for (std::size_t i = 0; i < call.inputs.size(); ++i) {
+    const Tensor& t = call.inputs[i];
+    if (t.defined() && !t.is_contiguous()) out.push_back(i);
+  }
+  return out;
+}
+
+bool can_launch(const detail::OpCall& call, int sm) {
+  if (plan(call, sm, Resources{}, false)) return true;
+  // Strided inputs gathered into contiguous temporaries first: each must fit the gather kernel.
+  bool strided = false;
+  for (const Tensor& t : call.inputs) {
+    if (!t.defined() || t.is_contiguous()) continue;
+    std::array<i64, 6> d{}, st{};
+    if (!collapse6(t, d, st)) return false;
+    strided = true;
+  }
+  return strided && plan(call, sm, Resources{}, true).has_value();
+}
+
+void launch(const DriverApi& api, CUstream stream, int sm, const detail::OpCall& call, DeviceKernels& kernels) {
   const char* name = op_info(call.op).name;
+  auto steps = plan(call, sm, Resources{&api, stream, &kernels}, false);
   if (!steps) throw Error(ErrorCode::unsupported, std::string("[") + name + "] no cuda kernel for this call");
   if (steps->zero_output) {
     TRINE_CU(&api, name, cuMemsetD8Async, Args::device_ptr(call.output), 0,
@@ -379,7 +533,7 @@ void launch(const DriverApi& api, CUstream stream, int sm, const detail::OpCall&
   for (auto& p : steps->launches) {
     const kernels::Generator* gen = kernels::find_generator(p.family);
     const kernels::Launch g = gen->geometry(p.config, p.sizes);
-    CUfunction f = modules.function(api, p.family, p.config, sm);
+    CUfunction f = kernels.function(api, p.family, p.config, sm);
     auto params = p.args.pointers();
     TRINE_CU(&api, name, cuLaunchKernel, f, g.grid[0], g.grid[1], g.grid[2], g.block[0], g.block[1], g.block[2],
              g.dynamic_shared_bytes, stream, params.data(), nullptr);

@@ -5,30 +5,49 @@
 #include <map>
 #include <string>
 #include <string_view>
+#include <utility>
+#include <vector>
 
 #include "backends/backend.hpp"
 #include "backends/cuda_ptx/driver/driver_api.hpp"
 
 namespace trine::cuda {
 
-// Modules are generated once per (kernel, config, target) and loaded once per context. Not
-// thread-safe: the backend calls it under its lock.
-class ModuleCache {
+// What the launches on one device (one context) keep between calls: the modules, generated once per
+// (kernel, config, target) and loaded once per context; dot's partial sums; rope's frequency
+// tables. Not thread-safe: the backend calls it under its lock, with the device's context current.
+class DeviceKernels {
  public:
   CUfunction function(const DriverApi& api, std::string_view family, const std::string& config, int sm);
-  void unload(const DriverApi& api) noexcept;
+  // dot's per-CTA partial sums (as many as the dot kernel's largest grid). Launches on the device's
+  // one stream run in order, so every dot can use the same buffer.
+  CUdeviceptr dot_partials(const DriverApi& api);
+  // inv_freq[i] = base^(-2i/D) in f64, computed here as the cpu backend does, uploaded once on
+  // `stream` (the host copy stays alive with the table).
+  CUdeviceptr rope_frequencies(const DriverApi& api, CUstream stream, std::int64_t d, float base);
+  void release(const DriverApi& api) noexcept;
 
  private:
   struct Loaded {
     CUmodule module = nullptr;
     CUfunction function = nullptr;
   };
+  struct Table {
+    CUdeviceptr device = 0;
+    std::vector<double> host;
+  };
   std::map<std::string, Loaded> loaded_;
+  CUdeviceptr dot_partials_ = 0;
+  std::map<std::pair<std::int64_t, float>, Table> rope_;
 };
 
-// Whether a generated kernel runs this call on a device of compute capability `sm` (x10).
+// Whether generated kernels run this call on a device of compute capability `sm` (x10), counting
+// the gathers that make strided inputs contiguous first (see needs_gather).
 bool can_launch(const detail::OpCall& call, int sm);
+// The inputs of `call` to copy into contiguous temporaries (one gather launch each) before its
+// kernel runs: none when its kernel reads them through their strides.
+std::vector<std::size_t> needs_gather(const detail::OpCall& call, int sm);
 // Enqueues the call's kernel(s) on `stream`. Throws Error(driver_error) naming the op and the call.
-void launch(const DriverApi& api, CUstream stream, int sm, const detail::OpCall& call, ModuleCache& modules);
+void launch(const DriverApi& api, CUstream stream, int sm, const detail::OpCall& call, DeviceKernels& kernels);
 
 }  // namespace trine::cuda

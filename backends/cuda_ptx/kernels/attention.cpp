@@ -15,13 +15,19 @@ constexpr int block_threads = warps * 32;
 constexpr int keys_per_tile = 32;
 
 std::string generate(const std::string& config, Target target) {
-  // "d64", "d128" (Dv = D) or "d<D>_v<Dv>" with D, Dv in {64, 128}.
+  // "d64", "d128" (Dv = D) or "d<D>_v<Dv>" with D, Dv in {64, 128}; "pad64", "pad128": any D, Dv
+  // up to 64 or 128, given as parameters, the rows zero-padded to that width in shared memory and
+  // registers (zeros add nothing to a score or an output column; padded outputs are not stored).
   int d = 0, dv = 0;
+  bool padded = false;
   if (config == "d64" || config == "d128") {
     d = dv = config == "d64" ? 64 : 128;
   } else if (config == "d64_v128" || config == "d128_v64") {
     d = config == "d64_v128" ? 64 : 128;
     dv = 192 - d;
+  } else if (config == "pad64" || config == "pad128") {
+    d = dv = config == "pad64" ? 64 : 128;
+    padded = true;
   } else {
     unknown_config("attention", config);
   }
@@ -37,6 +43,9 @@ std::string generate(const std::string& config, Target target) {
   Reg<U32> lk = param<U32>(k, "lk");
   Reg<U32> causal = param<U32>(k, "causal");
   Reg<F32> scale = param<F32>(k, "scale");
+  // The rows' true lengths in global memory: parameters when padded, the widths otherwise.
+  const Val<U32> d_true = padded ? Val<U32>(param<U32>(k, "d")) : Val<U32>(std::uint32_t(d));
+  const Val<U32> dv_true = padded ? Val<U32>(param<U32>(k, "dv")) : Val<U32>(std::uint32_t(dv));
 
   // Keys padded to d + 1 floats a row, so lane j reading row j hits bank j.
   Ptr<Shared, F32> k_tile = shared_array<F32>(k, "k_tile", std::int64_t(keys_per_tile) * (d + 1));
@@ -61,13 +70,14 @@ std::string generate(const std::string& config, Target target) {
 
   // This warp's query row, pre-scaled into log2 units.
   Reg<F32> q_scale = mul(k, scale, V<F32>(1.44269504088896340736f));
-  Reg<U64> q_base = mul_wide(k, fma(k, batch, V<U32>(lq), V<U32>(qi)), V<U32>(std::uint32_t(d)));
+  Reg<U64> q_base = mul_wide(k, fma(k, batch, V<U32>(lq), V<U32>(qi)), d_true);
   Ptr<Shared, F32> my_q = element(k, q_rows, mul(k, warp, V<U32>(std::uint32_t(d))));
   for (int t = 0; t < per_lane; ++t) {
     Reg<U32> col = add(k, lane, V<U32>(std::uint32_t(32 * t)));
     Reg<F32> val = mov<F32>(k, 0.0f);
     {
-      Kernel::Guard g(k, valid_query, false);
+      Reg<Pred> load = padded ? and_(k, valid_query, V<Pred>(setp(k, Cmp::lt, col, d_true))) : valid_query;
+      Kernel::Guard g(k, load, false);
       ld_to(k, val, element(k, q, add(k, q_base, V<U64>(to_u64(k, col)))));
     }
     st(k, element(k, my_q, col), V<F32>(mul(k, val, V<F32>(q_scale))));
@@ -76,8 +86,8 @@ std::string generate(const std::string& config, Target target) {
   Reg<F32> m = mov<F32>(k, neg_inf), l = mov<F32>(k, 0.0f);
   std::vector<Reg<F32>> acc(per_lane_out);
   for (auto& a : acc) a = mov<F32>(k, 0.0f);
-  Reg<U64> k_base = mul_wide(k, mul(k, batch, V<U32>(lk)), V<U32>(std::uint32_t(d)));
-  Reg<U64> v_base = mul_wide(k, mul(k, batch, V<U32>(lk)), V<U32>(std::uint32_t(dv)));
+  Reg<U64> k_base = mul_wide(k, mul(k, batch, V<U32>(lk)), d_true);
+  Reg<U64> v_base = mul_wide(k, mul(k, batch, V<U32>(lk)), dv_true);
   Ptr<Shared, F32> my_p = element(k, p_rows, mul(k, warp, V<U32>(std::uint32_t(keys_per_tile))));
   Reg<U32> diagonal = add(k, qi, V<U32>(shift));
 
@@ -85,7 +95,8 @@ std::string generate(const std::string& config, Target target) {
     // Stage the tile's keys and values; rows past lk are zeros (and masked below).
     // Four elements per step of a loop: unrolled whole, ptxas keeps every load in flight and spills.
     // Keys land in rows padded to d + 1 floats, values in rows of dv.
-    auto stage = [&](Ptr<Global, F32> src_mem, Reg<U64> base, int width, Ptr<Shared, F32> tile, int pitch) {
+    auto stage = [&](Ptr<Global, F32> src_mem, Reg<U64> base, int width, const Val<U32>& row_length, Ptr<Shared, F32> tile,
+                     int pitch) {
       constexpr int unroll = 4;
       for_range<U32>(k, 0u, std::uint32_t(keys_per_tile * width / block_threads), std::uint32_t(unroll),
                      [&](Reg<U32> e0) {
@@ -95,10 +106,11 @@ std::string generate(const std::string& config, Target target) {
                          Reg<U32> row = shr(k, idx, std::uint32_t(width == 64 ? 6 : 7));
                          Reg<U32> col = and_(k, idx, V<U32>(std::uint32_t(width - 1)));
                          Reg<U32> key = add(k, j0, V<U32>(row));
-                         Reg<U64> src = add(k, base, V<U64>(mul_wide(k, key, V<U32>(std::uint32_t(width)))));
+                         Reg<U64> src = add(k, base, V<U64>(mul_wide(k, key, row_length)));
                          // Address and predicate first: defined under the guard, ptxas would keep
                          // them live across the loop.
                          Reg<Pred> inside = setp(k, Cmp::lt, key, V<U32>(lk));
+                         if (padded) inside = and_(k, inside, V<Pred>(setp(k, Cmp::lt, col, row_length)));
                          Ptr<Global, F32> from = element(k, src_mem, add(k, src, V<U64>(to_u64(k, col))));
                          Reg<F32> val = mov<F32>(k, 0.0f);
                          {
@@ -109,8 +121,8 @@ std::string generate(const std::string& config, Target target) {
                        }
                      });
     };
-    stage(kp, k_base, d, k_tile, d + 1);
-    stage(v, v_base, dv, v_tile, dv);
+    stage(kp, k_base, d, d_true, k_tile, d + 1);
+    stage(v, v_base, dv, dv_true, v_tile, dv);
     bar_sync(k);
 
     // Lane j: the score of key j0 + j.
@@ -160,10 +172,17 @@ std::string generate(const std::string& config, Target target) {
   Label done = k.new_label();
   bra_if(k, valid_query, done, true);
   Reg<F32> inv_l = rcp_rn(k, l);
-  Reg<U64> o_base = mul_wide(k, fma(k, batch, V<U32>(lq), V<U32>(qi)), V<U32>(std::uint32_t(dv)));
+  Reg<U64> o_base = mul_wide(k, fma(k, batch, V<U32>(lq), V<U32>(qi)), dv_true);
   for (int t = 0; t < per_lane_out; ++t) {
     Reg<U32> col = add(k, lane, V<U32>(std::uint32_t(32 * t)));
-    st(k, element(k, o, add(k, o_base, V<U64>(to_u64(k, col)))), V<F32>(mul(k, acc[t], V<F32>(inv_l))));
+    Ptr<Global, F32> dst = element(k, o, add(k, o_base, V<U64>(to_u64(k, col))));
+    Reg<F32> out = mul(k, acc[t], V<F32>(inv_l));
+    if (padded) {
+      Kernel::Guard g(k, setp(k, Cmp::lt, col, dv_true), false);
+      st(k, dst, V<F32>(out));
+    } else {
+      st(k, dst, V<F32>(out));
+    }
   }
   place(k, done);
   return module_text(k);
@@ -182,12 +201,12 @@ Launch geometry(const std::string&, std::span<const std::int64_t> s) {
 Generator attention_generator() {
   return Generator{"attention",
                    "attention",
-                   {"d64", "d128", "d64_v128", "d128_v64"},
+                   {"d64", "d128", "d64_v128", "d128_v64", "pad64", "pad128"},
                    generate,
                    "q: f32* [batch, lq, D], k: f32* [batch, lk, D], v: f32* [batch, lk, Dv], o: f32* [batch, lq, Dv] "
                    "(contiguous; d64, d128: D = Dv; d64_v128, d128_v64: D, Dv as named), lq, lk: u32, causal: u32 (0 "
                    "or 1; needs lq <= lk), "
-                   "scale: f32 (the host resolves 0 to 1/sqrt(D))",
+                   "scale: f32 (the host resolves 0 to 1/sqrt(D)); pad64, pad128 also d, dv: u32 (1 .. the pad)",
                    "sizes = {batch, lq, lk}; block 256 (8 warps, one query row each); grid (ceil(lq/8), batch); "
                    "batch <= 65535",
                    geometry};

@@ -148,7 +148,8 @@ Generator matmul_simple_generator() {
 Generator matmul_tiled_generator() {
   return Generator{"matmul_tiled",
                    "matmul",
-                   {"f32_f32_64", "f16_f16_64", "bf16_bf16_64", "f32_f32_128"},
+                   {"f32_f32_64", "f16_f16_64", "bf16_bf16_64", "f32_f32_128", "f32_f16_64", "f16_f32_64",
+                    "f32_bf16_64", "bf16_f32_64", "f16_bf16_64", "bf16_f16_64"},
                    generate_tiled,
                    matmul_params,
                    "sizes = {batch, m, n, k}; _64: block 256, tile 64x64x16, 4x4 per thread; _128: block 256, "
