@@ -89,7 +89,7 @@ cmake -S . -B "$root/tsan" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DTRINE_SA
   -DTRINE_BUILD_TOOLS=OFF >/dev/null
 cmake --build "$root/tsan" -j "$jobs" --target trine_tests
 
-step "ThreadSanitizer tests: [pool], [async], [batch], [memory]; [ops] with 2 threads"
+step "ThreadSanitizer tests: [pool], [async], [batch], [memory]; the same and [cuda] on the emulator; [ops] with 2 threads"
 unset ASAN_OPTIONS UBSAN_OPTIONS
 export TSAN_OPTIONS="halt_on_error=1:second_deadlock_stack=1:history_size=4"
 tsan_bin="$root/tsan/tests/trine_tests"
@@ -108,4 +108,7 @@ tsan_run() {
   fi
 }
 tsan_run "$tsan_bin" "[pool],[async],[batch],[memory]"
+# The emulator's streams run on worker threads of their own: async and batches on the emulated
+# cuda device, and the cuda suite.
+TRINE_CUDA_EMULATOR=1 TRINE_TEST_DEVICE=cuda:0 tsan_run "$tsan_bin" "[async],[batch],[cuda]"
 TRINE_NUM_THREADS=2 tsan_run "$tsan_bin" "[ops]"

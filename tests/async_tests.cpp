@@ -28,8 +28,18 @@ bool same(const std::vector<float>& a, const std::vector<float>& b) {
   return true;
 }
 
-// Large enough that it is still running when the next line executes (about 1 GFLOP).
-Tensor big(std::uint64_t seed) { return rnd({768, 768}, seed); }
+// The PTX emulator runs matmul at about 0.1 GFLOP/s, a thousandth of the cpu's speed.
+bool emulated() {
+  if (test_device().kind != DeviceKind::cuda) return false;
+  for (const DeviceInfo& d : devices())
+    if (d.device == test_device()) return d.software;
+  return false;
+}
+
+// Large enough that it is still running when the next line executes (about 1 GFLOP; 30 MFLOP on
+// the emulator, where that takes as long).
+std::int64_t big_n() { return emulated() ? 256 : 768; }
+Tensor big(std::uint64_t seed) { return rnd({big_n(), big_n()}, seed); }
 
 }  // namespace
 
@@ -97,12 +107,13 @@ TEST_CASE("futures feed further ops without waiting, and host reads wait for the
   CHECK(same(Tensor(m).to_vector(), expect_m));  // to_vector waits for the producer
   auto tt = t.get().to_vector();
   REQUIRE(tt.size() == expect_m.size());
-  for (std::int64_t i = 0; i < 768; i += 97)
-    for (std::int64_t j = 0; j < 768; j += 89) CHECK(tt[j * 768 + i] == 2.0f * expect_m[i * 768 + j]);
+  const std::int64_t n = big_n();
+  for (std::int64_t i = 0; i < n; i += 97)
+    for (std::int64_t j = 0; j < n; j += 89) CHECK(tt[j * n + i] == 2.0f * expect_m[i * n + j]);
   // a sync op on a future's tensor, and item() on an unfinished one
   Future<Tensor> d = async::dot(Tensor(s), Tensor(s));
   CHECK(std::isfinite(d.get().item()));
-  CHECK(relu(async::matmul(a, b)).shape() == Shape{768, 768});
+  CHECK(relu(async::matmul(a, b)).shape() == Shape{n, n});
 }
 
 TEST_CASE("dropping every handle while work is in flight neither blocks nor frees memory in use", "[async]") {
@@ -130,7 +141,8 @@ TEST_CASE("dropping every handle while work is in flight neither blocks nor free
 }
 
 TEST_CASE("wait_for that times out loses nothing", "[async]") {
-  const Tensor a = rnd({1024, 1024}, 31), b = rnd({1024, 1024}, 32);
+  const std::int64_t n = big_n() * 4 / 3;
+  const Tensor a = rnd({n, n}, 31), b = rnd({n, n}, 32);
   Future<Tensor> f = async::matmul(a, b);
   const bool early = f.wait_for(std::chrono::microseconds(1));
   INFO("a 2 GFLOP matmul finished within 1 us: the machine is too fast for this test's timing");

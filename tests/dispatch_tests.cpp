@@ -208,9 +208,9 @@ TEST_CASE("pins are never overridden, and a pinned device that cannot run the op
                              Catch::Contains("to cpu"));
   }
   // A pinned device lacking the op: an error naming it, no fallback. The emulated cuda device
-  // runs attention only at head dims 64 and 128.
+  // runs attention only at head dims up to 128.
   if (auto cuda = first_of(DeviceKind::cuda)) {
-    Tensor q = Tensor::random({1, 2, 8, 32}, 6);
+    Tensor q = Tensor::random({1, 2, 8, 160}, 6);
     DeviceScope on(*cuda);
     try {
       (void)attention(q, q, q);
@@ -230,7 +230,7 @@ TEST_CASE("an op no candidate device runs is placed where it can run", "[dispatc
   if (!cuda) FAIL("no cuda device: this suite runs with TRINE_CUDA_EMULATOR=1 (ctest sets it), so the emulated one must exist");
   dispatch::allow_software(true);
   dispatch::set_profile(profile_where(*cuda, 1e-9));
-  Tensor q = Tensor::random({1, 2, 8, 32}, 7);
+  Tensor q = Tensor::random({1, 2, 8, 160}, 7);
   auto d = dispatch::decide(OpKind::attention, std::vector<Tensor>{q, q, q}, AttentionParams{});
   CHECK_FALSE(d.device == *cuda);
   for (const auto& c : d.candidates)

@@ -129,6 +129,7 @@ CUresult ctx_retain(CUcontext* ctx, CUdevice d) {
 // Releasing the last reference destroys the context: its memory, modules and the sticky error.
 CUresult ctx_release(CUdevice d) {
   DriverState& st = state();
+  drain_all_streams();  // the context's memory may still be in use by queued work
   std::lock_guard lock(st.mu);
   if (!st.initialized) return CUDA_ERROR_NOT_INITIALIZED;
   if (d != 0) return CUDA_ERROR_INVALID_DEVICE;
@@ -149,8 +150,18 @@ CUresult ctx_set_current(CUcontext c) {
   return (c == nullptr || c == reinterpret_cast<CUcontext>(&st)) ? CUDA_SUCCESS : CUDA_ERROR_INVALID_CONTEXT;
 }
 CUresult ctx_synchronize() {
-  EMU_ENTER();
-  return CUDA_SUCCESS;  // launches and copies complete when they are issued
+  {
+    EMU_ENTER();
+  }
+  drain_all_streams();
+  std::lock_guard lock(state().mu);
+  return state().sticky;
+}
+
+// The sticky error an earlier operation left (later ones are not run, as on a GPU), or success.
+CUresult sticky_now(DriverState& st) {
+  std::lock_guard lock(st.mu);
+  return st.sticky;
 }
 
 CUresult module_load(CUmodule* out, const void* image, unsigned n, CUjit_option* options, void** values) {
@@ -269,22 +280,38 @@ bool device_range(DriverState& st, CUdeviceptr p, std::size_t n) { return n == 0
 CUresult memcpy_htod(CUdeviceptr dst, const void* src, std::size_t n, CUstream s) {
   EMU_ENTER();
   if (!device_range(st, dst, n) || (!src && n)) return CUDA_ERROR_INVALID_VALUE;
-  return submit(s, [=] { std::memcpy(reinterpret_cast<void*>(dst), src, n); return CUDA_SUCCESS; });
+  return submit(s, [=, &st] {
+    if (const CUresult r = sticky_now(st); r != CUDA_SUCCESS) return r;
+    std::memcpy(reinterpret_cast<void*>(dst), src, n);
+    return CUDA_SUCCESS;
+  });
 }
 CUresult memcpy_dtoh(void* dst, CUdeviceptr src, std::size_t n, CUstream s) {
   EMU_ENTER();
   if (!device_range(st, src, n) || (!dst && n)) return CUDA_ERROR_INVALID_VALUE;
-  return submit(s, [=] { std::memcpy(dst, reinterpret_cast<const void*>(src), n); return CUDA_SUCCESS; });
+  return submit(s, [=, &st] {
+    if (const CUresult r = sticky_now(st); r != CUDA_SUCCESS) return r;
+    std::memcpy(dst, reinterpret_cast<const void*>(src), n);
+    return CUDA_SUCCESS;
+  });
 }
 CUresult memcpy_dtod(CUdeviceptr dst, CUdeviceptr src, std::size_t n, CUstream s) {
   EMU_ENTER();
   if (!device_range(st, dst, n) || !device_range(st, src, n)) return CUDA_ERROR_INVALID_VALUE;
-  return submit(s, [=] { std::memmove(reinterpret_cast<void*>(dst), reinterpret_cast<const void*>(src), n); return CUDA_SUCCESS; });
+  return submit(s, [=, &st] {
+    if (const CUresult r = sticky_now(st); r != CUDA_SUCCESS) return r;
+    std::memmove(reinterpret_cast<void*>(dst), reinterpret_cast<const void*>(src), n);
+    return CUDA_SUCCESS;
+  });
 }
 CUresult memset_d8(CUdeviceptr dst, unsigned char v, std::size_t n, CUstream s) {
   EMU_ENTER();
   if (!device_range(st, dst, n)) return CUDA_ERROR_INVALID_VALUE;
-  return submit(s, [=] { std::memset(reinterpret_cast<void*>(dst), v, n); return CUDA_SUCCESS; });
+  return submit(s, [=, &st] {
+    if (const CUresult r = sticky_now(st); r != CUDA_SUCCESS) return r;
+    std::memset(reinterpret_cast<void*>(dst), v, n);
+    return CUDA_SUCCESS;
+  });
 }
 
 CUresult launch(CUfunction h, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by, unsigned bz,
@@ -302,19 +329,25 @@ CUresult launch(CUfunction h, unsigned gx, unsigned gy, unsigned gz, unsigned bx
   auto packed = std::make_shared<std::vector<std::uint8_t>>(pack_params(*f->kernel, params));
   const Kernel* kernel = f->kernel;
   const Module* module = &f->module->module;
+  // The checker options and CTA threads in force when the launch is issued.
+  const CheckOptions check = st.check;
+  const int threads = st.threads;
   return submit(s, [=, &st] {
+    if (const CUresult r = sticky_now(st); r != CUDA_SUCCESS) return r;
     LaunchConfig c;
     c.grid[0] = gx, c.grid[1] = gy, c.grid[2] = gz;
     c.block[0] = bx, c.block[1] = by, c.block[2] = bz;
     c.dynamic_shared = shared_bytes;
     c.params = packed->data();
-    c.check = st.check;
+    c.check = check;
     c.allocations = &st.allocations;
-    c.threads = st.threads;
+    c.threads = threads;
     const LaunchResult r = launch_kernel(*module, *kernel, c);
     if (r.result != CUDA_SUCCESS) {
+      std::lock_guard lock(st.mu);
       st.last_report = "[" + kernel->name + "] " + r.report;
-      if (r.result != CUDA_ERROR_INVALID_VALUE) st.sticky = r.result;
+      // Run on a stream's worker, every failure must be sticky to be seen at all.
+      st.sticky = r.result;
     }
     return r.result;
   });

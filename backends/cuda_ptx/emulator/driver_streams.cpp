@@ -1,6 +1,9 @@
-// Streams, events and graphs of the emulator's Driver API. Work runs when it is issued, in issue
-// order, so every stream is complete whenever the caller looks (cuStreamQuery and cuEventQuery
-// answer CUDA_SUCCESS); stream capture records the operations and a graph replays them.
+// Streams, events and graphs of the emulator's Driver API. Each stream runs its operations in
+// issue order on a worker thread of its own, so the host goes on while they run, as with a GPU:
+// cuStreamQuery and cuEventQuery answer CUDA_ERROR_NOT_READY until the work is done, and a
+// launch's checker finding surfaces as the sticky error of a later call. The legacy null stream
+// runs operations when they are issued. Stream capture records the operations; a graph replays
+// them.
 #include "backends/cuda_ptx/emulator/driver_state.hpp"
 
 namespace trine::cuda::emu {
@@ -14,38 +17,103 @@ namespace {
 
 bool valid_stream(DriverState& st, CUstream s) { return s == nullptr || st.streams.count(reinterpret_cast<EmuStream*>(s)); }
 
+void run_stream(EmuStream* s) {
+  DriverState& st = state();
+  std::unique_lock lock(st.queue_mu);
+  for (;;) {
+    s->wake.wait(lock, [&] { return s->stop || !s->queue.empty(); });
+    if (s->queue.empty()) return;  // stopped and drained
+    Node node = std::move(s->queue.front());
+    s->queue.pop_front();
+    s->running = true;
+    lock.unlock();
+    node();  // a failure that matters is sticky in the driver state (see launch)
+    lock.lock();
+    s->running = false;
+    st.progress.notify_all();
+  }
+}
+
+bool idle(const EmuStream* s) { return s->queue.empty() && !s->running; }
+
+// Waits, holding only queue_mu, until `s` has run everything queued so far.
+void drain(DriverState& st, EmuStream* s) {
+  std::unique_lock lock(st.queue_mu);
+  st.progress.wait(lock, [&] { return idle(s); });
+}
+
 CUresult stream_create(CUstream* out, unsigned flags) {
   EMU_ENTER();
   if (!out || (flags & ~CU_STREAM_NON_BLOCKING)) return CUDA_ERROR_INVALID_VALUE;
   auto* s = new EmuStream;
+  s->worker = std::thread(run_stream, s);
   st.streams.insert(s);
   *out = reinterpret_cast<CUstream>(s);
   return CUDA_SUCCESS;
 }
 CUresult stream_destroy(CUstream h) {
-  EMU_ENTER();
+  DriverState& st = state();
   auto* s = reinterpret_cast<EmuStream*>(h);
-  if (!st.streams.erase(s)) return CUDA_ERROR_INVALID_HANDLE;
+  {
+    std::lock_guard lock(st.mu);
+    if (!st.initialized) return CUDA_ERROR_NOT_INITIALIZED;
+    if (!st.streams.erase(s)) return CUDA_ERROR_INVALID_HANDLE;
+  }
+  // As cuStreamDestroy: work already queued still runs; then the worker ends.
+  {
+    std::lock_guard lock(st.queue_mu);
+    s->stop = true;
+  }
+  s->wake.notify_all();
+  s->worker.join();
   delete s;
   return CUDA_SUCCESS;
 }
 CUresult stream_synchronize(CUstream h) {
-  EMU_ENTER();
-  if (!valid_stream(st, h)) return CUDA_ERROR_INVALID_HANDLE;
-  if (h && reinterpret_cast<EmuStream*>(h)->capturing) {
-    reinterpret_cast<EmuStream*>(h)->capture_invalid = true;  // synchronising a capturing stream is illegal
-    return CUDA_ERROR_STREAM_CAPTURE_INVALIDATED;
+  DriverState& st = state();
+  EmuStream* s = nullptr;
+  {
+    std::lock_guard lock(st.mu);
+    if (!st.initialized) return CUDA_ERROR_NOT_INITIALIZED;
+    if (st.sticky != CUDA_SUCCESS) return st.sticky;
+    if (!valid_stream(st, h)) return CUDA_ERROR_INVALID_HANDLE;
+    s = reinterpret_cast<EmuStream*>(h);
+    if (s && s->capturing) {
+      s->capture_invalid = true;  // synchronising a capturing stream is illegal
+      return CUDA_ERROR_STREAM_CAPTURE_INVALIDATED;
+    }
   }
-  return CUDA_SUCCESS;
+  if (s) {
+    drain(st, s);
+  } else {
+    drain_all_streams();  // the legacy stream waits for the others
+  }
+  std::lock_guard lock(st.mu);
+  return st.sticky;
 }
 CUresult stream_query(CUstream h) {
   EMU_ENTER();
-  return valid_stream(st, h) ? CUDA_SUCCESS : CUDA_ERROR_INVALID_HANDLE;
+  if (!valid_stream(st, h)) return CUDA_ERROR_INVALID_HANDLE;
+  if (!h) return CUDA_SUCCESS;
+  std::lock_guard q(st.queue_mu);
+  return idle(reinterpret_cast<EmuStream*>(h)) ? CUDA_SUCCESS : CUDA_ERROR_NOT_READY;
 }
-CUresult stream_wait_event(CUstream h, CUevent e, unsigned flags) {
+// The stream waits, on its worker, for the event's latest record issued before this call.
+CUresult stream_wait_event(CUstream h, CUevent ev, unsigned flags) {
   EMU_ENTER();
-  if (!valid_stream(st, h) || !st.events.count(reinterpret_cast<EmuEvent*>(e))) return CUDA_ERROR_INVALID_HANDLE;
-  return flags == 0 ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;  // the event's work is already done
+  auto* e = reinterpret_cast<EmuEvent*>(ev);
+  if (!valid_stream(st, h) || !st.events.count(e)) return CUDA_ERROR_INVALID_HANDLE;
+  if (flags != 0) return CUDA_ERROR_INVALID_VALUE;
+  std::uint64_t target = 0;
+  {
+    std::lock_guard q(st.queue_mu);
+    target = e->records_issued;
+  }
+  return submit(h, [e, target, &st] {
+    std::unique_lock lock(st.queue_mu);
+    st.progress.wait(lock, [&] { return e->records_done >= target; });
+    return CUDA_SUCCESS;
+  });
 }
 
 CUresult event_create(CUevent* out, unsigned flags) {
@@ -58,8 +126,20 @@ CUresult event_create(CUevent* out, unsigned flags) {
   return CUDA_SUCCESS;
 }
 CUresult event_destroy(CUevent h) {
-  EMU_ENTER();
+  DriverState& st = state();
   auto* e = reinterpret_cast<EmuEvent*>(h);
+  {
+    std::lock_guard lock(st.mu);
+    if (!st.initialized) return CUDA_ERROR_NOT_INITIALIZED;
+    if (st.sticky != CUDA_SUCCESS) return st.sticky;
+    if (!st.events.count(e)) return CUDA_ERROR_INVALID_HANDLE;
+  }
+  {
+    // As cuEventDestroy: a record still queued completes first (its operation refers to the event).
+    std::unique_lock q(st.queue_mu);
+    st.progress.wait(q, [&] { return e->records_done >= e->records_issued; });
+  }
+  std::lock_guard lock(st.mu);
   if (!st.events.erase(e)) return CUDA_ERROR_INVALID_HANDLE;
   delete e;
   return CUDA_SUCCESS;
@@ -68,23 +148,55 @@ CUresult event_record(CUevent h, CUstream s) {
   EMU_ENTER();
   auto* e = reinterpret_cast<EmuEvent*>(h);
   if (!st.events.count(e) || !valid_stream(st, s)) return CUDA_ERROR_INVALID_HANDLE;
-  return submit(s, [e] {
+  EmuStream* es = s ? reinterpret_cast<EmuStream*>(s) : nullptr;
+  if (!(es && es->capturing)) {
+    std::lock_guard q(st.queue_mu);
+    ++e->records_issued;
+  }
+  // Runs even after a sticky error, so that nothing waits for it forever.
+  return submit(s, [e, &st] {
+    std::lock_guard q(st.queue_mu);
     e->recorded = true;
     e->when = std::chrono::steady_clock::now();
+    ++e->records_done;
+    st.progress.notify_all();
     return CUDA_SUCCESS;
   });
 }
 CUresult event_query(CUevent h) {
   EMU_ENTER();
-  return st.events.count(reinterpret_cast<EmuEvent*>(h)) ? CUDA_SUCCESS : CUDA_ERROR_INVALID_HANDLE;
+  auto* e = reinterpret_cast<EmuEvent*>(h);
+  if (!st.events.count(e)) return CUDA_ERROR_INVALID_HANDLE;
+  std::lock_guard q(st.queue_mu);
+  return e->records_done >= e->records_issued ? CUDA_SUCCESS : CUDA_ERROR_NOT_READY;
 }
-CUresult event_synchronize(CUevent h) { return event_query(h); }
+CUresult event_synchronize(CUevent h) {
+  DriverState& st = state();
+  auto* e = reinterpret_cast<EmuEvent*>(h);
+  std::uint64_t target = 0;
+  {
+    std::lock_guard lock(st.mu);
+    if (!st.initialized) return CUDA_ERROR_NOT_INITIALIZED;
+    if (st.sticky != CUDA_SUCCESS) return st.sticky;
+    if (!st.events.count(e)) return CUDA_ERROR_INVALID_HANDLE;
+    std::lock_guard q(st.queue_mu);
+    target = e->records_issued;
+  }
+  {
+    std::unique_lock q(st.queue_mu);
+    st.progress.wait(q, [&] { return e->records_done >= target; });
+  }
+  std::lock_guard lock(st.mu);
+  return st.sticky;
+}
 CUresult event_elapsed(float* ms, CUevent a, CUevent b) {
   EMU_ENTER();
   auto* ea = reinterpret_cast<EmuEvent*>(a);
   auto* eb = reinterpret_cast<EmuEvent*>(b);
   if (!ms) return CUDA_ERROR_INVALID_VALUE;
   if (!st.events.count(ea) || !st.events.count(eb)) return CUDA_ERROR_INVALID_HANDLE;
+  std::lock_guard q(st.queue_mu);
+  if (ea->records_done < ea->records_issued || eb->records_done < eb->records_issued) return CUDA_ERROR_NOT_READY;
   if (!ea->timing || !eb->timing || !ea->recorded || !eb->recorded) return CUDA_ERROR_INVALID_HANDLE;
   *ms = std::chrono::duration<float, std::milli>(eb->when - ea->when).count();
   return CUDA_SUCCESS;
@@ -151,12 +263,34 @@ EmuStream* find_stream(CUstream s) {
 }
 
 CUresult submit(CUstream s, Node node) {
-  if (EmuStream* es = s ? find_stream(s) : nullptr; es && es->capturing) {
+  EmuStream* es = s ? find_stream(s) : nullptr;
+  if (es && es->capturing) {
     es->capture->nodes.push_back(std::move(node));
     return CUDA_SUCCESS;
   }
-  if (s && !find_stream(s)) return CUDA_ERROR_INVALID_HANDLE;
-  return node();
+  if (s && !es) return CUDA_ERROR_INVALID_HANDLE;
+  if (!es) return node();  // the legacy null stream: now, on the caller's thread
+  {
+    std::lock_guard q(state().queue_mu);
+    es->queue.push_back(std::move(node));
+  }
+  es->wake.notify_one();
+  return CUDA_SUCCESS;
+}
+
+void drain_all_streams() {
+  DriverState& st = state();
+  std::vector<EmuStream*> streams;
+  {
+    std::lock_guard lock(st.mu);
+    streams.assign(st.streams.begin(), st.streams.end());
+  }
+  std::unique_lock q(st.queue_mu);
+  st.progress.wait(q, [&] {
+    for (EmuStream* s : streams)
+      if (!idle(s)) return false;
+    return true;
+  });
 }
 
 void fill_stream_entries(DriverApi& a) {
