@@ -168,3 +168,18 @@ TEST_CASE("cuda: a batch is one submission with one upload and one readback; asy
   Future<Tensor> f = async::relu(async::matmul(in({20, 30}, 52), in({30, 10}, 53)));
   CHECK(f.get().to_vector().size() == 200);
 }
+
+TEST_CASE("cuda: an async call whose input is still being computed on the cpu does not block the caller",
+          "[cuda]") {
+  require_cuda();
+  const Tensor a = Tensor::random({1024, 1024}, 81, -1, 1, DType::f32, Device::cpu());
+  const Tensor b = Tensor::random({1024, 1024}, 82, -1, 1, DType::f32, Device::cpu());
+  Future<Tensor> on_cpu = async::sum(async::matmul(a, b), -1);  // about 2 GFLOP on the cpu
+  Future<Tensor> on_cuda = async::relu(Tensor(on_cpu).to(k_cuda));
+  // Had the cuda submission waited for its input on this thread, the cpu result would be ready.
+  INFO("a 2 GFLOP matmul on the cpu finished before an async call returned");
+  CHECK_FALSE(on_cpu.ready());
+  std::vector<float> expect = on_cpu.get().to_vector();
+  for (auto& v : expect) v = v > 0 ? v : 0.0f;
+  CHECK(on_cuda.get().to_vector() == expect);
+}

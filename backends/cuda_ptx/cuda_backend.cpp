@@ -57,9 +57,35 @@ class CudaSubmission final : public detail::Submission {
 
 class CudaBackend;
 
+// Other backends' completions a submission waits for without blocking the submitting thread: a
+// host function on the stream waits for them, ahead of the submission's work, and keeps the
+// first failure for the submission's completion to report.
+struct ForeignWaits {
+  std::vector<std::shared_ptr<detail::Completion>> waits;
+  std::string what;  // the op the failure is reported under
+  std::mutex mu;
+  std::exception_ptr error;
+
+  static void run(void* user_data) {
+    std::unique_ptr<std::shared_ptr<ForeignWaits>> holder(static_cast<std::shared_ptr<ForeignWaits>*>(user_data));
+    ForeignWaits& f = **holder;
+    for (const auto& w : f.waits) {
+      try {
+        w->wait();
+      } catch (...) {  // reported just below
+      }
+    }
+    std::exception_ptr e = detail::failed_dependency(f.waits, f.what.c_str());
+    f.waits.clear();  // the work they did is over: hold nothing longer than needed
+    std::lock_guard lock(f.mu);
+    f.error = e;
+  }
+};
+
 class CudaCompletion final : public detail::Completion {
  public:
-  CudaCompletion(const DriverApi& api, CUcontext ctx, CUevent event) : api_(api), ctx_(ctx), event_(event) {}
+  CudaCompletion(const DriverApi& api, CUcontext ctx, CUevent event, std::shared_ptr<ForeignWaits> foreign)
+      : api_(api), ctx_(ctx), event_(event), foreign_(std::move(foreign)) {}
   ~CudaCompletion() override {
     if (event_) {
       api_.cuCtxSetCurrent(ctx_);
@@ -103,6 +129,11 @@ class CudaCompletion final : public detail::Completion {
  private:
   void finish_locked(CUresult r, const char* call) {
     done_ = true;
+    if (r == CUDA_SUCCESS && foreign_) {
+      std::lock_guard lock(foreign_->mu);
+      error_ = foreign_->error;  // an input from another device failed: this work's result is void
+      foreign_.reset();
+    }
     if (r != CUDA_SUCCESS) {
       error_ = std::make_exception_ptr(Error(ErrorCode::driver_error, std::string("[cuda] the device reported ") +
                                                                           result_name(&api_, r) + " from " + call +
@@ -113,6 +144,7 @@ class CudaCompletion final : public detail::Completion {
   const DriverApi& api_;
   CUcontext ctx_;
   CUevent event_;
+  std::shared_ptr<ForeignWaits> foreign_;
   std::mutex mu_;
   bool done_ = false;
   std::exception_ptr error_;
@@ -216,14 +248,20 @@ class CudaBackend final : public detail::Backend {
     return s;
   }
 
-  // One stream per device: this backend's own earlier submissions are ordered by the stream;
-  // other backends' pending completions are waited for on the host before enqueueing.
+  // One stream per device: this backend's own earlier submissions are ordered by the stream.
+  // Other backends' completions still pending are waited for by a host function queued on the
+  // stream ahead of the work (on the calling thread instead when it is about to wait anyway).
   std::shared_ptr<detail::Completion> submit(std::unique_ptr<detail::Submission> submission,
                                              std::span<const std::shared_ptr<detail::Completion>> waits,
-                                             bool) override {
+                                             bool caller_waits) override {
     auto& s = static_cast<CudaSubmission&>(*submission);
+    std::vector<std::shared_ptr<detail::Completion>> pending;
     for (const auto& w : waits) {
       if (dynamic_cast<CudaCompletion*>(w.get())) continue;  // ordered by the stream already
+      if (!caller_waits && !w->poll()) {
+        pending.push_back(w);
+        continue;
+      }
       try {
         w->wait();
       } catch (...) {  // reported just below
@@ -238,6 +276,17 @@ class CudaBackend final : public detail::Backend {
     std::lock_guard<std::mutex> lock(mu_);
     current(d);
     reap_locked(finished);
+    std::shared_ptr<ForeignWaits> foreign;
+    if (!pending.empty()) {
+      foreign = std::make_shared<ForeignWaits>();
+      foreign->waits = std::move(pending);
+      foreign->what = s.entries.empty() ? "cuda" : detail::entry_name(s.entries[s.serves.front()]);
+      auto* holder = new std::shared_ptr<ForeignWaits>(foreign);
+      if (const CUresult r = api_.cuLaunchHostFunc(d.stream, &ForeignWaits::run, holder); r != CUDA_SUCCESS) {
+        delete holder;
+        check(r, "cuLaunchHostFunc", foreign->what.c_str());
+      }
+    }
     ++stats_.submissions;
     std::size_t i = 0;
     try {
@@ -249,7 +298,7 @@ class CudaBackend final : public detail::Backend {
     CUevent event = nullptr;
     check(api_.cuEventCreate(&event, CU_EVENT_DISABLE_TIMING), "cuEventCreate", "submit");
     check(api_.cuEventRecord(event, d.stream), "cuEventRecord", "submit");
-    auto done = std::make_shared<CudaCompletion>(api_, d.context, event);
+    auto done = std::make_shared<CudaCompletion>(api_, d.context, event, std::move(foreign));
     in_flight_.push_back({done, std::shared_ptr<detail::Submission>(std::move(submission))});
     return done;
   }

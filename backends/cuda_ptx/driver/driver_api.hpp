@@ -35,6 +35,7 @@ using CUgraphExec = CUgraphExec_st*;
 using CUjit_option = int;
 using CUdevice_attribute = int;
 using CUstreamCaptureMode = int;
+using CUhostFn = void (*)(void* user_data);
 
 // ---- the CUresult values trine names (cuda.h's numbers) ----
 inline constexpr CUresult CUDA_SUCCESS = 0;
@@ -135,6 +136,9 @@ struct DriverApi {
   CUresult (*cuEventSynchronize)(CUevent) = nullptr;                       // cuEventSynchronize
   CUresult (*cuEventElapsedTime)(float* ms, CUevent, CUevent) = nullptr;   // cuEventElapsedTime
 
+  // Runs fn(user_data) on a driver thread once the stream's earlier work is done; later work waits
+  // for it to return. It must not call the driver.
+  CUresult (*cuLaunchHostFunc)(CUstream, CUhostFn fn, void* user_data) = nullptr;  // cuLaunchHostFunc
   CUresult (*cuLaunchKernel)(CUfunction, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by,
                              unsigned bz, unsigned shared_bytes, CUstream, void** params,
                              void** extra) = nullptr;  // cuLaunchKernel

@@ -57,6 +57,7 @@ bool bind_all(void* lib, DriverApi& a, std::string& missing) {
   ok &= bind(lib, a.cuEventQuery, "cuEventQuery", missing);
   ok &= bind(lib, a.cuEventSynchronize, "cuEventSynchronize", missing);
   ok &= bind(lib, a.cuEventElapsedTime, "cuEventElapsedTime", missing);
+  ok &= bind(lib, a.cuLaunchHostFunc, "cuLaunchHostFunc", missing);
   ok &= bind(lib, a.cuLaunchKernel, "cuLaunchKernel", missing);
   ok &= bind(lib, a.cuStreamBeginCapture, "cuStreamBeginCapture_v2", missing);
   ok &= bind(lib, a.cuStreamEndCapture, "cuStreamEndCapture", missing);

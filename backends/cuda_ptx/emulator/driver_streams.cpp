@@ -116,6 +116,17 @@ CUresult stream_wait_event(CUstream h, CUevent ev, unsigned flags) {
   });
 }
 
+CUresult launch_host_func(CUstream h, CUhostFn fn, void* data) {
+  EMU_ENTER();
+  if (!fn) return CUDA_ERROR_INVALID_VALUE;
+  if (!valid_stream(st, h)) return CUDA_ERROR_INVALID_HANDLE;
+  // Runs after a sticky error too: a host function often releases what the work held.
+  return submit(h, [fn, data] {
+    fn(data);
+    return CUDA_SUCCESS;
+  });
+}
+
 CUresult event_create(CUevent* out, unsigned flags) {
   EMU_ENTER();
   if (!out || (flags & ~(CU_EVENT_DISABLE_TIMING | 0x1u | 0x4u))) return CUDA_ERROR_INVALID_VALUE;
@@ -299,6 +310,7 @@ void fill_stream_entries(DriverApi& a) {
   a.cuStreamSynchronize = stream_synchronize;
   a.cuStreamQuery = stream_query;
   a.cuStreamWaitEvent = stream_wait_event;
+  a.cuLaunchHostFunc = launch_host_func;
   a.cuEventCreate = event_create;
   a.cuEventDestroy = event_destroy;
   a.cuEventRecord = event_record;
