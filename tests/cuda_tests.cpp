@@ -165,6 +165,24 @@ TEST_CASE("cuda: a batch is one submission with one upload and one readback; asy
     for (auto& v : expect) v = i % 2 ? (v > 0 ? v : 0.0f) : 0.5f * v + 1.0f;
   CHECK(out.get() == expect);
 
+  // Run again with new data, the batch replays as a CUDA graph: captured at the second run,
+  // launched from then on, with the same transfers.
+  for (int run = 2; run <= 4; ++run) {
+    for (auto& v : host) v += 1.0f;
+    const TransferStats b = transfer_stats(k_cuda);
+    batch.run({host});
+    const TransferStats a = transfer_stats(k_cuda);
+    CHECK(a.replays - b.replays == 1);
+    CHECK(a.uploads - b.uploads == 1);
+    CHECK(a.readbacks - b.readbacks == 1);
+    CHECK(a.submissions - b.submissions == 1);
+    std::vector<float> want = host;
+    for (int i = 0; i < 8; ++i)
+      for (auto& v : want) v = i % 2 ? (v > 0 ? v : 0.0f) : 0.5f * v + 1.0f;
+    CHECK(out.get() == want);
+  }
+  CHECK(after.replays == before.replays);  // the first run was issued op by op
+
   Future<Tensor> f = async::relu(async::matmul(in({20, 30}, 52), in({30, 10}, 53)));
   CHECK(f.get().to_vector().size() == 200);
 }

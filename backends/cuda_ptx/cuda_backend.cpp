@@ -3,6 +3,8 @@
 #include <chrono>
 #include <cstdlib>
 #include <deque>
+#include <map>
+#include <type_traits>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -32,6 +34,14 @@ struct DeviceState {
   int shared_per_block = 0;
   std::size_t total_memory = 0;
   DeviceKernels kernels;  // modules, dot partials, rope tables of this context
+  // Batches seen before, by signature: run once, then captured as a CUDA graph and replayed.
+  struct Recorded {
+    int runs = 0;
+    CUgraphExec exec = nullptr;
+    TransferStats stats;  // what one run transfers
+    std::uint64_t last_use = 0;
+  };
+  std::map<std::string, Recorded> recorded;
 };
 
 class CudaCompletion;
@@ -53,7 +63,66 @@ class CudaSubmission final : public detail::Submission {
   std::vector<std::size_t> position;  // per entry: that recorded entry's position, as the caller counts
   std::size_t recorded = 0;           // how many entries the caller recorded
   std::exception_ptr failed;          // set when encoding failed (a temporary could not be allocated)
+  // For submissions of several entries: every pointer, size and parameter they pass to the driver,
+  // so that an identical later submission (a batch run again) can replay a graph of this one.
+  std::string signature;
 };
+
+// The bytes of one trivially copyable value appended to a signature.
+template <class T>
+void put(std::string& key, const T& v) {
+  static_assert(std::is_trivially_copyable_v<T>);
+  key.append(reinterpret_cast<const char*>(&v), sizeof v);
+}
+
+void put_tensor(std::string& key, const Tensor& t) {
+  if (!t.defined()) return put(key, std::uint64_t{0});
+  put(key, reinterpret_cast<std::uintptr_t>(t.storage()->handle()));
+  put(key, t.offset());
+  put(key, static_cast<int>(t.dtype()));
+  put(key, t.rank());
+  for (int i = 0; i < t.rank(); ++i) {
+    put(key, t.shape()[i]);
+    put(key, t.strides()[i]);
+  }
+}
+
+std::string signature_of(const std::vector<detail::Entry>& entries) {
+  std::string key;
+  for (const detail::Entry& e : entries) {
+    put(key, e.index());
+    std::visit(
+        [&](const auto& x) {
+          using T = std::decay_t<decltype(x)>;
+          if constexpr (std::is_same_v<T, detail::OpCall>) {
+            put(key, static_cast<int>(x.op));
+            put(key, x.params.index());
+            std::visit([&](const auto& p) { put(key, p); }, x.params);
+            put(key, x.inputs.size());
+            for (const Tensor& t : x.inputs) put_tensor(key, t);
+            put_tensor(key, x.output);
+          } else if constexpr (std::is_same_v<T, detail::Upload>) {
+            put(key, reinterpret_cast<std::uintptr_t>(x.dst->handle()));
+            put(key, reinterpret_cast<std::uintptr_t>(x.src));
+            put(key, x.offset);
+            put(key, x.bytes);
+          } else if constexpr (std::is_same_v<T, detail::Readback>) {
+            put(key, reinterpret_cast<std::uintptr_t>(x.src->handle()));
+            put(key, reinterpret_cast<std::uintptr_t>(x.dst));
+            put(key, x.offset);
+            put(key, x.bytes);
+          } else {
+            put(key, reinterpret_cast<std::uintptr_t>(x.src->handle()));
+            put(key, reinterpret_cast<std::uintptr_t>(x.dst->handle()));
+            put(key, x.src_offset);
+            put(key, x.dst_offset);
+            put(key, x.bytes);
+          }
+        },
+        e);
+  }
+  return key;
+}
 
 class CudaBackend;
 
@@ -160,6 +229,8 @@ class CudaBackend final : public detail::Backend {
       api_.cuCtxSetCurrent(d.context);
       api_.cuStreamSynchronize(d.stream);
       in_flight_.clear();
+      for (auto& [sig, rec] : d.recorded)
+        if (rec.exec) api_.cuGraphExecDestroy(rec.exec);
       d.kernels.release(api_);
       api_.cuStreamDestroy(d.stream);
       api_.cuDevicePrimaryCtxRelease(d.device);
@@ -245,6 +316,7 @@ class CudaBackend final : public detail::Backend {
         s->position.push_back(i);
       }
     }
+    if (s->entries.size() > 1 && !sync_each_launch_) s->signature = signature_of(s->entries);
     return s;
   }
 
@@ -289,8 +361,17 @@ class CudaBackend final : public detail::Backend {
     }
     ++stats_.submissions;
     std::size_t i = 0;
+    DeviceState::Recorded* rec = s.signature.empty() ? nullptr : &recorded_entry(d, s.signature);
     try {
-      for (; i < s.entries.size(); ++i) enqueue(d, s.entries[i]);
+      if (rec && rec->exec) {
+        replay(d, *rec);
+      } else if (rec && rec->runs > 0) {
+        capture(d, s, *rec, i);  // the second run: recorded as a graph, then launched
+        replay(d, *rec);
+      } else {
+        for (; i < s.entries.size(); ++i) enqueue(d, s.entries[i]);
+        if (rec) ++rec->runs;
+      }
     } catch (const Error& e) {
       return detail::completed(std::make_exception_ptr(detail::entry_error(
           s.entries[s.serves[i]], s.position[i], s.recorded, e, Device{DeviceKind::cuda, index})));
@@ -368,6 +449,63 @@ class CudaBackend final : public detail::Backend {
     }
   }
 
+  // The record of a batch signature on `d`, made on first sight. At most 32 are kept: the least
+  // recently used goes, with its graph (a launch of it already queued still runs).
+  DeviceState::Recorded& recorded_entry(DeviceState& d, const std::string& signature) {
+    auto it = d.recorded.find(signature);
+    if (it == d.recorded.end()) {
+      if (d.recorded.size() >= 32) {
+        auto oldest = d.recorded.begin();
+        for (auto r = d.recorded.begin(); r != d.recorded.end(); ++r)
+          if (r->second.last_use < oldest->second.last_use) oldest = r;
+        if (oldest->second.exec) api_.cuGraphExecDestroy(oldest->second.exec);
+        d.recorded.erase(oldest);
+      }
+      it = d.recorded.emplace(signature, DeviceState::Recorded{}).first;
+    }
+    it->second.last_use = ++use_clock_;
+    return it->second;
+  }
+
+  // Records the submission's work on the stream as a graph instead of running it. `i` follows the
+  // entry being recorded, for the error.
+  void capture(DeviceState& d, const CudaSubmission& s, DeviceState::Recorded& rec, std::size_t& i) {
+    check(api_.cuStreamBeginCapture(d.stream, CU_STREAM_CAPTURE_MODE_RELAXED), "cuStreamBeginCapture", "batch");
+    const TransferStats before = stats_;
+    CUgraph graph = nullptr;
+    try {
+      for (; i < s.entries.size(); ++i) enqueue(d, s.entries[i]);
+    } catch (...) {
+      if (api_.cuStreamEndCapture(d.stream, &graph) == CUDA_SUCCESS && graph) api_.cuGraphDestroy(graph);
+      throw;
+    }
+    --i;  // errors below are the submission's, named after its last entry
+    rec.stats = stats_;
+    rec.stats.uploads -= before.uploads;
+    rec.stats.upload_bytes -= before.upload_bytes;
+    rec.stats.readbacks -= before.readbacks;
+    rec.stats.readback_bytes -= before.readback_bytes;
+    rec.stats.device_copies -= before.device_copies;
+    rec.stats.device_copy_bytes -= before.device_copy_bytes;
+    stats_ = before;  // counted when the graph runs
+    check(api_.cuStreamEndCapture(d.stream, &graph), "cuStreamEndCapture", "batch");
+    const CUresult r = api_.cuGraphInstantiate(&rec.exec, graph, 0);
+    api_.cuGraphDestroy(graph);
+    if (r != CUDA_SUCCESS) rec.exec = nullptr;
+    check(r, "cuGraphInstantiate", "batch");
+  }
+
+  void replay(DeviceState& d, const DeviceState::Recorded& rec) {
+    check(api_.cuGraphLaunch(rec.exec, d.stream), "cuGraphLaunch", "batch");
+    stats_.uploads += rec.stats.uploads;
+    stats_.upload_bytes += rec.stats.upload_bytes;
+    stats_.readbacks += rec.stats.readbacks;
+    stats_.readback_bytes += rec.stats.readback_bytes;
+    stats_.device_copies += rec.stats.device_copies;
+    stats_.device_copy_bytes += rec.stats.device_copy_bytes;
+    ++stats_.replays;
+  }
+
   // Moves the submissions whose end the stream has passed (in order: the stream is FIFO) to
   // `finished`, for the caller to drop once it has released the lock.
   void reap_locked(std::vector<InFlight>& finished) {
@@ -382,6 +520,7 @@ class CudaBackend final : public detail::Backend {
   std::vector<DeviceState> devices_;
   mutable std::mutex mu_;
   std::deque<InFlight> in_flight_;
+  std::uint64_t use_clock_ = 0;
   TransferStats stats_;
   const bool sync_each_launch_ = [] {
     const char* v = std::getenv("TRINE_CUDA_SYNC");

@@ -56,6 +56,9 @@ struct TransferStats {
   std::uint64_t device_copies = 0;
   std::uint64_t device_copy_bytes = 0;
   std::uint64_t submissions = 0;
+  // Submissions run from a form the backend recorded at an earlier run of the same batch (a CUDA
+  // graph), rather than issued op by op.
+  std::uint64_t replays = 0;
 };
 // Throws Error(device_unavailable) for a device this machine does not have.
 TransferStats transfer_stats(Device device = Device::cpu());

@@ -88,6 +88,7 @@ inline constexpr CUdevice_attribute CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BL
 inline constexpr unsigned CU_STREAM_NON_BLOCKING = 0x1;
 inline constexpr unsigned CU_EVENT_DISABLE_TIMING = 0x2;
 inline constexpr CUstreamCaptureMode CU_STREAM_CAPTURE_MODE_THREAD_LOCAL = 1;
+inline constexpr CUstreamCaptureMode CU_STREAM_CAPTURE_MODE_RELAXED = 2;
 inline constexpr int CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES = 8;
 
 // ---- the table ----
