@@ -199,9 +199,9 @@ class CudaCompletion final : public detail::Completion {
   void finish_locked(CUresult r, const char* call) {
     done_ = true;
     if (r == CUDA_SUCCESS && foreign_) {
-      std::lock_guard lock(foreign_->mu);
-      error_ = foreign_->error;  // an input from another device failed: this work's result is void
-      foreign_.reset();
+      const std::shared_ptr<ForeignWaits> foreign = std::move(foreign_);
+      std::lock_guard lock(foreign->mu);
+      error_ = foreign->error;  // an input from another device failed: this work's result is void
     }
     if (r != CUDA_SUCCESS) {
       error_ = std::make_exception_ptr(Error(ErrorCode::driver_error, std::string("[cuda] the device reported ") +
