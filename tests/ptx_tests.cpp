@@ -5,6 +5,7 @@
 #include <catch2/catch.hpp>
 
 #include <unistd.h>
+#include <algorithm>
 #include <array>
 #include <atomic>
 #include <cstdio>
@@ -194,6 +195,33 @@ struct PtxasResult {
   std::string log;
 };
 
+// Theoretical occupancy (resident warps per SM over the most it holds) from ptxas's registers and
+// static shared memory and the launch's block size, with each target's per-SM limits as NVIDIA's
+// compute capability tables give them: threads, blocks, shared memory (1 KiB of it reserved per
+// block from sm_80 on), 64K registers allocated per warp in units of 256.
+struct SmLimits {
+  int threads, blocks, smem;
+  bool reserve_1k;
+};
+SmLimits sm_limits(const std::string& target) {
+  if (target == "sm_75") return {1024, 16, 64 * 1024, false};
+  if (target == "sm_80") return {2048, 32, 164 * 1024, true};
+  if (target == "sm_86") return {1536, 16, 100 * 1024, true};
+  if (target == "sm_89") return {1536, 24, 100 * 1024, true};
+  if (target == "sm_90") return {2048, 32, 228 * 1024, true};
+  return {1536, 32, 100 * 1024, true};  // sm_120
+}
+double occupancy(const std::string& target, int registers, int smem, int block_threads) {
+  const SmLimits l = sm_limits(target);
+  const int warps = (block_threads + 31) / 32;
+  const int per_warp = (std::max(registers, 1) * 32 + 255) / 256 * 256;
+  int blocks = std::min(l.blocks, l.threads / (warps * 32));
+  blocks = std::min(blocks, 65536 / per_warp / warps);
+  const int block_smem = smem + (l.reserve_1k ? 1024 : 0);
+  if (block_smem > 0) blocks = std::min(blocks, l.smem / block_smem);
+  return static_cast<double>(blocks * warps) / (l.threads / 32);
+}
+
 int number_before(const std::string& log, const std::string& suffix) {
   std::smatch m;
   if (std::regex_search(log, m, std::regex(R"((\d+) )" + suffix))) return std::stoi(m[1]);
@@ -239,11 +267,15 @@ TEST_CASE("every shipped kernel compiles with ptxas on every target, without spi
     std::string kernel;
     Target target;
     std::string ptx;
+    int block_threads;
   };
   std::vector<Job> jobs;
   for (const kernels::Generator& g : kernels::generators()) {
     for (const std::string& c : g.configs) {
-      for (Target t : all_targets) jobs.push_back(Job{std::string(g.name) + "." + c, t, g.generate(c, t)});
+      const std::vector<std::int64_t> sizes(4, 1024);
+      const kernels::Launch l = g.geometry(c, sizes);
+      const int threads = static_cast<int>(l.block[0] * l.block[1] * l.block[2]);
+      for (Target t : all_targets) jobs.push_back(Job{std::string(g.name) + "." + c, t, g.generate(c, t), threads});
     }
   }
   std::string dir = (std::filesystem::temp_directory_path() / ("trine_ptxas_" + std::to_string(getpid()))).string();
@@ -261,12 +293,39 @@ TEST_CASE("every shipped kernel compiles with ptxas on every target, without spi
   b.join();
   std::filesystem::remove_all(dir);
 
-  std::printf("%-34s %-7s %5s %7s %7s\n", "kernel", "target", "regs", "smem", "spills");
-  for (const PtxasResult& r : results) {
-    std::printf("%-34s %-7s %5d %7d %3d/%-3d\n", r.kernel.c_str(), r.target.c_str(), r.registers, r.smem,
-                r.spill_stores, r.spill_loads);
+  std::printf("%-34s %-7s %5s %7s %7s %6s %4s\n", "kernel", "target", "regs", "smem", "spills", "block", "occ");
+  for (std::size_t i = 0; i < results.size(); ++i) {
+    const PtxasResult& r = results[i];
+    std::printf("%-34s %-7s %5d %7d %3d/%-3d %6d %3.0f%%\n", r.kernel.c_str(), r.target.c_str(), r.registers, r.smem,
+                r.spill_stores, r.spill_loads, jobs[i].block_threads,
+                100 * occupancy(r.target, r.registers, r.smem, jobs[i].block_threads));
   }
   std::fflush(stdout);
+  // TRINE_PTXAS_TABLE=file writes the table of docs/cuda_ptx.md: registers / occupancy per target.
+  if (const char* table = std::getenv("TRINE_PTXAS_TABLE"); table && *table) {
+    std::ofstream md(table);
+    md << "| kernel.config | block | smem (B) |";
+    for (Target t : all_targets) md << ' ' << target_name(t) << " |";
+    md << "\n|---|---|---|";
+    for (std::size_t t = 0; t < all_targets.size(); ++t) md << "---|";
+    md << '\n';
+    for (std::size_t i = 0; i < results.size(); i += all_targets.size()) {
+      // shared memory as on most targets (sm_80's), with the targets that differ
+      const int smem = results[i + 1].smem;
+      md << "| " << results[i].kernel << " | " << jobs[i].block_threads << " | " << smem;
+      for (std::size_t t = 0; t < all_targets.size(); ++t)
+        if (results[i + t].smem != smem) md << " (" << results[i + t].target << ": " << results[i + t].smem << ")";
+      md << " |";
+      for (std::size_t t = 0; t < all_targets.size(); ++t) {
+        const PtxasResult& r = results[i + t];
+        char cell[32];
+        std::snprintf(cell, sizeof cell, " %d / %.0f%% |", r.registers,
+                      100 * occupancy(r.target, r.registers, r.smem, jobs[i + t].block_threads));
+        md << cell;
+      }
+      md << '\n';
+    }
+  }
   for (const PtxasResult& r : results) {
     INFO(r.kernel << " " << r.target << "\n" << r.log);
     CHECK(r.ok);
