@@ -419,7 +419,7 @@ class CudaBackend final : public detail::Backend {
     switch (e.index()) {
       case 0: {
         const auto& call = std::get<detail::OpCall>(e);
-        launch(api_, d.stream, d.sm, call, d.kernels);
+        launch(api_, d.stream, DeviceShape{d.sm, d.multiprocessors}, call, d.kernels);
         if (sync_each_launch_) check(api_.cuStreamSynchronize(d.stream), "cuStreamSynchronize", op_info(call.op).name);
         return;
       }

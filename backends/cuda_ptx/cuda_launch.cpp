@@ -522,7 +522,16 @@ bool can_launch(const detail::OpCall& call, int sm) {
   return strided && plan(call, sm, Resources{}, true).has_value();
 }
 
-void launch(const DriverApi& api, CUstream stream, int sm, const detail::OpCall& call, DeviceKernels& kernels) {
+// Families whose kernels loop over their elements with a grid-stride loop, so that any grid
+// covers the work: their grid is capped at what the device keeps resident (8 CTAs of 256 threads
+// per SM, 2048 threads, the most any target holds).
+bool grid_stride_family(std::string_view family) {
+  return family == "unary" || family == "binary" || family == "bias_act" || family == "cast" || family == "rope";
+}
+
+void launch(const DriverApi& api, CUstream stream, const DeviceShape& device, const detail::OpCall& call,
+            DeviceKernels& kernels) {
+  const int sm = device.sm;
   const char* name = op_info(call.op).name;
   auto steps = plan(call, sm, Resources{&api, stream, &kernels}, false);
   if (!steps) throw Error(ErrorCode::unsupported, std::string("[") + name + "] no cuda kernel for this call");
@@ -532,7 +541,10 @@ void launch(const DriverApi& api, CUstream stream, int sm, const detail::OpCall&
   }
   for (auto& p : steps->launches) {
     const kernels::Generator* gen = kernels::find_generator(p.family);
-    const kernels::Launch g = gen->geometry(p.config, p.sizes);
+    kernels::Launch g = gen->geometry(p.config, p.sizes);
+    if (grid_stride_family(p.family)) {
+      g.grid[0] = std::min<std::uint32_t>(g.grid[0], static_cast<std::uint32_t>(std::max(1, device.multiprocessors) * 8));
+    }
     CUfunction f = kernels.function(api, p.family, p.config, sm);
     auto params = p.args.pointers();
     TRINE_CU(&api, name, cuLaunchKernel, f, g.grid[0], g.grid[1], g.grid[2], g.block[0], g.block[1], g.block[2],

@@ -47,7 +47,13 @@ bool can_launch(const detail::OpCall& call, int sm);
 // The inputs of `call` to copy into contiguous temporaries (one gather launch each) before its
 // kernel runs: none when its kernel reads them through their strides.
 std::vector<std::size_t> needs_gather(const detail::OpCall& call, int sm);
+// What a launch configuration takes from the device's attributes.
+struct DeviceShape {
+  int sm = 0;                // compute capability x 10 + minor
+  int multiprocessors = 1;   // grid-stride kernels launch a few CTAs per SM, not one per 256 elements
+};
 // Enqueues the call's kernel(s) on `stream`. Throws Error(driver_error) naming the op and the call.
-void launch(const DriverApi& api, CUstream stream, int sm, const detail::OpCall& call, DeviceKernels& kernels);
+void launch(const DriverApi& api, CUstream stream, const DeviceShape& device, const detail::OpCall& call,
+            DeviceKernels& kernels);
 
 }  // namespace trine::cuda
