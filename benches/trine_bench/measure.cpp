@@ -141,27 +141,38 @@ Row Runner::run(const Case& c) {
       row.auto_batch.status = std::string("error: ") + e.what();
     }
   }
-  // Regret side by side: the fastest device and automatic placement alternate, call by call, so a
-  // change in the machine's speed (shared memory bandwidth moves within seconds) hits both alike.
+  // Regret side by side: the fastest device and automatic placement alternate, call by call, in
+  // ABBA order, so a change in the machine's speed (shared memory bandwidth moves within seconds)
+  // hits both alike; the regret is the median of the pairs' ratios, which one slow call cannot move.
   if (row.auto_sync.ok() && row.winner) {
     const trine::Device best = *row.winner;
-    std::vector<double> a, b;
-    const int reps = std::clamp(row.auto_sync.reps, 3, 25);
+    std::vector<double> ratios;
+    const int reps = std::clamp(row.auto_sync.reps, 9, 41);
+    auto pinned = [&] {
+      const auto t0 = Clock::now();
+      trine::DeviceScope on(best);
+      call();
+      return since(t0);
+    };
+    auto automatic = [&] {
+      const auto t0 = Clock::now();
+      call();
+      return since(t0);
+    };
     try {
       for (int i = 0; i < reps; ++i) {
-        auto t0 = Clock::now();
-        {
-          trine::DeviceScope on(best);
-          call();
+        double ta = 0, tb = 0;
+        if (i % 2 == 0) {
+          tb = pinned();
+          ta = automatic();
+        } else {
+          ta = automatic();
+          tb = pinned();
         }
-        b.push_back(since(t0));
-        t0 = Clock::now();
-        call();
-        a.push_back(since(t0));
+        ratios.push_back(ta / tb);
       }
-      std::sort(a.begin(), a.end());
-      std::sort(b.begin(), b.end());
-      row.regret = a[a.size() / 2] / b[b.size() / 2];
+      std::sort(ratios.begin(), ratios.end());
+      row.regret = ratios[ratios.size() / 2];
     } catch (const std::exception&) {  // measured once already; a failure here leaves no regret
     }
   }
