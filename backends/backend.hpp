@@ -119,8 +119,19 @@ class Backend {
   }
 
   // Whether this backend runs this (already validated) call. False routes the call elsewhere or,
-  // when the device was pinned, fails with Error(unsupported) naming the op.
+  // when the device was pinned, fails with Error(unsupported) naming the op. The call's tensors may
+  // be phantoms (a storage with its size but no memory): answer from shapes, dtypes and sizes. A
+  // call accepted here should never fail as unsupported in encode() or submit(): the dispatcher
+  // relies on this answer to place calls that are not pinned.
   virtual bool supports(const OpCall& call) const = 0;
+
+  // Optional: why supports(call) is false, in words for the error a pinned call gets ("input 0
+  // binds 180 MB, over ..."; no leading "[op]"), or empty when there is nothing to add to "not
+  // supported". Only asked on that error path, and for the dispatcher's log.
+  virtual std::string unsupported_reason(const OpCall& call) const {
+    (void)call;
+    return {};
+  }
 
   // Records entries (in order; later entries may read what earlier ones wrote) into a submission.
   // Every storage the entries touch stays referenced by the submission until it completes. Taken

@@ -202,7 +202,7 @@ void log_decision(OpKind op, std::span<const Tensor> inputs, const dispatch::Dec
 
 }  // namespace
 
-bool runs_on(Backend& backend, Device device, const OpCall& call) {
+bool runs_on(Backend& backend, Device device, const OpCall& call, std::string* why) {
   OpCall probe;
   probe.op = call.op;
   probe.params = call.params;
@@ -212,7 +212,9 @@ bool runs_on(Backend& backend, Device device, const OpCall& call) {
     probe.inputs.push_back(!t.defined() || here ? t : phantom(t, backend, device));
   }
   probe.output = phantom(call.output, backend, device);
-  return backend.supports(probe);
+  if (backend.supports(probe)) return true;
+  if (why) *why = backend.unsupported_reason(probe);
+  return false;
 }
 
 bool is_software(Device d) {
@@ -254,8 +256,8 @@ dispatch::Decision estimate_call(OpKind op, std::span<const Tensor> inputs, cons
         call.cost = cost;
         call.inputs.assign(inputs.begin(), inputs.end());
         call.output = Tensor(nullptr, out.shape, contiguous_strides(out.shape), 0, out.dtype);
-        if (!runs_on(*slot.backend, info.device, call)) {
-          c.why_not = "its backend does not run this call";
+        if (std::string why; !runs_on(*slot.backend, info.device, call, &why)) {
+          c.why_not = "its backend does not run this call" + (why.empty() ? "" : ": " + why);
         } else {
           c.eligible = true;
         }

@@ -237,6 +237,46 @@ TEST_CASE("an op no candidate device runs is placed where it can run", "[dispatc
     if (c.device == *cuda) CHECK_FALSE(c.eligible);
 }
 
+TEST_CASE("a call over a device's limits is never placed there", "[dispatch]") {
+  Restore restore;
+  const Device dev = other_device();
+  // The most one shader binding addresses on `dev` (128 MiB on lavapipe), from trine-info's line.
+  std::uint64_t limit = 0;
+  for (const auto& d : devices()) {
+    const auto at = d.capabilities.find("maxStorageBufferRange ");
+    if (d.device == dev && at != std::string::npos) limit = std::stoull(d.capabilities.substr(at + 22)) << 20;
+  }
+  REQUIRE(limit > 0);
+  // gemv binds its matrix whole: 11008x4096 f32 (180 MB) is over lavapipe's limit.
+  const std::int64_t cols = 4096;
+  const std::int64_t rows = std::max<std::int64_t>(11008, static_cast<std::int64_t>(limit / (cols * 4)) + 1);
+  dispatch::allow_software(true);
+  dispatch::Profile p = profile_where(dev, 1e-9);
+  for (auto& m : p.devices) {  // the cpu second: the call runs there, not on the emulated cuda device
+    if (m.device == "cpu") m.bytes_per_s = m.flops_per_s = 1e11;
+  }
+  dispatch::set_profile(p);
+  const Tensor a = Tensor::full({rows, cols}, 0.5f), x = Tensor::full({cols}, 2.0f);
+  const auto d = dispatch::decide(OpKind::gemv, std::vector<Tensor>{a, x}, GemvParams{});
+  CHECK(d.device == Device::cpu());
+  for (const auto& c : d.candidates) {
+    if (!(c.device == dev)) continue;
+    CHECK_FALSE(c.eligible);
+    CHECK_THAT(c.why_not, Catch::Contains("maxStorageBufferRange"));
+  }
+  const auto up = uploads(dev);
+  const Tensor y = gemv(a, x);
+  CHECK(y.device() == Device::cpu());
+  CHECK(uploads(dev) == up);
+  const auto got = y.to_vector();
+  REQUIRE(got.size() == static_cast<std::size_t>(rows));
+  CHECK(got.front() == 4096.0f);
+  CHECK(got.back() == 4096.0f);
+  // The same op within the limit still goes to the fast device.
+  CHECK(dispatch::decide(OpKind::gemv, std::vector<Tensor>{Tensor::full({64, cols}, 0.5f), x}, GemvParams{}).device ==
+        dev);
+}
+
 TEST_CASE("a batch without a device is placed as a whole where the profile says", "[dispatch][batch]") {
   Restore restore;
   const Device dev = other_device();

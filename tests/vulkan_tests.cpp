@@ -6,6 +6,7 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdlib>
 #include <filesystem>
@@ -85,6 +86,21 @@ std::string label(const std::vector<Tensor>& in, const std::string& extra = "") 
 }
 
 const std::vector<std::int64_t> k_sizes = {1, 2, 3, 7, 31, 32, 33, 64, 127, 256, 1000, 4099, 65537};
+
+// vulkan:0's line in trine-info ("...; maxStorageBufferRange 128 MiB; ...").
+std::string capabilities() {
+  for (const auto& d : devices())
+    if (d.device == k_vk) return d.capabilities;
+  return std::string();
+}
+
+// The most one shader binding addresses on vulkan:0, in bytes.
+std::uint64_t max_binding() {
+  const std::string caps = capabilities();
+  const auto at = caps.find("maxStorageBufferRange ");
+  REQUIRE(at != std::string::npos);
+  return std::stoull(caps.substr(at + 22)) << 20;
+}
 
 }  // namespace
 
@@ -451,16 +467,12 @@ TEST_CASE("vulkan: long reductions are split, never cut short by the driver's lo
 
 TEST_CASE("vulkan: what the driver's loop limit keeps from running is refused clearly", "[vulkan]") {
   require_vulkan();
-  const std::string caps = [] {
-    for (const auto& d : devices())
-      if (d.device == k_vk) return d.capabilities;
-    return std::string();
-  }();
-  if (caps.find("shader loops cut") == std::string::npos) {
+  if (capabilities().find("shader loops cut") == std::string::npos) {
     WARN("this device has no loop limit: nothing to refuse");
     return;
   }
   Tensor row = Tensor::zeros({1, 1 << 23}, DType::f32, k_vk);
+  const auto submissions = transfer_stats(k_vk).submissions;
   try {
     (void)softmax(row);
     FAIL("a softmax row of 2^23 ran where loops are cut short");
@@ -470,6 +482,7 @@ TEST_CASE("vulkan: what the driver's loop limit keeps from running is refused cl
     REQUIRE(std::string(e.what()).find("[softmax]") != std::string::npos);
     REQUIRE(std::string(e.what()).find("loop") != std::string::npos);
   }
+  CHECK(transfer_stats(k_vk).submissions == submissions);  // refused by supports(), never submitted
   std::vector<Tensor> in{input({4, 100})};
   check(OpKind::softmax, in, AxisParams{-1}, "after the refusal");
 }
@@ -631,12 +644,7 @@ TEST_CASE("vulkan: tensors over maxStorageBufferRange: bound in pieces, or refus
     INFO("start " << start);
     REQUIRE(bad == 0);
   }
-  const std::string caps = [] {
-    for (const auto& d : devices())
-      if (d.device == k_vk) return d.capabilities;
-    return std::string();
-  }();
-  if (caps.find("maxStorageBufferRange 128 MiB") != std::string::npos) {
+  if (capabilities().find("maxStorageBufferRange 128 MiB") != std::string::npos) {
     // An op that does not split its bindings yet: refused with the reason, never a wrong answer.
     try {
       (void)add(x, x);
@@ -651,6 +659,49 @@ TEST_CASE("vulkan: tensors over maxStorageBufferRange: bound in pieces, or refus
   // The device is still fine.
   std::vector<Tensor> in{input({33})};
   check(OpKind::relu, in, ActParams{}, "after the refusal");
+}
+
+TEST_CASE("vulkan: a call over maxStorageBufferRange is refused before it is submitted, naming the limit", "[vulkan]") {
+  require_vulkan();
+  // gemv binds its matrix whole: 11008x4096 f32 (180 MB) is over lavapipe's 128 MiB.
+  const std::uint64_t limit = max_binding();
+  const std::int64_t cols = 4096;
+  const std::int64_t rows = std::max<std::int64_t>(11008, static_cast<std::int64_t>(limit / (cols * 4)) + 1);
+  Tensor a;
+  try {
+    a = Tensor::empty({rows, cols}, DType::f32, k_vk);
+  } catch (const Error& e) {
+    WARN("no memory for a matrix over maxStorageBufferRange here: " << e.what());
+    return;
+  }
+  Tensor x = input({cols});
+  const auto submissions = transfer_stats(k_vk).submissions;
+  try {
+    (void)gemv(a, x);
+    FAIL("a gemv over maxStorageBufferRange ran");
+  } catch (const Error& e) {
+    INFO(e.what());
+    CHECK(e.code() == ErrorCode::unsupported);
+    const std::string what = e.what();
+    CHECK(what.find("[gemv] is not supported on vulkan:0") != std::string::npos);  // from supports()
+    CHECK(what.find("pinned") != std::string::npos);
+    CHECK(what.find("maxStorageBufferRange (" + std::to_string(limit) + " bytes)") != std::string::npos);
+  }
+  CHECK(transfer_stats(k_vk).submissions == submissions);
+  // A batch pinned to the device refuses it while recording, with the same reason.
+  Batch batch(k_vk);
+  Tensor xb = batch.upload(x.to_vector(), {cols});
+  try {
+    (void)gemv(a, xb);
+    FAIL("a gemv over maxStorageBufferRange was recorded");
+  } catch (const Error& e) {
+    INFO(e.what());
+    CHECK(e.code() == ErrorCode::unsupported);
+    CHECK(std::string(e.what()).find("maxStorageBufferRange") != std::string::npos);
+  }
+  // Within the limit, the same op runs.
+  std::vector<Tensor> in{input({64, cols}), x};
+  check(OpKind::gemv, in, GemvParams{false}, "after the refusal");
 }
 
 #if defined(TRINE_TEST_VK_CHECK)

@@ -97,6 +97,10 @@ void BufferCache::clear() noexcept {
   for (auto& [size, a] : all) delete a;
 }
 
+bool fits_allocation(const DeviceCaps& caps, std::uint64_t bytes) noexcept {
+  return bytes <= caps.heap_bytes && bytes <= caps.max_allocation_size - 4096;
+}
+
 Allocation* allocate_buffer(DeviceContext& ctx, std::size_t bytes, bool staging) {
   const DeviceCaps& caps = ctx.caps();
   if (staging && !caps.has_staging) {
@@ -104,7 +108,7 @@ Allocation* allocate_buffer(DeviceContext& ctx, std::size_t bytes, bool staging)
                                             " has no host-visible memory to stage transfers through");
   }
   const std::string where = " on vulkan:" + std::to_string(ctx.index()) + " (" + caps.name + ")";
-  if (bytes > caps.heap_bytes || bytes > caps.max_allocation_size - 4096) {
+  if (!fits_allocation(caps, bytes)) {
     throw Error(ErrorCode::out_of_memory, "[allocate] " + std::to_string(bytes) + " bytes" + where +
                                               " exceed its heap (" + std::to_string(caps.heap_bytes) +
                                               " bytes) or its largest allocation (" +

@@ -14,6 +14,7 @@
 namespace trine::vulkan {
 
 class DeviceContext;
+struct DeviceCaps;
 
 // Sentinel bytes before and after the data (inside the buffer): transfers and bindings address
 // only the data, so a guard that changed means something wrote outside its allocation.
@@ -54,6 +55,10 @@ class BufferCache {
   std::size_t cached_ = 0;
   std::size_t budget_;
 };
+
+// Whether `bytes` fit one allocation on the device at all (its heap, its largest allocation); when
+// not, allocate_buffer fails with out_of_memory before asking the driver.
+bool fits_allocation(const DeviceCaps& caps, std::uint64_t bytes) noexcept;
 
 // Throws Error(out_of_memory) when the device cannot hold `bytes` (the device stays usable).
 // `staging`: from host-visible coherent memory, always mapped (for uploads and readbacks on

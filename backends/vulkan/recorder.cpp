@@ -7,6 +7,7 @@
 #include <cstring>
 #include <unordered_map>
 
+#include "backends/assert.hpp"
 #include "backends/vulkan/context.hpp"
 #include "backends/vulkan/memory.hpp"
 #include "backends/vulkan/vk_check.hpp"
@@ -107,16 +108,14 @@ void Recorder::dispatch(const char* shader, std::initializer_list<Binding> bindi
   const DeviceCaps& c = ctx_.caps();
   auto range_of = [](const Binding& b) { return b.range ? b.range : b.alloc->range() - b.offset; };
   for (const Binding& b : bindings) {
-    if (b.offset % std::max<std::uint64_t>(c.min_storage_offset_alignment, 1) != 0)
-      throw Error(ErrorCode::internal, std::string("[vulkan] ") + shader + " bound at a misaligned offset");
-    if (range_of(b) > c.max_storage_buffer_range) {
-      throw Error(ErrorCode::unsupported,
-                  "a buffer of " + std::to_string(b.alloc->bytes) +
-                      " bytes is over vulkan:" + std::to_string(ctx_.index()) + "'s maxStorageBufferRange (" +
-                      std::to_string(c.max_storage_buffer_range) +
-                      " bytes), the most one shader binding can address; this op does not bind its tensors in "
-                      "pieces yet (the contiguous activations and scale do): run it on the cpu, or split the tensor");
-    }
+    TRINE_ASSERT(b.offset % std::max<std::uint64_t>(c.min_storage_offset_alignment, 1) == 0,
+                 std::string("[vulkan] ") + shader + " bound at a misaligned offset");
+    TRINE_ASSERT(b.offset + range_of(b) <= b.alloc->capacity,
+                 std::string("[vulkan] ") + shader + " bound past the end of its buffer");
+    // refusal() (ops.hpp) turned away every call that binds more: record_op asked it first.
+    TRINE_ASSERT(range_of(b) <= c.max_storage_buffer_range,
+                 std::string("[vulkan] ") + shader + " binds " + std::to_string(range_of(b)) +
+                     " bytes, over maxStorageBufferRange, in a call the limits check let through");
   }
   const Pipeline p = ctx_.pipelines().get(shader, static_cast<std::uint32_t>(bindings.size()),
                                           std::span<const std::uint32_t>(spec.begin(), spec.size()));
@@ -144,10 +143,10 @@ void Recorder::dispatch(const char* shader, std::initializer_list<Binding> bindi
   const std::uint64_t max_x = c.max_workgroup_count[0];
   const std::uint64_t x = std::min(groups, max_x);
   const std::uint64_t y = (groups + x - 1) / x;
-  if (y > c.max_workgroup_count[1]) {
-    throw Error(ErrorCode::unsupported, std::string("[vulkan] ") + shader + " needs " + std::to_string(groups) +
-                                            " workgroups, more than the device can launch at once");
-  }
+  // Never more than some binding's 32-bit words (at most 2^30, maxStorageBufferRange being 32-bit),
+  // and every device launches at least 65535 x 65535: the limits check needs no case for it.
+  TRINE_ASSERT(y <= c.max_workgroup_count[1], std::string("[vulkan] ") + shader + " needs " + std::to_string(groups) +
+                                                  " workgroups, more than the device can launch at once");
   s.cb.dispatch(static_cast<std::uint32_t>(x), static_cast<std::uint32_t>(y), 1);
   ++commands_;
 }
