@@ -109,8 +109,14 @@ namespace {
 
 double bytes_of(const Tensor& t) { return static_cast<double>(t.numel()) * static_cast<double>(dtype_size(t.dtype())); }
 
-// A tensor on `device` with no memory, for asking a backend whether it would run a call.
+// A tensor on `device` with no memory, for asking a backend whether it would run a call: `like` as
+// it would arrive there. An eager tensor is moved as a contiguous copy; one recorded in a batch (no
+// memory yet) is placed with its whole storage, so its view and its storage's size stay.
 Tensor phantom(const Tensor& like, Backend& backend, Device device) {
+  if (like.storage() && !like.storage()->handle()) {
+    auto s = std::make_shared<Storage>(&backend, device, nullptr, like.storage()->bytes());
+    return Tensor(std::move(s), like.shape(), like.strides(), like.offset(), like.dtype());
+  }
   auto s = std::make_shared<Storage>(&backend, device, nullptr, static_cast<std::size_t>(bytes_of(like)));
   return Tensor(std::move(s), like.shape(), contiguous_strides(like.shape()), 0, like.dtype());
 }
