@@ -20,6 +20,7 @@
 #include "backends/vulkan/vk_check.hpp"
 #define TRINE_TEST_VK_CHECK 1
 #endif
+#include "tensor/storage.hpp"
 #include "tests/harness.hpp"
 #include "trine/debug.hpp"
 #include "trine/trine.hpp"
@@ -626,6 +627,45 @@ TEST_CASE("vulkan: out of memory is an error and the device works after", "[vulk
   }
   std::vector<Tensor> in{input({1000})};
   check(OpKind::relu, in, ActParams{}, "after out of memory");
+}
+
+TEST_CASE("vulkan: memory is cached by the device-generic cache, which stats and clear_cache see", "[vulkan]") {
+  require_vulkan();
+  memory::clear_cache(k_vk);
+  const auto before = memory::stats(k_vk);
+  CHECK(before.cached_bytes == 0);
+  void* first = nullptr;
+  {
+    Tensor t = Tensor::empty({1 << 20}, DType::f32, k_vk);  // 4 MiB
+    first = t.storage()->handle();
+  }
+  CHECK(memory::stats(k_vk).cached_bytes >= std::size_t{4} << 20);
+  {
+    // A slightly smaller tensor of the same size class takes the block, its guards moved.
+    Tensor again = Tensor::full({(1 << 20) - 1000}, 1.0f, DType::f32, k_vk);
+    CHECK(again.storage()->handle() == first);
+    CHECK(memory::stats(k_vk).hits == before.hits + 1);
+    if (capabilities().find("host-visible coherent") != std::string::npos) CHECK(debug::guards_intact(again));
+    CHECK(relu(again).to_vector().back() == 1.0f);
+  }
+  // The recorder's temporaries (here the contiguous copy of a strided input) come from it too, and
+  // go back to it once their submission has completed.
+  Tensor strided = input({1 << 18, 3}, -1, 1, Layout::strided);
+  memory::clear_cache(k_vk);
+  const auto misses = memory::stats(k_vk).misses;
+  CHECK(sum(strided, 0).to_vector().size() == 3);
+  CHECK(memory::stats(k_vk).misses >= misses + 1);
+  CHECK(memory::stats(k_vk).cached_bytes >= std::size_t{3} << 20);
+  memory::clear_cache(k_vk);
+  CHECK(memory::stats(k_vk).cached_bytes == 0);
+  // Out of memory releases what the cache holds, retries once, and fails cleanly.
+  { Tensor held = Tensor::empty({1 << 20}, DType::f32, k_vk); }
+  const auto releases = memory::stats(k_vk).releases;
+  CHECK_THROWS_AS(Tensor::empty({std::int64_t{1} << 40}, DType::f32, k_vk), Error);
+  CHECK(memory::stats(k_vk).releases == releases + 1);
+  CHECK(memory::stats(k_vk).cached_bytes == 0);
+  std::vector<Tensor> after{input({1000})};
+  check(OpKind::relu, after, ActParams{}, "after out of memory");
 }
 
 TEST_CASE("vulkan: tensors over maxStorageBufferRange: bound in pieces, or refused clearly", "[vulkan]") {

@@ -8,9 +8,11 @@
 #include <unordered_map>
 
 #include "backends/assert.hpp"
+#include "backends/backend.hpp"
 #include "backends/vulkan/context.hpp"
 #include "backends/vulkan/memory.hpp"
 #include "backends/vulkan/vk_check.hpp"
+#include "tensor/memory_cache.hpp"
 
 namespace trine::vulkan {
 
@@ -26,11 +28,28 @@ constexpr auto k_device_stages = vk::PipelineStageFlagBits::eComputeShader | vk:
 }  // namespace
 
 struct Recorder::State {
+  ~State() {
+    for (const Temporary& t : temporaries) {
+      if (t.backend) {
+        detail::cached_deallocate(*t.backend, t.device, t.alloc, t.bytes);
+      } else {
+        free_buffer(t.alloc);
+      }
+    }
+  }
+
   vk::raii::CommandPool pool{nullptr};
   vk::raii::CommandBuffer cb{nullptr};
   std::vector<vk::raii::DescriptorPool> descriptor_pools;
   std::uint32_t sets_in_pool = k_sets_per_pool;
-  std::vector<std::unique_ptr<Allocation, void (*)(Allocation*)>> temporaries;
+  // Freed when the submission completes (the state goes after the command buffer is done).
+  struct Temporary {
+    Allocation* alloc;
+    std::size_t bytes;
+    detail::Backend* backend;  // through the memory cache; null: a staging buffer of its own type
+    Device device;
+  };
+  std::vector<Temporary> temporaries;
   struct HostCopy {
     const unsigned char* src;
     void* dst;
@@ -162,14 +181,25 @@ void Recorder::copy(Allocation* src, std::size_t src_offset, Allocation* dst, st
   ++commands_;
 }
 
+// Through the memory cache, like a tensor's memory: reused, counted and released in one place.
 Allocation* Recorder::temporary(std::size_t bytes) {
-  state_->temporaries.emplace_back(allocate_buffer(ctx_, bytes), &free_buffer);
-  return state_->temporaries.back().get();
+  const Device device{DeviceKind::vulkan, ctx_.index()};
+  detail::Backend& backend = detail::backend_for(device, "vulkan");
+  state_->temporaries.reserve(state_->temporaries.size() + 1);  // no throw once allocated
+  auto* a = static_cast<Allocation*>(detail::cached_allocate(backend, device, bytes));
+  state_->temporaries.push_back({a, bytes, &backend, device});
+  return a;
 }
 
 Allocation* Recorder::staging(std::size_t bytes) {
-  state_->temporaries.emplace_back(allocate_buffer(ctx_, bytes, /*staging=*/true), &free_buffer);
-  return state_->temporaries.back().get();
+  // Where storage memory is host-visible and coherent, it is the staging type: a temporary.
+  if (ctx_.caps().host_coherent) return temporary(bytes);
+  // Else a buffer of the staging type, which the memory cache (one kind of memory per device)
+  // cannot hand out for storage: allocated for this submission alone.
+  state_->temporaries.reserve(state_->temporaries.size() + 1);
+  Allocation* a = allocate_buffer(ctx_, bytes, /*staging=*/true);
+  state_->temporaries.push_back({a, bytes, nullptr, Device{DeviceKind::vulkan, ctx_.index()}});
+  return a;
 }
 
 void Recorder::upload_staged(const void* src, Allocation* dst, std::size_t dst_offset, std::size_t bytes) {

@@ -55,6 +55,9 @@ class VulkanBackend final : public detail::Backend {
 
   void* allocate(int index, std::size_t bytes) override { return allocate_buffer(instance_->device(index), bytes); }
   void deallocate(int, void* handle) noexcept override { free_buffer(static_cast<Allocation*>(handle)); }
+  void prepare(void* handle, std::size_t bytes) noexcept override {
+    reuse_buffer(*static_cast<Allocation*>(handle), bytes);
+  }
   void* host_pointer(void* handle) const noexcept override { return static_cast<Allocation*>(handle)->data(); }
   std::optional<bool> guards_intact(const void* handle) const noexcept override {
     const auto* a = static_cast<const Allocation*>(handle);
