@@ -25,6 +25,7 @@
 #include <vector>
 
 #include "tensor/storage.hpp"
+#include "trine/memory.hpp"
 #include "trine/device.hpp"
 #include "trine/ops.hpp"
 #include "trine/tensor.hpp"
@@ -96,6 +97,12 @@ class Backend {
   virtual void* allocate(int index, std::size_t bytes) = 0;
   // Returns memory from allocate(index, ...). Never throws. Only called once no submission uses it.
   virtual void deallocate(int index, void* handle) noexcept = 0;
+
+  // Optional: the smallest block the memory cache (tensor/memory_cache.hpp) keeps for reuse on this
+  // backend's devices; smaller ones go straight to allocate and deallocate. The default,
+  // memory::cache_min_block, suits memory whose small allocations are cheap (malloc); a backend
+  // whose every allocation is a driver call returns less. At least 1.
+  virtual std::size_t cache_min_block() const noexcept { return memory::cache_min_block; }
 
   // Optional: the memory cache hands out `handle` (from allocate(), possibly for a larger size, or
   // used before) to hold `bytes`; a backend that keeps per-allocation bookkeeping (the cpu

@@ -19,11 +19,12 @@
 namespace trine::detail {
 namespace {
 
-// Large requests round up to a multiple of 1/8 of their power of two: at most 12.5% more memory,
-// and a tensor of the same shape always finds the block its predecessor left.
-std::size_t size_class(std::size_t bytes) {
-  if (bytes < memory::cache_min_block) return bytes;
-  const std::size_t step = std::bit_floor(bytes) / 8;
+// Cached requests round up to a multiple of 1/8 of their power of two (64 bytes at least): at most
+// 12.5% more memory past 512 bytes, and a tensor of the same shape always finds the block its
+// predecessor left.
+std::size_t size_class(std::size_t bytes, std::size_t min_block) {
+  if (bytes < min_block) return bytes;
+  const std::size_t step = std::max<std::size_t>(std::bit_floor(bytes) / 8, 64);
   return (bytes + step - 1) / step * step;
 }
 
@@ -78,8 +79,9 @@ void release_locked(DeviceCache& c, Device d) {
 }  // namespace
 
 void* cached_allocate(Backend& backend, Device device, std::size_t bytes) {
-  const std::size_t cls = size_class(bytes);
-  if (cls == bytes && bytes < memory::cache_min_block) return backend.allocate(device.index, bytes);
+  const std::size_t min_block = backend.cache_min_block();
+  if (bytes < min_block) return backend.allocate(device.index, bytes);
+  const std::size_t cls = size_class(bytes, min_block);
   DeviceCache& c = caches().of(device, &backend);
   {
     std::lock_guard<std::mutex> lock(c.mu);
@@ -111,11 +113,12 @@ void* cached_allocate(Backend& backend, Device device, std::size_t bytes) {
 }
 
 void cached_deallocate(Backend& backend, Device device, void* handle, std::size_t bytes) noexcept {
-  const std::size_t cls = size_class(bytes);
-  if (cls == bytes && bytes < memory::cache_min_block) {
+  const std::size_t min_block = backend.cache_min_block();
+  if (bytes < min_block) {
     backend.deallocate(device.index, handle);
     return;
   }
+  const std::size_t cls = size_class(bytes, min_block);
   DeviceCache& c = caches().of(device, &backend);
   std::lock_guard<std::mutex> lock(c.mu);
   if (c.stats.cached_bytes + cls > c.stats.cache_limit) {

@@ -640,6 +640,10 @@ TEST_CASE("vulkan: memory is cached by the device-generic cache, which stats and
     first = t.storage()->handle();
   }
   CHECK(memory::stats(k_vk).cached_bytes >= std::size_t{4} << 20);
+  // Small blocks too (each Vulkan allocation is a driver call), unlike the cpu's.
+  const auto cached = memory::stats(k_vk).cached_bytes;
+  { Tensor small = Tensor::empty({16}, DType::f32, k_vk); }
+  CHECK(memory::stats(k_vk).cached_bytes == cached + 64);
   {
     // A slightly smaller tensor of the same size class takes the block, its guards moved.
     Tensor again = Tensor::full({(1 << 20) - 1000}, 1.0f, DType::f32, k_vk);

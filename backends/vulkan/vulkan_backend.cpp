@@ -55,6 +55,8 @@ class VulkanBackend final : public detail::Backend {
 
   void* allocate(int index, std::size_t bytes) override { return allocate_buffer(instance_->device(index), bytes); }
   void deallocate(int, void* handle) noexcept override { free_buffer(static_cast<Allocation*>(handle)); }
+  // Every allocation is a driver call (buffer, memory, bind, map): cached whatever its size.
+  std::size_t cache_min_block() const noexcept override { return 1; }
   void prepare(void* handle, std::size_t bytes) noexcept override {
     reuse_buffer(*static_cast<Allocation*>(handle), bytes);
   }
