@@ -27,6 +27,7 @@
 #include "tensor/storage.hpp"
 #include "trine/memory.hpp"
 #include "trine/device.hpp"
+#include "trine/error.hpp"
 #include "trine/ops.hpp"
 #include "trine/tensor.hpp"
 
@@ -95,7 +96,16 @@ class Backend {
   // is opaque to everyone but this backend. bytes may be 0. Thread-safe. Called through the memory
   // cache (tensor/memory_cache.hpp), never directly by the layers above.
   virtual void* allocate(int index, std::size_t bytes) = 0;
-  // Returns memory from allocate(index, ...). Never throws. Only called once no submission uses it.
+  // Optional: like allocate, but staging memory: host-visible memory the device copies to and from,
+  // for a backend whose storage memory the host cannot map. Asked only by the backend itself (its
+  // transfers), through the memory cache like allocate. The default: there is none.
+  virtual void* allocate_staging(int index, std::size_t bytes) {
+    (void)index;
+    (void)bytes;
+    throw Error(ErrorCode::unsupported, "[allocate] this backend has no staging memory");
+  }
+  // Returns memory from allocate(index, ...) or allocate_staging(index, ...). Never throws. Only
+  // called once no submission uses it.
   virtual void deallocate(int index, void* handle) noexcept = 0;
 
   // Optional: the smallest block the memory cache (tensor/memory_cache.hpp) keeps for reuse on this

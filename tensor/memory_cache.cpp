@@ -42,7 +42,7 @@ std::size_t default_limit() {
 
 struct DeviceCache {
   std::mutex mu;
-  std::multimap<std::size_t, void*> free;  // size class -> block
+  std::multimap<std::pair<std::size_t, MemoryKind>, void*> free;  // (size class, kind) -> block
   memory::Stats stats;
   Backend* backend = nullptr;
 };
@@ -78,14 +78,17 @@ void release_locked(DeviceCache& c, Device d) {
 
 }  // namespace
 
-void* cached_allocate(Backend& backend, Device device, std::size_t bytes) {
+void* cached_allocate(Backend& backend, Device device, std::size_t bytes, MemoryKind kind) {
+  auto allocate = [&](std::size_t n) {
+    return kind == MemoryKind::staging ? backend.allocate_staging(device.index, n) : backend.allocate(device.index, n);
+  };
   const std::size_t min_block = backend.cache_min_block();
-  if (bytes < min_block) return backend.allocate(device.index, bytes);
+  if (bytes < min_block) return allocate(bytes);
   const std::size_t cls = size_class(bytes, min_block);
   DeviceCache& c = caches().of(device, &backend);
   {
     std::lock_guard<std::mutex> lock(c.mu);
-    if (auto it = c.free.find(cls); it != c.free.end()) {
+    if (auto it = c.free.find({cls, kind}); it != c.free.end()) {
       void* handle = it->second;
       c.free.erase(it);
       c.stats.cached_bytes -= cls;
@@ -97,7 +100,7 @@ void* cached_allocate(Backend& backend, Device device, std::size_t bytes) {
   }
   void* handle = nullptr;
   try {
-    handle = backend.allocate(device.index, cls);
+    handle = allocate(cls);
   } catch (const Error& e) {
     if (e.code() != ErrorCode::out_of_memory) throw;
     {
@@ -106,13 +109,13 @@ void* cached_allocate(Backend& backend, Device device, std::size_t bytes) {
       release_locked(c, device);
       ++c.stats.releases;
     }
-    handle = backend.allocate(device.index, cls);  // once more; its out_of_memory is final
+    handle = allocate(cls);  // once more; its out_of_memory is final
   }
   backend.prepare(handle, bytes);
   return handle;
 }
 
-void cached_deallocate(Backend& backend, Device device, void* handle, std::size_t bytes) noexcept {
+void cached_deallocate(Backend& backend, Device device, void* handle, std::size_t bytes, MemoryKind kind) noexcept {
   const std::size_t min_block = backend.cache_min_block();
   if (bytes < min_block) {
     backend.deallocate(device.index, handle);
@@ -126,7 +129,7 @@ void cached_deallocate(Backend& backend, Device device, void* handle, std::size_
     return;
   }
   try {
-    c.free.emplace(cls, handle);
+    c.free.emplace(std::make_pair(cls, kind), handle);
     c.stats.cached_bytes += cls;
   } catch (...) {  // no memory for the map node: give the block back instead
     backend.deallocate(device.index, handle);
@@ -153,7 +156,7 @@ void set_cache_limit(std::size_t bytes, Device device) {
     while (c.stats.cached_bytes > bytes && !c.free.empty()) {
       auto it = std::prev(c.free.end());
       c.backend->deallocate(device.index, it->second);
-      c.stats.cached_bytes -= it->first;
+      c.stats.cached_bytes -= it->first.first;
       c.free.erase(it);
     }
   }

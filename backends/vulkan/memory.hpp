@@ -1,7 +1,8 @@
 // Storage buffers: one VkBuffer + VkDeviceMemory per allocation, mapped for good when the memory is
-// host-visible and coherent. Reuse is not kept here: tensors and the recorder's temporaries are
-// allocated through the device-generic memory cache (tensor/memory_cache.hpp), the one place
-// memory is cached, counted (trine::memory::stats) and released (clear_cache, out of memory).
+// host-visible and coherent. Reuse is not kept here: tensors, the recorder's temporaries and its
+// staging buffers are allocated through the device-generic memory cache (tensor/memory_cache.hpp),
+// the one place memory is cached, counted (trine::memory::stats) and released (clear_cache, out of
+// memory).
 // (Sub-allocating few large blocks is the next step.)
 #pragma once
 

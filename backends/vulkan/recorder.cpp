@@ -29,24 +29,19 @@ constexpr auto k_device_stages = vk::PipelineStageFlagBits::eComputeShader | vk:
 
 struct Recorder::State {
   ~State() {
-    for (const Temporary& t : temporaries) {
-      if (t.backend) {
-        detail::cached_deallocate(*t.backend, t.device, t.alloc, t.bytes);
-      } else {
-        free_buffer(t.alloc);
-      }
-    }
+    for (const Temporary& t : temporaries) detail::cached_deallocate(*t.backend, t.device, t.alloc, t.bytes, t.kind);
   }
 
   vk::raii::CommandPool pool{nullptr};
   vk::raii::CommandBuffer cb{nullptr};
   std::vector<vk::raii::DescriptorPool> descriptor_pools;
   std::uint32_t sets_in_pool = k_sets_per_pool;
-  // Freed when the submission completes (the state goes after the command buffer is done).
+  // Back to the memory cache when the submission completes (the state goes after the device is done).
   struct Temporary {
     Allocation* alloc;
     std::size_t bytes;
-    detail::Backend* backend;  // through the memory cache; null: a staging buffer of its own type
+    detail::MemoryKind kind;
+    detail::Backend* backend;
     Device device;
   };
   std::vector<Temporary> temporaries;
@@ -182,24 +177,20 @@ void Recorder::copy(Allocation* src, std::size_t src_offset, Allocation* dst, st
 }
 
 // Through the memory cache, like a tensor's memory: reused, counted and released in one place.
-Allocation* Recorder::temporary(std::size_t bytes) {
+Allocation* Recorder::cached(std::size_t bytes, detail::MemoryKind kind) {
   const Device device{DeviceKind::vulkan, ctx_.index()};
   detail::Backend& backend = detail::backend_for(device, "vulkan");
   state_->temporaries.reserve(state_->temporaries.size() + 1);  // no throw once allocated
-  auto* a = static_cast<Allocation*>(detail::cached_allocate(backend, device, bytes));
-  state_->temporaries.push_back({a, bytes, &backend, device});
+  auto* a = static_cast<Allocation*>(detail::cached_allocate(backend, device, bytes, kind));
+  state_->temporaries.push_back({a, bytes, kind, &backend, device});
   return a;
 }
 
+Allocation* Recorder::temporary(std::size_t bytes) { return cached(bytes, detail::MemoryKind::storage); }
+
 Allocation* Recorder::staging(std::size_t bytes) {
   // Where storage memory is host-visible and coherent, it is the staging type: a temporary.
-  if (ctx_.caps().host_coherent) return temporary(bytes);
-  // Else a buffer of the staging type, which the memory cache (one kind of memory per device)
-  // cannot hand out for storage: allocated for this submission alone.
-  state_->temporaries.reserve(state_->temporaries.size() + 1);
-  Allocation* a = allocate_buffer(ctx_, bytes, /*staging=*/true);
-  state_->temporaries.push_back({a, bytes, nullptr, Device{DeviceKind::vulkan, ctx_.index()}});
-  return a;
+  return cached(bytes, ctx_.caps().host_coherent ? detail::MemoryKind::storage : detail::MemoryKind::staging);
 }
 
 void Recorder::upload_staged(const void* src, Allocation* dst, std::size_t dst_offset, std::size_t bytes) {

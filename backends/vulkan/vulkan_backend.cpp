@@ -54,6 +54,9 @@ class VulkanBackend final : public detail::Backend {
   std::vector<DeviceInfo> devices() const override { return instance_->infos(); }
 
   void* allocate(int index, std::size_t bytes) override { return allocate_buffer(instance_->device(index), bytes); }
+  void* allocate_staging(int index, std::size_t bytes) override {
+    return allocate_buffer(instance_->device(index), bytes, /*staging=*/true);
+  }
   void deallocate(int, void* handle) noexcept override { free_buffer(static_cast<Allocation*>(handle)); }
   // Every allocation is a driver call (buffer, memory, bind, map): cached whatever its size.
   std::size_t cache_min_block() const noexcept override { return 1; }
