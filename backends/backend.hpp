@@ -25,7 +25,9 @@
 #include <vector>
 
 #include "tensor/storage.hpp"
+#include "trine/memory.hpp"
 #include "trine/device.hpp"
+#include "trine/error.hpp"
 #include "trine/ops.hpp"
 #include "trine/tensor.hpp"
 
@@ -94,8 +96,23 @@ class Backend {
   // is opaque to everyone but this backend. bytes may be 0. Thread-safe. Called through the memory
   // cache (tensor/memory_cache.hpp), never directly by the layers above.
   virtual void* allocate(int index, std::size_t bytes) = 0;
-  // Returns memory from allocate(index, ...). Never throws. Only called once no submission uses it.
+  // Optional: like allocate, but staging memory: host-visible memory the device copies to and from,
+  // for a backend whose storage memory the host cannot map. Asked only by the backend itself (its
+  // transfers), through the memory cache like allocate. The default: there is none.
+  virtual void* allocate_staging(int index, std::size_t bytes) {
+    (void)index;
+    (void)bytes;
+    throw Error(ErrorCode::unsupported, "[allocate] this backend has no staging memory");
+  }
+  // Returns memory from allocate(index, ...) or allocate_staging(index, ...). Never throws. Only
+  // called once no submission uses it.
   virtual void deallocate(int index, void* handle) noexcept = 0;
+
+  // Optional: the smallest block the memory cache (tensor/memory_cache.hpp) keeps for reuse on this
+  // backend's devices; smaller ones go straight to allocate and deallocate. The default,
+  // memory::cache_min_block, suits memory whose small allocations are cheap (malloc); a backend
+  // whose every allocation is a driver call returns less. At least 1.
+  virtual std::size_t cache_min_block() const noexcept { return memory::cache_min_block; }
 
   // Optional: the memory cache hands out `handle` (from allocate(), possibly for a larger size, or
   // used before) to hold `bytes`; a backend that keeps per-allocation bookkeeping (the cpu
@@ -119,8 +136,19 @@ class Backend {
   }
 
   // Whether this backend runs this (already validated) call. False routes the call elsewhere or,
-  // when the device was pinned, fails with Error(unsupported) naming the op.
+  // when the device was pinned, fails with Error(unsupported) naming the op. The call's tensors may
+  // be phantoms (a storage with its size but no memory): answer from shapes, dtypes and sizes. A
+  // call accepted here should never fail as unsupported in encode() or submit(): the dispatcher
+  // relies on this answer to place calls that are not pinned.
   virtual bool supports(const OpCall& call) const = 0;
+
+  // Optional: why supports(call) is false, in words for the error a pinned call gets ("input 0
+  // binds 180 MB, over ..."; no leading "[op]"), or empty when there is nothing to add to "not
+  // supported". Only asked on that error path, and for the dispatcher's log.
+  virtual std::string unsupported_reason(const OpCall& call) const {
+    (void)call;
+    return {};
+  }
 
   // Records entries (in order; later entries may read what earlier ones wrote) into a submission.
   // Every storage the entries touch stays referenced by the submission until it completes. Taken

@@ -167,9 +167,10 @@ Tensor record_op(BatchRecord& batch, OpKind op, std::span<const Tensor> inputs, 
         t = move_tensor(t, batch.device, false, op_info(op).name);
       }
       if (!batch.backend->supports(call)) {
+        const std::string why = batch.backend->unsupported_reason(call);
         throw Error(ErrorCode::unsupported, std::string("[") + op_info(op).name + "] is not supported on " +
                                                 batch.device.str() + " for " + describe_call(op, inputs) +
-                                                " (the batch is pinned there)");
+                                                " (the batch is pinned there)" + (why.empty() ? "" : ": " + why));
       }
     }
     Tensor out = call.output;

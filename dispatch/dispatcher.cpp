@@ -109,8 +109,14 @@ namespace {
 
 double bytes_of(const Tensor& t) { return static_cast<double>(t.numel()) * static_cast<double>(dtype_size(t.dtype())); }
 
-// A tensor on `device` with no memory, for asking a backend whether it would run a call.
+// A tensor on `device` with no memory, for asking a backend whether it would run a call: `like` as
+// it would arrive there. An eager tensor is moved as a contiguous copy; one recorded in a batch (no
+// memory yet) is placed with its whole storage, so its view and its storage's size stay.
 Tensor phantom(const Tensor& like, Backend& backend, Device device) {
+  if (like.storage() && !like.storage()->handle()) {
+    auto s = std::make_shared<Storage>(&backend, device, nullptr, like.storage()->bytes());
+    return Tensor(std::move(s), like.shape(), like.strides(), like.offset(), like.dtype());
+  }
   auto s = std::make_shared<Storage>(&backend, device, nullptr, static_cast<std::size_t>(bytes_of(like)));
   return Tensor(std::move(s), like.shape(), contiguous_strides(like.shape()), 0, like.dtype());
 }
@@ -202,7 +208,7 @@ void log_decision(OpKind op, std::span<const Tensor> inputs, const dispatch::Dec
 
 }  // namespace
 
-bool runs_on(Backend& backend, Device device, const OpCall& call) {
+bool runs_on(Backend& backend, Device device, const OpCall& call, std::string* why) {
   OpCall probe;
   probe.op = call.op;
   probe.params = call.params;
@@ -212,7 +218,9 @@ bool runs_on(Backend& backend, Device device, const OpCall& call) {
     probe.inputs.push_back(!t.defined() || here ? t : phantom(t, backend, device));
   }
   probe.output = phantom(call.output, backend, device);
-  return backend.supports(probe);
+  if (backend.supports(probe)) return true;
+  if (why) *why = backend.unsupported_reason(probe);
+  return false;
 }
 
 bool is_software(Device d) {
@@ -254,8 +262,8 @@ dispatch::Decision estimate_call(OpKind op, std::span<const Tensor> inputs, cons
         call.cost = cost;
         call.inputs.assign(inputs.begin(), inputs.end());
         call.output = Tensor(nullptr, out.shape, contiguous_strides(out.shape), 0, out.dtype);
-        if (!runs_on(*slot.backend, info.device, call)) {
-          c.why_not = "its backend does not run this call";
+        if (std::string why; !runs_on(*slot.backend, info.device, call, &why)) {
+          c.why_not = "its backend does not run this call" + (why.empty() ? "" : ": " + why);
         } else {
           c.eligible = true;
         }

@@ -34,8 +34,9 @@ std::optional<Device> pinned_by_scope();
 Tensor move_tensor(const Tensor& t, Device device, bool pinned, const char* op);
 
 // Whether `backend` would run `call` on `device` once its inputs were moved there (inputs elsewhere,
-// or not yet placed, are stood in for by memoryless tensors on `device`).
-bool runs_on(Backend& backend, Device device, const OpCall& call);
+// or not yet placed, are stood in for by memoryless tensors on `device`); when not, `why` (if given)
+// gets the backend's reason (Backend::unsupported_reason), possibly empty.
+bool runs_on(Backend& backend, Device device, const OpCall& call, std::string* why = nullptr);
 
 // Whether TRINE_LOG asks for dispatch decisions.
 bool log_dispatch();

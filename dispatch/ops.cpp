@@ -63,9 +63,11 @@ Tensor run_on(const detail::Placement& at, OpKind op, std::span<const Tensor> in
   call.output = detail::empty_tensor(shape.shape, shape.dtype, at.device, at.pinned);
   call.cost = detail::op_cost(op, inputs, params, shape);
   if (!backend.supports(call)) {
+    const std::string why = backend.unsupported_reason(call);
     throw Error(ErrorCode::unsupported, std::string("[") + name + "] is not supported on " + at.device.str() + " for " +
                                             detail::describe_call(op, inputs) +
-                                            (at.pinned ? " (the device is pinned: nothing falls back)" : ""));
+                                            (at.pinned ? " (the device is pinned: nothing falls back)" : "") +
+                                            (why.empty() ? "" : ": " + why));
   }
   Tensor out = call.output;
   // Sync and async are one path: async just does not wait (the Future waits later).

@@ -19,11 +19,12 @@
 namespace trine::detail {
 namespace {
 
-// Large requests round up to a multiple of 1/8 of their power of two: at most 12.5% more memory,
-// and a tensor of the same shape always finds the block its predecessor left.
-std::size_t size_class(std::size_t bytes) {
-  if (bytes < memory::cache_min_block) return bytes;
-  const std::size_t step = std::bit_floor(bytes) / 8;
+// Cached requests round up to a multiple of 1/8 of their power of two (64 bytes at least): at most
+// 12.5% more memory past 512 bytes, and a tensor of the same shape always finds the block its
+// predecessor left.
+std::size_t size_class(std::size_t bytes, std::size_t min_block) {
+  if (bytes < min_block) return bytes;
+  const std::size_t step = std::max<std::size_t>(std::bit_floor(bytes) / 8, 64);
   return (bytes + step - 1) / step * step;
 }
 
@@ -41,7 +42,7 @@ std::size_t default_limit() {
 
 struct DeviceCache {
   std::mutex mu;
-  std::multimap<std::size_t, void*> free;  // size class -> block
+  std::multimap<std::pair<std::size_t, MemoryKind>, void*> free;  // (size class, kind) -> block
   memory::Stats stats;
   Backend* backend = nullptr;
 };
@@ -77,13 +78,17 @@ void release_locked(DeviceCache& c, Device d) {
 
 }  // namespace
 
-void* cached_allocate(Backend& backend, Device device, std::size_t bytes) {
-  const std::size_t cls = size_class(bytes);
-  if (cls == bytes && bytes < memory::cache_min_block) return backend.allocate(device.index, bytes);
+void* cached_allocate(Backend& backend, Device device, std::size_t bytes, MemoryKind kind) {
+  auto allocate = [&](std::size_t n) {
+    return kind == MemoryKind::staging ? backend.allocate_staging(device.index, n) : backend.allocate(device.index, n);
+  };
+  const std::size_t min_block = backend.cache_min_block();
+  if (bytes < min_block) return allocate(bytes);
+  const std::size_t cls = size_class(bytes, min_block);
   DeviceCache& c = caches().of(device, &backend);
   {
     std::lock_guard<std::mutex> lock(c.mu);
-    if (auto it = c.free.find(cls); it != c.free.end()) {
+    if (auto it = c.free.find({cls, kind}); it != c.free.end()) {
       void* handle = it->second;
       c.free.erase(it);
       c.stats.cached_bytes -= cls;
@@ -95,7 +100,7 @@ void* cached_allocate(Backend& backend, Device device, std::size_t bytes) {
   }
   void* handle = nullptr;
   try {
-    handle = backend.allocate(device.index, cls);
+    handle = allocate(cls);
   } catch (const Error& e) {
     if (e.code() != ErrorCode::out_of_memory) throw;
     {
@@ -104,18 +109,19 @@ void* cached_allocate(Backend& backend, Device device, std::size_t bytes) {
       release_locked(c, device);
       ++c.stats.releases;
     }
-    handle = backend.allocate(device.index, cls);  // once more; its out_of_memory is final
+    handle = allocate(cls);  // once more; its out_of_memory is final
   }
   backend.prepare(handle, bytes);
   return handle;
 }
 
-void cached_deallocate(Backend& backend, Device device, void* handle, std::size_t bytes) noexcept {
-  const std::size_t cls = size_class(bytes);
-  if (cls == bytes && bytes < memory::cache_min_block) {
+void cached_deallocate(Backend& backend, Device device, void* handle, std::size_t bytes, MemoryKind kind) noexcept {
+  const std::size_t min_block = backend.cache_min_block();
+  if (bytes < min_block) {
     backend.deallocate(device.index, handle);
     return;
   }
+  const std::size_t cls = size_class(bytes, min_block);
   DeviceCache& c = caches().of(device, &backend);
   std::lock_guard<std::mutex> lock(c.mu);
   if (c.stats.cached_bytes + cls > c.stats.cache_limit) {
@@ -123,7 +129,7 @@ void cached_deallocate(Backend& backend, Device device, void* handle, std::size_
     return;
   }
   try {
-    c.free.emplace(cls, handle);
+    c.free.emplace(std::make_pair(cls, kind), handle);
     c.stats.cached_bytes += cls;
   } catch (...) {  // no memory for the map node: give the block back instead
     backend.deallocate(device.index, handle);
@@ -150,7 +156,7 @@ void set_cache_limit(std::size_t bytes, Device device) {
     while (c.stats.cached_bytes > bytes && !c.free.empty()) {
       auto it = std::prev(c.free.end());
       c.backend->deallocate(device.index, it->second);
-      c.stats.cached_bytes -= it->first;
+      c.stats.cached_bytes -= it->first.first;
       c.free.erase(it);
     }
   }

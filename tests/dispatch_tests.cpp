@@ -50,6 +50,26 @@ dispatch::Profile profile_where(Device fast, double transfer_s, double cpu_rate 
   return p;
 }
 
+// profile_where(fast, ...) with the cpu second, 100x faster than the other devices: what `fast`
+// does not run goes to the cpu, not to the emulated cuda device.
+dispatch::Profile profile_where_then_cpu(Device fast) {
+  dispatch::Profile p = profile_where(fast, 1e-9);
+  for (auto& m : p.devices)
+    if (m.device == "cpu") m.bytes_per_s = m.flops_per_s = 1e11;
+  return p;
+}
+
+// The most one shader binding addresses on a Vulkan device (128 MiB on lavapipe), from its
+// capability line.
+std::uint64_t max_binding(Device vk) {
+  for (const auto& d : devices()) {
+    const auto at = d.capabilities.find("maxStorageBufferRange ");
+    if (d.device == vk && at != std::string::npos) return std::stoull(d.capabilities.substr(at + 22)) << 20;
+  }
+  FAIL("no maxStorageBufferRange in " << vk.str() << "'s capabilities");
+  return 0;
+}
+
 // Restores the built-in profile and the software opt-in after each test.
 struct Restore {
   ~Restore() {
@@ -235,6 +255,58 @@ TEST_CASE("an op no candidate device runs is placed where it can run", "[dispatc
   CHECK_FALSE(d.device == *cuda);
   for (const auto& c : d.candidates)
     if (c.device == *cuda) CHECK_FALSE(c.eligible);
+}
+
+TEST_CASE("a call over a device's limits is never placed there", "[dispatch]") {
+  Restore restore;
+  const Device dev = other_device();
+  // gemv binds its matrix whole: 11008x4096 f32 (180 MB) is over lavapipe's 128 MiB.
+  const std::int64_t cols = 4096;
+  const std::int64_t rows = std::max<std::int64_t>(11008, static_cast<std::int64_t>(max_binding(dev) / (cols * 4)) + 1);
+  dispatch::allow_software(true);
+  dispatch::set_profile(profile_where_then_cpu(dev));
+  const Tensor a = Tensor::full({rows, cols}, 0.5f), x = Tensor::full({cols}, 2.0f);
+  const auto d = dispatch::decide(OpKind::gemv, std::vector<Tensor>{a, x}, GemvParams{});
+  CHECK(d.device == Device::cpu());
+  for (const auto& c : d.candidates) {
+    if (!(c.device == dev)) continue;
+    CHECK_FALSE(c.eligible);
+    CHECK_THAT(c.why_not, Catch::Contains("maxStorageBufferRange"));
+  }
+  const auto up = uploads(dev);
+  const Tensor y = gemv(a, x);
+  CHECK(y.device() == Device::cpu());
+  CHECK(uploads(dev) == up);
+  const auto got = y.to_vector();
+  REQUIRE(got.size() == static_cast<std::size_t>(rows));
+  CHECK(got.front() == 4096.0f);
+  CHECK(got.back() == 4096.0f);
+  // The same op within the limit still goes to the fast device.
+  CHECK(dispatch::decide(OpKind::gemv, std::vector<Tensor>{Tensor::full({64, cols}, 0.5f), x}, GemvParams{}).device ==
+        dev);
+}
+
+TEST_CASE("a batch step over a device's limits is placed elsewhere", "[dispatch][batch]") {
+  Restore restore;
+  const Device dev = other_device();
+  dispatch::allow_software(true);
+  dispatch::Profile p = profile_where_then_cpu(dev);
+  for (auto& m : p.devices) {  // moving the large storage costs nothing: only the limit keeps it off `dev`
+    m.upload_bytes_per_s = m.readback_bytes_per_s = 1e18;
+    if (m.device != dev.str()) m.op_fixed_s = m.device == "cpu" ? 1e-3 : 1.0;
+  }
+  dispatch::set_profile(p);
+  // A small view of a recorded tensor over the range: the view moves with its whole storage, which
+  // add binds whole.
+  const auto n = static_cast<std::int64_t>(max_binding(dev) / 4) + 1024;
+  Batch batch;
+  Tensor x = batch.upload(std::vector<float>(static_cast<std::size_t>(n), 1.5f), {n});
+  Tensor v = x.slice(0, 0, 1000);
+  BatchRead out = batch.read(add(v, v));
+  batch.run();
+  const auto used = batch.devices();
+  CHECK(std::find(used.begin(), used.end(), dev) == used.end());
+  CHECK(out.get() == std::vector<float>(1000, 3.0f));
 }
 
 TEST_CASE("a batch without a device is placed as a whole where the profile says", "[dispatch][batch]") {

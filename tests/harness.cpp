@@ -12,6 +12,7 @@
 #include <map>
 #include <mutex>
 
+#include "backends/vulkan/debug.hpp"
 #include "tests/reference/bounds.hpp"
 
 namespace trine::test {
@@ -200,6 +201,13 @@ void check_op(OpKind op, const std::vector<Tensor>& inputs, const OpParams& para
   INFO("error " << c.error << " (" << c.error / ref::f32_eps << " eps) bound " << bound << " (" << bound / ref::f32_eps
                 << " eps, " << expect.terms << " terms)");
   CHECK(c.error <= bound);
+  // Under the validation layer (TRINE_VULKAN_VALIDATION=1), any message fails the case that caused it.
+  if (device.kind == DeviceKind::vulkan) {
+    std::string messages;
+    for (const auto& m : vulkan::take_validation_messages()) messages += m + "\n";
+    INFO(messages);
+    CHECK(messages.empty());
+  }
 }
 
 }  // namespace trine::test

@@ -7,6 +7,7 @@
 #include <cstdlib>
 #include <string>
 
+#include "backends/vulkan/debug.hpp"
 #include "tests/harness.hpp"
 #include "trine/debug.hpp"
 
@@ -30,6 +31,12 @@ int main(int argc, char** argv) {
   std::printf("device under test: %s\n", trine::test::test_device().str().c_str());
   (void)trine::test::base_seed();  // prints the seed first, so even a crash leaves it to replay
   const int failed = Catch::Session().run(argc, argv);
+  // Vulkan runs under the validation layer (ctest sets TRINE_VULKAN_VALIDATION=1): a message no test
+  // took and checked (the [vulkan] and [ops] cases check theirs) fails the run.
+  if (const auto messages = trine::vulkan::take_validation_messages(); !messages.empty()) {
+    for (const auto& m : messages) std::printf("ERROR: Vulkan %s\n", m.c_str());
+    return 1;
+  }
   // A full differential run must have exercised every op of the table.
   if (argc == 2 && std::string(argv[1]) == "[ops]") {
     auto missing = trine::test::unchecked_ops();

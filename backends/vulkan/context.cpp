@@ -199,9 +199,6 @@ DeviceContext::DeviceContext(const vk::raii::PhysicalDevice& physical, const Dev
   vk::SemaphoreTypeCreateInfo type(vk::SemaphoreType::eTimeline, 0);
   timeline_ = TRINE_VK(device_.createSemaphore(vk::SemaphoreCreateInfo({}, &type)));
   pipelines_ = std::make_unique<Pipelines>(device_, physical_.getProperties());
-  // Freed buffers kept for reuse: up to an eighth of the heap, at most 512 MiB.
-  cache_ = std::make_unique<BufferCache>(
-      static_cast<std::size_t>(std::min<std::uint64_t>(caps_.heap_bytes / 8, 512u << 20)));
 }
 
 std::uint64_t DeviceContext::submit(vk::CommandBuffer cb, std::uint64_t wait_value) {

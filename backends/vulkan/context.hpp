@@ -12,7 +12,6 @@
 
 #include <vulkan/vulkan_raii.hpp>
 
-#include "backends/vulkan/memory.hpp"
 #include "backends/vulkan/pipelines.hpp"
 #include "trine/device.hpp"
 
@@ -74,7 +73,6 @@ class DeviceContext {
   const vk::raii::Device& device() const noexcept { return device_; }
   const vk::raii::PhysicalDevice& physical() const noexcept { return physical_; }
   Pipelines& pipelines() noexcept { return *pipelines_; }
-  BufferCache& buffer_cache() noexcept { return *cache_; }
   const vk::raii::Semaphore& timeline() const noexcept { return timeline_; }
 
   // Submits one command buffer after `wait_value` of the timeline (0: no wait) and returns the
@@ -97,7 +95,6 @@ class DeviceContext {
   vk::raii::Queue queue_;
   vk::raii::Semaphore timeline_;
   std::unique_ptr<Pipelines> pipelines_;
-  std::unique_ptr<BufferCache> cache_;  // after device_: emptied before the device goes
   std::mutex queue_mu_;
   std::uint64_t next_value_ = 1;
   std::atomic<std::uint64_t> last_value_{0};

@@ -2,6 +2,8 @@
 // placed), and the helpers the families share.
 #include "backends/vulkan/ops.hpp"
 
+#include <utility>
+
 #include "backends/vulkan/context.hpp"
 #include "backends/vulkan/memory.hpp"
 #include "trine/error.hpp"
@@ -58,7 +60,20 @@ bool supports_op(const detail::OpCall& call) {
   return false;
 }
 
+std::string refusal(const DeviceCaps& caps, int index, const detail::OpCall& call) {
+  Limits l(caps, index);
+  switch (family_of(call.op)) {
+    case Family::elementwise: limits_elementwise(l, call); break;
+    case Family::reduce: limits_reduce(l, call); break;
+    case Family::linalg: limits_linalg(l, call); break;
+    case Family::nn: limits_nn(l, call); break;
+  }
+  return std::move(l.why());
+}
+
 void record_op(Recorder& rec, const detail::OpCall& call) {
+  if (std::string why = refusal(rec.caps(), rec.context().index(), call); !why.empty())
+    throw Error(ErrorCode::unsupported, std::string("[") + op_info(call.op).name + "] " + why);
   switch (family_of(call.op)) {
     case Family::elementwise: return record_elementwise(rec, call);
     case Family::reduce: return record_reduce(rec, call);
@@ -68,17 +83,9 @@ void record_op(Recorder& rec, const detail::OpCall& call) {
   throw Error(ErrorCode::internal, std::string("[") + op_info(call.op).name + "] has no op family on vulkan");
 }
 
-void require_loop_budget(Recorder& rec, std::uint64_t iterations, const char* what) {
-  const std::uint32_t budget = rec.caps().loop_budget;
-  if (budget == 0 || iterations <= budget) return;
-  throw Error(ErrorCode::unsupported,
-              std::string(what) + " needs " + std::to_string(iterations) + " loop iterations per shader invocation; " +
-                  rec.caps().name + " cuts shader loops short past ~65535 (this backend keeps under " +
-                  std::to_string(budget) + "), and splitting this case is not implemented yet: run it on the cpu");
-}
-
 TensorRef ref_of(const Tensor& t) {
-  return {static_cast<Allocation*>(t.storage()->handle()), static_cast<std::uint32_t>(t.offset())};
+  return {static_cast<Allocation*>(t.storage()->handle()), static_cast<std::uint32_t>(t.offset()),
+          static_cast<std::size_t>(bound_bytes(t.storage()->bytes()))};
 }
 
 }  // namespace trine::vulkan

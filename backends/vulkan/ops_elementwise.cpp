@@ -64,7 +64,7 @@ void record_cast(Recorder& rec, const Tensor& x, const TensorRef& y, DType to) {
     p.str[i] = static_cast<std::uint32_t>(x.strides()[i]);
   }
   constexpr std::uint32_t group = 256;
-  rec.dispatch("cast", {{rx.alloc, false}, {y.alloc, true}}, &p, sizeof(p), ((n + 1) / 2 + group - 1) / group, {group});
+  rec.dispatch("cast", {bind_in(rx), bind_out(y)}, &p, sizeof(p), ((n + 1) / 2 + group - 1) / group, {group});
 }
 
 enum : std::uint32_t { k_op_add = 0, k_op_sub = 1, k_op_mul = 2, k_op_div = 3, k_op_first = 4 };
@@ -122,8 +122,8 @@ void record_strided(Recorder& rec, const Tensor& a, const Tensor& b, const Tenso
   const TensorRef ra = ref_of(a), rb = ref_of(b);
   p.a_off = ra.offset, p.b_off = rb.offset;
   // y's offset is 0: outputs and temporaries are fresh allocations.
-  rec.dispatch("elementwise", {{ra.alloc, false}, {rb.alloc, false}, {y.alloc, true}}, &p, sizeof(p),
-               groups_for(n, k_strided_elems), {k_group, k_strided_elems, op, act});
+  rec.dispatch("elementwise", {bind_in(ra), bind_in(rb), bind_out(y)}, &p, sizeof(p), groups_for(n, k_strided_elems),
+               {k_group, k_strided_elems, op, act});
 }
 
 bool fits_u32(const Tensor& t) {
@@ -150,11 +150,13 @@ void record_unary_piece(Recorder& rec, const Binding& x, const Binding& y, std::
 
 }  // namespace
 
-TensorRef contiguous_f32(Recorder& rec, const Tensor& t) {
+TensorRef contiguous_f32(Recorder& rec, const Tensor& t) {  // Limits::contiguous_f32 mirrors it
   if (t.is_contiguous()) return ref_of(t);
-  Allocation* tmp = rec.temporary(static_cast<std::size_t>(t.numel()) * 4);
-  record_strided(rec, t, t, {tmp, 0}, t.shape(), k_op_first, 0, 0, 0);
-  return {tmp, 0};
+  const std::size_t bytes = static_cast<std::size_t>(t.numel()) * 4;
+  Allocation* tmp = rec.temporary(bytes);
+  const TensorRef r{tmp, 0, static_cast<std::size_t>(bound_bytes(bytes))};
+  record_strided(rec, t, t, r, t.shape(), k_op_first, 0, 0, 0);
+  return r;
 }
 
 bool supports_elementwise(const detail::OpCall& call) {
@@ -165,6 +167,31 @@ bool supports_elementwise(const detail::OpCall& call) {
     if (t.dtype() != DType::f32 && call.op != OpKind::copy && call.op != OpKind::cast) return false;
   }
   return true;
+}
+
+void limits_elementwise(Limits& l, const detail::OpCall& call) {
+  const Tensor& y = call.output;
+  if (y.numel() == 0) return;
+  const Tensor& x = call.inputs[0];
+  switch (call.op) {
+    case OpKind::add:
+    case OpKind::sub:
+    case OpKind::mul:
+    case OpKind::div:
+    case OpKind::bias_act:
+      l.bind(x, "input 0");
+      l.bind(call.inputs[1], "input 1");
+      l.bind(y, "the output");
+      return;
+    case OpKind::copy:
+      if (x.is_contiguous()) return;  // a buffer copy: no shader binding
+      break;
+    default: break;
+  }
+  // Contiguous activations and scale bind in pieces: nothing to refuse.
+  if (x.is_contiguous() && call.op != OpKind::cast) return;
+  l.bind(x, "input 0");
+  l.bind(y, "the output");
 }
 
 void record_elementwise(Recorder& rec, const detail::OpCall& call) {
@@ -213,9 +240,11 @@ void record_elementwise(Recorder& rec, const detail::OpCall& call) {
     const std::uint64_t first = rx.offset + s;         // x's first element of the piece
     const std::uint64_t x_byte = first * 4 / 16 * 16;  // bound from here (16: covers any alignment
     const std::uint64_t shift = first - x_byte / 4;    // lavapipe and real GPUs ask for)
-    const bool whole = s == 0 && len == n;
-    const Binding bx = whole ? Binding{rx.alloc, false} : Binding{rx.alloc, false, x_byte, (shift + len) * 4};
-    const Binding by = whole ? Binding{ry.alloc, true} : Binding{ry.alloc, true, s * 4, len * 4};
+    // Whole tensors when both fit one binding (x may be a view into a larger storage).
+    const bool whole = s == 0 && len == n && rx.range <= rec.caps().max_storage_buffer_range &&
+                       ry.range <= rec.caps().max_storage_buffer_range;
+    const Binding bx = whole ? bind_in(rx) : Binding{rx.alloc, false, x_byte, (shift + len) * 4};
+    const Binding by = whole ? bind_out(ry) : Binding{ry.alloc, true, s * 4, len * 4};
     record_unary_piece(rec, bx, by, whole ? rx.offset : static_cast<std::uint32_t>(shift), len, act, alpha, beta);
   }
 }

@@ -57,9 +57,8 @@ void record_matmul(Recorder& rec, const detail::OpCall& call) {
     p.batch *= p.bdims[slot];
   }
   if (p.M == 0 || p.N == 0 || p.batch == 0) return;
-  require_loop_budget(rec, p.K, ("[matmul] an inner dimension K of " + std::to_string(p.K)).c_str());
   const std::uint64_t tiles = std::uint64_t{(p.M + k_tile - 1) / k_tile} * ((p.N + k_tile - 1) / k_tile);
-  rec.dispatch("matmul", {{ra.alloc, false}, {rb.alloc, false}, {ry.alloc, true}}, &p, sizeof(p), tiles * p.batch,
+  rec.dispatch("matmul", {bind_in(ra), bind_in(rb), bind_out(ry)}, &p, sizeof(p), tiles * p.batch,
                {dtype_code(a.dtype()), dtype_code(b.dtype())});
 }
 
@@ -70,6 +69,38 @@ bool supports_linalg(const detail::OpCall& call) {
   for (const auto& t : call.inputs)
     if (t.defined() && t.dtype() != DType::f32) return false;
   return true;
+}
+
+void limits_linalg(Limits& l, const detail::OpCall& call) {
+  const Tensor& y = call.output;
+  switch (call.op) {
+    case OpKind::matmul: {
+      if (y.numel() == 0) return;  // M, N or a batch dim is 0
+      const Tensor& a = call.inputs[0];
+      const std::int64_t k =
+          std::get<MatmulParams>(call.params).trans_a ? a.shape()[a.rank() - 2] : a.shape()[a.rank() - 1];
+      // matmul.comp loops over K once per output element.
+      l.loop(static_cast<std::uint64_t>(k), [&] { return "an inner dimension K of " + std::to_string(k); });
+      l.bind(a, "input 0");
+      l.bind(call.inputs[1], "input 1");
+      l.bind(y, "the output");
+      return;
+    }
+    case OpKind::gemv: {
+      if (y.numel() == 0) return;
+      const Tensor& a = call.inputs[0];
+      const std::uint64_t ra = l.contiguous_f32(a, "input 0"), rx = l.contiguous_f32(call.inputs[1], "input 1");
+      const auto rows = static_cast<std::uint32_t>(a.shape()[0]), cols = static_cast<std::uint32_t>(a.shape()[1]);
+      if (std::get<GemvParams>(call.params).trans) return limits_reduction(l, ra, rx, y, 1, rows, cols);
+      return limits_reduction(l, ra, rx, y, rows, cols, 1);
+    }
+    case OpKind::dot: {
+      const std::uint64_t rx = l.contiguous_f32(call.inputs[0], "input 0");
+      const std::uint64_t rv = l.contiguous_f32(call.inputs[1], "input 1");
+      return limits_reduction(l, rx, rv, y, 1, static_cast<std::uint32_t>(call.inputs[0].numel()), 1);
+    }
+    default: return;
+  }
 }
 
 void record_linalg(Recorder& rec, const detail::OpCall& call) {

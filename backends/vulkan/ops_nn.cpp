@@ -51,7 +51,7 @@ void record_rope(Recorder& rec, const detail::OpCall& call) {
   const TensorRef rx = contiguous_f32(rec, x), ry = ref_of(call.output);
   const std::uint64_t pairs = static_cast<std::uint64_t>(x.numel() / 2);
   RopePush p{static_cast<std::uint32_t>(pairs), u32(half), u32(L), rx.offset};
-  rec.dispatch("rope", {{rx.alloc, false}, {t, false}, {ry.alloc, true}}, &p, sizeof(p), groups(pairs), {k_group});
+  rec.dispatch("rope", {bind_in(rx), {t, false}, bind_out(ry)}, &p, sizeof(p), groups(pairs), {k_group});
 }
 
 void record_conv2d(Recorder& rec, const detail::OpCall& call) {
@@ -80,13 +80,8 @@ void record_conv2d(Recorder& rec, const detail::OpCall& call) {
              rx.offset,
              rw.offset,
              rb.offset};
-  // lavapipe counts the iterations of nested loops together: channels x (rows x (columns + 1) + 2).
-  require_loop_budget(
-      rec, std::uint64_t{p.C / p.groups} * (std::uint64_t{p.R} * (p.S + 2) + 2),
-      ("[conv2d] a window of " + std::to_string(p.C / p.groups) + "x" + std::to_string(p.R) + "x" + std::to_string(p.S))
-          .c_str());
   const TensorRef ry = ref_of(y);
-  rec.dispatch("conv2d", {{rx.alloc, false}, {rw.alloc, false}, {rb.alloc, false}, {ry.alloc, true}}, &p, sizeof(p),
+  rec.dispatch("conv2d", {bind_in(rx), bind_in(rw), bind_in(rb), bind_out(ry)}, &p, sizeof(p),
                groups(static_cast<std::uint64_t>(y.numel())), {k_group});
 }
 
@@ -99,11 +94,9 @@ void record_attention(Recorder& rec, const detail::OpCall& call) {
   const float scale = ap.scale != 0.0f ? ap.scale : static_cast<float>(1.0 / std::sqrt(static_cast<double>(D)));
   const TensorRef rq = contiguous_f32(rec, q), rk = contiguous_f32(rec, k), rv = contiguous_f32(rec, v);
   AttentionPush p{u32(batch), u32(Lq), u32(Lk), u32(D), u32(Dv), ap.causal, scale, rq.offset, rk.offset, rv.offset};
-  require_loop_budget(rec, (std::uint64_t{p.Lk} + k_group - 1) / k_group * (p.D + 1),
-                      ("[attention] " + std::to_string(p.Lk) + " keys of dimension " + std::to_string(p.D)).c_str());
   const TensorRef ry = ref_of(y);
   // One workgroup per output element: see shaders/attention.comp.
-  rec.dispatch("attention", {{rq.alloc, false}, {rk.alloc, false}, {rv.alloc, false}, {ry.alloc, true}}, &p, sizeof(p),
+  rec.dispatch("attention", {bind_in(rq), bind_in(rk), bind_in(rv), bind_out(ry)}, &p, sizeof(p),
                static_cast<std::uint64_t>(y.numel()), {k_group});
 }
 
@@ -113,6 +106,53 @@ bool supports_nn(const detail::OpCall& call) {
   for (const auto& t : call.inputs)
     if (t.defined() && t.dtype() != DType::f32) return false;
   return true;
+}
+
+void limits_nn(Limits& l, const detail::OpCall& call) {
+  const Tensor& y = call.output;
+  if (y.numel() == 0) return;
+  switch (call.op) {
+    case OpKind::rope: {
+      const Tensor& x = call.inputs[0];
+      const std::int64_t L = x.shape()[x.rank() - 2], D = x.shape()[x.rank() - 1];
+      const auto table = static_cast<std::uint64_t>(L * (D / 2) * 2 * 4);
+      l.temporary(table);
+      l.bind(l.contiguous_f32(x, "input 0"), "input 0");
+      l.bind(bound_bytes(table), "the cos/sin table");
+      return l.bind(y, "the output");
+    }
+    case OpKind::conv2d: {
+      const Tensor &x = call.inputs[0], &w = call.inputs[1];
+      const bool has_bias = call.inputs.size() > 2 && call.inputs[2].defined();
+      const std::uint64_t rx = l.contiguous_f32(x, "input 0"), rw = l.contiguous_f32(w, "the weights");
+      const std::uint64_t rb = has_bias ? l.contiguous_f32(call.inputs[2], "the bias") : rx;
+      const std::uint64_t channels =
+          static_cast<std::uint64_t>(x.shape()[1] / std::get<Conv2dParams>(call.params).groups);
+      const std::uint64_t r = static_cast<std::uint64_t>(w.shape()[2]), s = static_cast<std::uint64_t>(w.shape()[3]);
+      // lavapipe counts the iterations of nested loops together: channels x (rows x (columns + 1) + 2).
+      l.loop(channels * (r * (s + 2) + 2), [&] {
+        return "a window of " + std::to_string(channels) + "x" + std::to_string(r) + "x" + std::to_string(s);
+      });
+      l.bind(rx, "input 0");
+      l.bind(rw, "the weights");
+      l.bind(rb, "the bias");
+      return l.bind(y, "the output");
+    }
+    case OpKind::attention: {
+      const Tensor &q = call.inputs[0], &k = call.inputs[1], &v = call.inputs[2];
+      const std::uint64_t rq = l.contiguous_f32(q, "q"), rk = l.contiguous_f32(k, "k"), rv = l.contiguous_f32(v, "v");
+      const auto lk = static_cast<std::uint64_t>(k.shape()[k.rank() - 2]);
+      const auto d = static_cast<std::uint64_t>(q.shape()[q.rank() - 1]);
+      // Over the keys k_group at a time, D + 1 steps each.
+      l.loop((lk + k_group - 1) / k_group * (d + 1),
+             [&] { return std::to_string(lk) + " keys of dimension " + std::to_string(d); });
+      l.bind(rq, "q");
+      l.bind(rk, "k");
+      l.bind(rv, "v");
+      return l.bind(y, "the output");
+    }
+    default: return;
+  }
 }
 
 void record_nn(Recorder& rec, const detail::OpCall& call) {

@@ -7,9 +7,12 @@
 #include <cstring>
 #include <unordered_map>
 
+#include "backends/assert.hpp"
+#include "backends/backend.hpp"
 #include "backends/vulkan/context.hpp"
 #include "backends/vulkan/memory.hpp"
 #include "backends/vulkan/vk_check.hpp"
+#include "tensor/memory_cache.hpp"
 
 namespace trine::vulkan {
 
@@ -25,11 +28,23 @@ constexpr auto k_device_stages = vk::PipelineStageFlagBits::eComputeShader | vk:
 }  // namespace
 
 struct Recorder::State {
+  ~State() {
+    for (const Temporary& t : temporaries) detail::cached_deallocate(*t.backend, t.device, t.alloc, t.bytes, t.kind);
+  }
+
   vk::raii::CommandPool pool{nullptr};
   vk::raii::CommandBuffer cb{nullptr};
   std::vector<vk::raii::DescriptorPool> descriptor_pools;
   std::uint32_t sets_in_pool = k_sets_per_pool;
-  std::vector<std::unique_ptr<Allocation, void (*)(Allocation*)>> temporaries;
+  // Back to the memory cache when the submission completes (the state goes after the device is done).
+  struct Temporary {
+    Allocation* alloc;
+    std::size_t bytes;
+    detail::MemoryKind kind;
+    detail::Backend* backend;
+    Device device;
+  };
+  std::vector<Temporary> temporaries;
   struct HostCopy {
     const unsigned char* src;
     void* dst;
@@ -107,16 +122,14 @@ void Recorder::dispatch(const char* shader, std::initializer_list<Binding> bindi
   const DeviceCaps& c = ctx_.caps();
   auto range_of = [](const Binding& b) { return b.range ? b.range : b.alloc->range() - b.offset; };
   for (const Binding& b : bindings) {
-    if (b.offset % std::max<std::uint64_t>(c.min_storage_offset_alignment, 1) != 0)
-      throw Error(ErrorCode::internal, std::string("[vulkan] ") + shader + " bound at a misaligned offset");
-    if (range_of(b) > c.max_storage_buffer_range) {
-      throw Error(ErrorCode::unsupported,
-                  "a buffer of " + std::to_string(b.alloc->bytes) +
-                      " bytes is over vulkan:" + std::to_string(ctx_.index()) + "'s maxStorageBufferRange (" +
-                      std::to_string(c.max_storage_buffer_range) +
-                      " bytes), the most one shader binding can address; this op does not bind its tensors in "
-                      "pieces yet (the contiguous activations and scale do): run it on the cpu, or split the tensor");
-    }
+    TRINE_ASSERT(b.offset % std::max<std::uint64_t>(c.min_storage_offset_alignment, 1) == 0,
+                 std::string("[vulkan] ") + shader + " bound at a misaligned offset");
+    TRINE_ASSERT(b.offset + range_of(b) <= b.alloc->capacity,
+                 std::string("[vulkan] ") + shader + " bound past the end of its buffer");
+    // refusal() (ops.hpp) turned away every call that binds more: record_op asked it first.
+    TRINE_ASSERT(range_of(b) <= c.max_storage_buffer_range,
+                 std::string("[vulkan] ") + shader + " binds " + std::to_string(range_of(b)) +
+                     " bytes, over maxStorageBufferRange, in a call the limits check let through");
   }
   const Pipeline p = ctx_.pipelines().get(shader, static_cast<std::uint32_t>(bindings.size()),
                                           std::span<const std::uint32_t>(spec.begin(), spec.size()));
@@ -144,10 +157,10 @@ void Recorder::dispatch(const char* shader, std::initializer_list<Binding> bindi
   const std::uint64_t max_x = c.max_workgroup_count[0];
   const std::uint64_t x = std::min(groups, max_x);
   const std::uint64_t y = (groups + x - 1) / x;
-  if (y > c.max_workgroup_count[1]) {
-    throw Error(ErrorCode::unsupported, std::string("[vulkan] ") + shader + " needs " + std::to_string(groups) +
-                                            " workgroups, more than the device can launch at once");
-  }
+  // Never more than some binding's 32-bit words (at most 2^30, maxStorageBufferRange being 32-bit),
+  // and every device launches at least 65535 x 65535: the limits check needs no case for it.
+  TRINE_ASSERT(y <= c.max_workgroup_count[1], std::string("[vulkan] ") + shader + " needs " + std::to_string(groups) +
+                                                  " workgroups, more than the device can launch at once");
   s.cb.dispatch(static_cast<std::uint32_t>(x), static_cast<std::uint32_t>(y), 1);
   ++commands_;
 }
@@ -163,14 +176,21 @@ void Recorder::copy(Allocation* src, std::size_t src_offset, Allocation* dst, st
   ++commands_;
 }
 
-Allocation* Recorder::temporary(std::size_t bytes) {
-  state_->temporaries.emplace_back(allocate_buffer(ctx_, bytes), &free_buffer);
-  return state_->temporaries.back().get();
+// Through the memory cache, like a tensor's memory: reused, counted and released in one place.
+Allocation* Recorder::cached(std::size_t bytes, detail::MemoryKind kind) {
+  const Device device{DeviceKind::vulkan, ctx_.index()};
+  detail::Backend& backend = detail::backend_for(device, "vulkan");
+  state_->temporaries.reserve(state_->temporaries.size() + 1);  // no throw once allocated
+  auto* a = static_cast<Allocation*>(detail::cached_allocate(backend, device, bytes, kind));
+  state_->temporaries.push_back({a, bytes, kind, &backend, device});
+  return a;
 }
 
+Allocation* Recorder::temporary(std::size_t bytes) { return cached(bytes, detail::MemoryKind::storage); }
+
 Allocation* Recorder::staging(std::size_t bytes) {
-  state_->temporaries.emplace_back(allocate_buffer(ctx_, bytes, /*staging=*/true), &free_buffer);
-  return state_->temporaries.back().get();
+  // Where storage memory is host-visible and coherent, it is the staging type: a temporary.
+  return cached(bytes, ctx_.caps().host_coherent ? detail::MemoryKind::storage : detail::MemoryKind::staging);
 }
 
 void Recorder::upload_staged(const void* src, Allocation* dst, std::size_t dst_offset, std::size_t bytes) {

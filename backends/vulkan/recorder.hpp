@@ -10,6 +10,10 @@
 #include <span>
 #include <vector>
 
+namespace trine::detail {
+enum class MemoryKind;
+}
+
 namespace trine::vulkan {
 
 struct Allocation;
@@ -73,6 +77,7 @@ class Recorder {
   void* command_buffer() const noexcept;  // VkCommandBuffer, for submit
 
  private:
+  Allocation* cached(std::size_t bytes, detail::MemoryKind kind);
   void begin_if_needed();
   void access(std::span<const Binding> bindings);
 

@@ -52,6 +52,7 @@ add_custom_command(OUTPUT ${TRINE_VULKAN_SHADERS_CPP}
 
 target_sources(trine PRIVATE
   ${TRINE_VULKAN_DIR}/context.cpp
+  ${TRINE_VULKAN_DIR}/limits.cpp
   ${TRINE_VULKAN_DIR}/memory.cpp
   ${TRINE_VULKAN_DIR}/pipelines.cpp
   ${TRINE_VULKAN_DIR}/recorder.cpp

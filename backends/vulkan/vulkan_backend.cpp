@@ -54,7 +54,15 @@ class VulkanBackend final : public detail::Backend {
   std::vector<DeviceInfo> devices() const override { return instance_->infos(); }
 
   void* allocate(int index, std::size_t bytes) override { return allocate_buffer(instance_->device(index), bytes); }
+  void* allocate_staging(int index, std::size_t bytes) override {
+    return allocate_buffer(instance_->device(index), bytes, /*staging=*/true);
+  }
   void deallocate(int, void* handle) noexcept override { free_buffer(static_cast<Allocation*>(handle)); }
+  // Every allocation is a driver call (buffer, memory, bind, map): cached whatever its size.
+  std::size_t cache_min_block() const noexcept override { return 1; }
+  void prepare(void* handle, std::size_t bytes) noexcept override {
+    reuse_buffer(*static_cast<Allocation*>(handle), bytes);
+  }
   void* host_pointer(void* handle) const noexcept override { return static_cast<Allocation*>(handle)->data(); }
   std::optional<bool> guards_intact(const void* handle) const noexcept override {
     const auto* a = static_cast<const Allocation*>(handle);
@@ -65,9 +73,20 @@ class VulkanBackend final : public detail::Backend {
   bool supports(const detail::OpCall& call) const override {
     for (const auto& t : call.inputs)
       if (t.defined() && t.device().kind != DeviceKind::vulkan) return false;
-    if (!call.output.defined() || !call.output.is_contiguous() || call.output.device().kind != DeviceKind::vulkan)
+    const Device d = call.output.defined() ? call.output.device() : Device::cpu();
+    if (d.kind != DeviceKind::vulkan || !call.output.is_contiguous() || d.index < 0 ||
+        static_cast<std::size_t>(d.index) >= instance_->count())
       return false;
-    return supports_op(call);
+    // The same answer the recorder acts on (record_op): nothing accepted here is refused at submit.
+    return supports_op(call) && refusal(instance_->caps(d.index), d.index, call).empty();
+  }
+
+  std::string unsupported_reason(const detail::OpCall& call) const override {
+    const Device d = call.output.defined() ? call.output.device() : Device::cpu();
+    if (!supports_op(call) || d.kind != DeviceKind::vulkan || d.index < 0 ||
+        static_cast<std::size_t>(d.index) >= instance_->count())
+      return {};
+    return refusal(instance_->caps(d.index), d.index, call);
   }
 
   std::unique_ptr<detail::Submission> encode(std::vector<detail::Entry> entries) override {
