@@ -284,6 +284,13 @@ class CudaBackend final : public detail::Backend {
 
   // A call whose kernel needs contiguous inputs gets each strided one copied (the gather kernel,
   // a `copy` entry) into a contiguous temporary first; the submission owns the temporaries.
+  std::string unsupported_reason(const detail::OpCall& call) const override {
+    for (const auto& t : call.inputs)
+      if (t.defined() && t.device().kind != DeviceKind::cuda) return "an input is on " + t.device().str();
+    if (!call.output.is_contiguous()) return "the output is not contiguous";
+    return refusal(call, devices_[static_cast<std::size_t>(call.output.device().index)].sm);
+  }
+
   std::unique_ptr<detail::Submission> encode(std::vector<detail::Entry> entries) override {
     auto s = std::make_unique<CudaSubmission>();
     s->recorded = entries.size();

@@ -509,6 +509,29 @@ std::vector<std::size_t> needs_gather(const detail::OpCall& call, int sm) {
   return out;
 }
 
+std::string refusal(const detail::OpCall& call, int sm) {
+  (void)sm;
+  switch (call.op) {
+    case OpKind::attention: {
+      const i64 d = call.inputs[0].dim(-1), dv = call.inputs[2].dim(-1);
+      if (d > 128 || dv > 128)
+        return "the cuda attention kernels take head dims up to 128 (a row per warp in registers), got D " +
+               std::to_string(d) + ", Dv " + std::to_string(dv);
+      break;
+    }
+    case OpKind::matmul:
+      if (call.output.rank() > 4) return "the cuda matmul kernels take at most 2 batch dims";
+      break;
+    default: break;
+  }
+  for (const Tensor& t : call.inputs) {
+    std::array<i64, 6> d{}, st{};
+    if (t.defined() && !t.is_contiguous() && !collapse6(t, d, st))
+      return "a strided input has more than 6 dims that do not merge (the gather kernel's limit)";
+  }
+  return "no generated kernel serves this call (sizes over 2^32 or a grid over 65535 blocks in y/z)";
+}
+
 bool can_launch(const detail::OpCall& call, int sm) {
   if (plan(call, sm, Resources{}, false)) return true;
   // Strided inputs gathered into contiguous temporaries first: each must fit the gather kernel.

@@ -44,6 +44,8 @@ class DeviceKernels {
 // Whether generated kernels run this call on a device of compute capability `sm` (x10), counting
 // the gathers that make strided inputs contiguous first (see needs_gather).
 bool can_launch(const detail::OpCall& call, int sm);
+// Why can_launch is false, in words (the known limits), or a generic sentence.
+std::string refusal(const detail::OpCall& call, int sm);
 // The inputs of `call` to copy into contiguous temporaries (one gather launch each) before its
 // kernel runs: none when its kernel reads them through their strides.
 std::vector<std::size_t> needs_gather(const detail::OpCall& call, int sm);
