@@ -152,14 +152,17 @@ class SummaryReporter : public benchmark::ConsoleReporter {
   void ReportRuns(const std::vector<Run>& runs) override {
     ConsoleReporter::ReportRuns(runs);
     for (const Run& r : runs) {
-      if (r.run_type != Run::RT_Iteration || r.error_occurred) continue;
+      // repetitions: the median aggregate when it is reported, else the median of the runs
+      const bool median = r.run_type == Run::RT_Aggregate && r.aggregate_name == "median";
+      if ((r.run_type != Run::RT_Iteration && !median) || r.error_occurred) continue;
       const auto rate = r.counters.find(kRate);
-      const std::string name = r.benchmark_name();
+      const std::string name = r.run_name.str();
       const auto slash = name.rfind("/checker_");
       if (rate == r.counters.end() || slash == std::string::npos) continue;
       const bool on = name.compare(slash, std::string::npos, "/checker_on") == 0;
-      auto& kernel = rates_[name.substr(0, slash)];
-      (on ? kernel.on : kernel.off).push_back(rate->second.value);
+      std::vector<double>& v = on ? rates_[name.substr(0, slash)].on : rates_[name.substr(0, slash)].off;
+      if (median) v.assign(1, rate->second.value);
+      else v.push_back(rate->second.value);
     }
   }
 
