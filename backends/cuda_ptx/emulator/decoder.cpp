@@ -329,6 +329,8 @@ Module load_ptx(std::string_view text) {
     end = (end + s.align - 1) / s.align * s.align;
     s.offset = end;
     end += s.size;
+    // the module's storage is allocated (and zeroed) at load: bounded as a kernel's variables are
+    if (end > (1u << 30)) invalid(v.line, "module variables larger than 1 GiB in all");
     m.globals.push_back(s);
   }
   m.global_init.assign(end + 16, 0);

@@ -2,6 +2,7 @@
 // signatures, declarations and instruction statements. Everything it rejects names the line.
 #include "backends/cuda_ptx/emulator/parser.hpp"
 
+#include <algorithm>
 #include <cctype>
 #include <cstdlib>
 
@@ -79,7 +80,7 @@ std::vector<Token> tokenize(std::string_view s) {
   return out;
 }
 
-// nvcc nests a few levels (inline-asm blocks inside loops); far more than any real module.
+// Nested { } scopes a kernel body may hold: nvcc nests a few (inline-asm blocks inside loops).
 constexpr int kMaxScopeDepth = 256;
 
 class Parser {
@@ -189,7 +190,10 @@ class Parser {
     while (accept("[")) {
       if (accept("]")) { v.unsized = true; continue; }
       const std::uint64_t n = expect_uint("array size");
-      if (n > (1ull << 32) || v.elements > (1ull << 32)) fail(v.line, "array '" + v.name + "' is too large");
+      // the product of the dimensions stays at most 2^32 (checked before multiplying: [2^32][2^32]
+      // would wrap to 0 elements)
+      if (n > (1ull << 32) || v.elements > (1ull << 32) / std::max<std::uint64_t>(n, 1))
+        fail(v.line, "array '" + v.name + "' is too large");
       v.elements *= n;
       expect("]");
     }
@@ -274,7 +278,7 @@ class Parser {
       if (accept("}")) return;
       if (accept("{")) {
         // a bound on the recursion: deeply nested text must be an error, not a stack overflow
-        if (depth >= kMaxScopeDepth) fail(peek().line, "scopes nested deeper than " + std::to_string(kMaxScopeDepth));
+        if (depth > kMaxScopeDepth) fail(peek().line, "scopes nested deeper than " + std::to_string(kMaxScopeDepth));
         // a nested scope's registers get names of their own (nvcc's inline-asm blocks reuse names)
         scopes_.push_back(Scope{"$s" + std::to_string(++scope_count_) + "_", {}});
         body(k, depth + 1);
