@@ -10,6 +10,8 @@ PACKAGES=(
   libxsimd-dev
   # tests and benchmarks
   catch2 libbenchmark-dev
+  # the PTX parser fuzzer (scripts/fuzz.sh): libFuzzer comes with clang
+  clang
   # Vulkan backend (lavapipe is the CPU driver CI runs it on)
   libvulkan-dev glslc spirv-tools mesa-vulkan-drivers vulkan-validationlayers vulkan-tools
   # comparison libraries for benches/compare

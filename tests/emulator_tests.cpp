@@ -241,3 +241,62 @@ TEST_CASE("decoder rejects writes to immediates and special registers and odd ve
   CHECK(rejects("mov.b32 {%r1, %r2, %r3}, %r0;"));
   CHECK_FALSE(rejects("mov.b64 {%r1, %r2}, %rd1;"));
 }
+
+// Inputs that once reached undefined behaviour, a stack overflow, a wrong size or gigabytes of
+// memory in the front end (found reading the parser for the fuzzer, tests/fuzz): now defined or
+// rejected.
+TEST_CASE("parser: extreme literals, offsets, nesting, array sizes and register counts", "[emulator][parser]") {
+  const std::string head = ".version 8.0\n.target sm_80\n.address_size 64\n.visible .entry k()\n{\n.reg .b64 %rd<4>;\n";
+  auto const_of = [](const Kernel& k, std::int32_t reg) -> std::uint64_t {
+    for (const auto& c : k.consts)
+      if (c.reg == reg) return c.value;
+    FAIL("operand is not a constant slot");
+    return 0;
+  };
+  // -2^63 as a literal negated in signed arithmetic
+  const Module lit = load_ptx(head + "add.s64 %rd1, %rd2, -9223372036854775808;\n}\n");
+  CHECK(const_of(lit.kernels[0], lit.kernels[0].code[0].ops[2].reg[0]) == 0x8000000000000000ull);
+  // address offsets summed past 2^63, and -2^63 negated: both wrap as the interpreter's addresses do
+  const Module off = load_ptx(head + "ld.global.u64 %rd1, [%rd2+9223372036854775807+1];\n"
+                                     "ld.global.u64 %rd1, [%rd2-9223372036854775808];\n"
+                                     "ld.global.u64 %rd1, [%rd2+8-16];\n}\n");
+  CHECK(static_cast<std::uint64_t>(off.kernels[0].code[0].ops[1].imm) == 0x8000000000000000ull);
+  CHECK(static_cast<std::uint64_t>(off.kernels[0].code[1].ops[1].imm) == 0x8000000000000000ull);
+  CHECK(off.kernels[0].code[2].ops[1].imm == -8);
+  // nested scopes: a few levels are fine, 100000 were a stack overflow
+  CHECK(load_ptx(head + "{{{ { .reg .b32 %r; mov.u32 %r, 1; } }}}\n}\n").kernels.size() == 1);
+  CHECK(load_ptx(head + std::string(256, '{') + std::string(257, '}') + "\n").kernels.size() == 1);
+  CHECK_THROWS_AS(load_ptx(head + std::string(257, '{') + std::string(258, '}') + "\n"), PtxError);
+  try {
+    load_ptx(head + std::string(100000, '{') + std::string(100001, '}') + "\n");
+    FAIL("deep nesting was accepted");
+  } catch (const PtxError& e) {
+    CHECK(e.code() == CUDA_ERROR_INVALID_PTX);
+    CHECK(std::string(e.what()).find("nested deeper") != std::string::npos);
+  }
+  // array sizes: [2^32][2^32] wrapped to 0 elements; a 32 GiB module variable was allocated at load
+  auto rejects_with = [](const std::string& text, const char* what) {
+    try {
+      load_ptx(text);
+    } catch (const PtxError& e) {
+      return e.code() == CUDA_ERROR_INVALID_PTX && std::string(e.what()).find(what) != std::string::npos;
+    }
+    return false;
+  };
+  const std::string module = ".version 8.0\n.target sm_80\n.address_size 64\n";
+  CHECK(rejects_with(module + ".global .b8 g[4294967296][4294967296];\n", "too large"));
+  CHECK(rejects_with(head + ".shared .b8 s[4294967296][4294967296];\n}\n", "too large"));
+  CHECK(rejects_with(module + ".global .b64 g[4294967296];\n", "1 GiB"));
+  CHECK(rejects_with(module + ".global .b8 g[1073741824];\n.const .b8 c[1];\n", "1 GiB"));
+  CHECK(load_ptx(module + ".global .b8 g[65536][16];\n").globals[0].size == 1u << 20);
+  // 65536 registers per kernel is allowed, but not across enough kernels to take gigabytes
+  std::string many = ".version 8.0\n.target sm_80\n.address_size 64\n";
+  for (int i = 0; i < 100; ++i) many += ".visible .entry k" + std::to_string(i) + "() { .reg .b32 %r<65536>; }\n";
+  try {
+    load_ptx(many);
+    FAIL("6.5 million registers were accepted");
+  } catch (const PtxError& e) {
+    CHECK(e.code() == CUDA_ERROR_INVALID_PTX);
+    CHECK(std::string(e.what()).find("in the module") != std::string::npos);
+  }
+}

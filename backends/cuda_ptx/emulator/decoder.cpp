@@ -114,7 +114,7 @@ std::uint64_t encode_literal(const std::string& lit, Type t, int line) {
   errno = 0;
   const std::uint64_t v = std::strtoull(body.c_str(), &end, 0);
   if (*end || body.empty()) invalid(line, "malformed number '" + lit + "'");
-  return neg ? static_cast<std::uint64_t>(-static_cast<std::int64_t>(v)) : v;
+  return neg ? 0 - v : v;  // two's complement, and defined for -9223372036854775808
 }
 
 class KernelDecoder {
@@ -283,7 +283,7 @@ class KernelDecoder {
         std::uint64_t addr;
         Space space;
         if (regs_.find(base) == regs_.end() && symbol_address(base, addr, space)) {
-          o.imm += static_cast<std::int64_t>(addr);
+          o.imm = static_cast<std::int64_t>(static_cast<std::uint64_t>(o.imm) + addr);  // wraps, as at run time
           addr_space_ = space;
           return o;
         }
@@ -329,6 +329,8 @@ Module load_ptx(std::string_view text) {
     end = (end + s.align - 1) / s.align * s.align;
     s.offset = end;
     end += s.size;
+    // the module's storage is allocated (and zeroed) at load: bounded as a kernel's variables are
+    if (end > (1u << 30)) invalid(v.line, "module variables larger than 1 GiB in all");
     m.globals.push_back(s);
   }
   m.global_init.assign(end + 16, 0);
@@ -342,6 +344,16 @@ Module load_ptx(std::string_view text) {
       std::memcpy(m.global_init.data() + m.globals[i].offset + j * bytes, &bits, bytes);
     }
   }
+  // Each kernel is bounded to 65536 registers; the module is bounded too, or a few KB of
+  // `.entry kN() { .reg .b32 %r<65536>; }` would decode into gigabytes of register names.
+  constexpr std::size_t kMaxModuleRegisters = std::size_t{1} << 20;
+  std::size_t module_registers = 0;
+  for (const auto& pk : pm.kernels)
+    for (const auto& r : pk.regs) {
+      module_registers += static_cast<std::size_t>(std::max(r.count, 1));
+      if (module_registers > kMaxModuleRegisters)
+        invalid(r.line, "too many registers (more than " + std::to_string(kMaxModuleRegisters) + " in the module)");
+    }
   for (const auto& pk : pm.kernels) {
     if (m.find(pk.name)) invalid(pk.line, "kernel '" + pk.name + "' defined twice");
     m.kernels.push_back(KernelDecoder(pk, m).decode());

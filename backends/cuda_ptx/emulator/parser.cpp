@@ -2,6 +2,7 @@
 // signatures, declarations and instruction statements. Everything it rejects names the line.
 #include "backends/cuda_ptx/emulator/parser.hpp"
 
+#include <algorithm>
 #include <cctype>
 #include <cstdlib>
 
@@ -78,6 +79,9 @@ std::vector<Token> tokenize(std::string_view s) {
   out.push_back(end);
   return out;
 }
+
+// Nested { } scopes a kernel body may hold: nvcc nests a few (inline-asm blocks inside loops).
+constexpr int kMaxScopeDepth = 256;
 
 class Parser {
  public:
@@ -186,7 +190,10 @@ class Parser {
     while (accept("[")) {
       if (accept("]")) { v.unsized = true; continue; }
       const std::uint64_t n = expect_uint("array size");
-      if (n > (1ull << 32) || v.elements > (1ull << 32)) fail(v.line, "array '" + v.name + "' is too large");
+      // the product of the dimensions stays at most 2^32 (checked before multiplying: [2^32][2^32]
+      // would wrap to 0 elements)
+      if (n > (1ull << 32) || v.elements > (1ull << 32) / std::max<std::uint64_t>(n, 1))
+        fail(v.line, "array '" + v.name + "' is too large");
       v.elements *= n;
       expect("]");
     }
@@ -270,6 +277,8 @@ class Parser {
       if (at_end()) fail(peek().line, "unterminated body of kernel " + k.name);
       if (accept("}")) return;
       if (accept("{")) {
+        // a bound on the recursion: deeply nested text must be an error, not a stack overflow
+        if (depth > kMaxScopeDepth) fail(peek().line, "scopes nested deeper than " + std::to_string(kMaxScopeDepth));
         // a nested scope's registers get names of their own (nvcc's inline-asm blocks reuse names)
         scopes_.push_back(Scope{"$s" + std::to_string(++scope_count_) + "_", {}});
         body(k, depth + 1);
@@ -349,13 +358,17 @@ class Parser {
       o.kind = ParsedOperand::Kind::addr;
       if (peek().kind == Token::Kind::word) o.names.push_back(next().text);
       else o.names.emplace_back();
-      if (o.names[0].empty() && peek().kind == Token::Kind::number) o.offset = static_cast<std::int64_t>(expect_uint("address"));
+      // addresses wrap modulo 2^64 (as the interpreter computes them): sum in unsigned arithmetic,
+      // where `[%rd-9223372036854775808]` and offsets adding past 2^63 are defined
+      std::uint64_t offset = 0;
+      if (o.names[0].empty() && peek().kind == Token::Kind::number) offset = expect_uint("address");
       while (peek().text == "+" || peek().text == "-") {
         bool neg = next().text == "-";
         if (accept("-")) neg = !neg;
-        const auto v = static_cast<std::int64_t>(expect_uint("an address offset"));
-        o.offset += neg ? -v : v;
+        const std::uint64_t v = expect_uint("an address offset");
+        offset += neg ? 0 - v : v;
       }
+      o.offset = static_cast<std::int64_t>(offset);
       expect("]");
       return o;
     }
