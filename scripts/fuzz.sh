@@ -5,7 +5,8 @@
 # blow-up) and prints the path of the input that caused it. The seeds are tests/fuzz/seeds plus
 # the PTX of every shipped kernel config for sm_80 and sm_75, printed now by trine-ptx
 # ($TRINE_PTX, default build/release/trine-ptx, built there when missing). build/fuzz/corpus
-# keeps what earlier runs learned; delete it to start over.
+# keeps what earlier runs learned; delete it to start over. FUZZ_SEED=N fixes libFuzzer's seed
+# (the test command uses 1, so CI explores the same inputs every run; 0, the default, is random).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 seconds=${1:-60}
@@ -42,7 +43,7 @@ echo "fuzz: $seeds generated seeds + $(find tests/fuzz/seeds -name '*.ptx' | wc 
 # -timeout: one input taking 10 s is a hang (the largest seed decodes in milliseconds).
 status=0
 "$fuzzer" "$out/corpus" "$out/seeds" tests/fuzz/seeds -dict=tests/fuzz/ptx.dict \
-  -max_total_time="$seconds" -timeout=10 -rss_limit_mb=2048 -print_final_stats=1 \
+  -seed="${FUZZ_SEED:-0}" -max_total_time="$seconds" -timeout=10 -rss_limit_mb=2048 -print_final_stats=1 \
   -artifact_prefix="$out/artifacts/" >"$out/fuzz.log" 2>&1 || status=$?
 
 findings=$(find "$out/artifacts" -type f | sort)
