@@ -289,6 +289,14 @@ TEST_CASE("parser: extreme literals, offsets, nesting, array sizes and register 
   CHECK(rejects_with(module + ".global .b64 g[4294967296];\n", "1 GiB"));
   CHECK(rejects_with(module + ".global .b8 g[1073741824];\n.const .b8 c[1];\n", "1 GiB"));
   CHECK(load_ptx(module + ".global .b8 g[65536][16];\n").globals[0].size == 1u << 20);
+  // a kernel's windows: four 1 GiB arrays wrapped the 32-bit sum, so a fifth variable overlapped the first
+  std::string four_shared, four_local;
+  for (const char* n : {"a", "b", "c", "d"}) {
+    four_shared += std::string(".shared .b8 s") + n + "[1073741824];\n";
+    four_local += std::string(".local .b8 l") + n + "[1073741824];\n";
+  }
+  CHECK(rejects_with(head + four_shared + ".shared .b8 s[16];\n}\n", "1 GiB in all"));
+  CHECK(rejects_with(head + four_local + ".local .b8 l[16];\n}\n", "1 GiB in all"));
   // 65536 registers per kernel is allowed, but not across enough kernels to take gigabytes
   std::string many = ".version 8.0\n.target sm_80\n.address_size 64\n";
   for (int i = 0; i < 100; ++i) many += ".visible .entry k" + std::to_string(i) + "() { .reg .b32 %r<65536>; }\n";

@@ -57,6 +57,12 @@ void check_module(const emu::Module& m) {
     std::uint64_t end = 0;
     for (const emu::Param& p : k.params) end = std::max<std::uint64_t>(end, std::uint64_t{p.offset} + p.size);
     if (end > k.param_bytes) finding(k.name + ": a parameter lies past param_bytes");
+    // variables inside their windows (a dynamic .extern .shared array has size 0 at dynamic_offset)
+    for (const emu::Symbol& s : k.shared)
+      if (s.offset + s.size > std::max(k.shared_bytes, k.dynamic_offset) || k.dynamic_offset < k.shared_bytes)
+        finding(k.name + ": shared variable '" + s.name + "' lies past the static shared size");
+    for (const emu::Symbol& s : k.local)
+      if (s.offset + s.size > k.local_bytes) finding(k.name + ": local variable '" + s.name + "' lies past local_bytes");
   }
 }
 

@@ -146,7 +146,10 @@ class KernelDecoder {
       if (r.count < 0) add_reg(r.name, r.line);
       for (int i = 0; i < r.count; ++i) add_reg(r.name + std::to_string(i), r.line);
     }
-    std::uint32_t shared_end = 0, dyn_align = 16;
+    // summed in 64 bits and bounded: four 1 GiB arrays wrapped a 32-bit sum onto the first
+    constexpr std::uint64_t kMaxWindow = 1u << 30;
+    std::uint64_t shared_end = 0, local_end = 0;
+    std::uint32_t dyn_align = 16;
     for (const auto& v : pk_.vars) {
       const auto t = kTypes.find(v.type.substr(1));
       if (t == kTypes.end()) invalid(v.line, "unknown type '" + v.type + "' of '" + v.name + "'");
@@ -167,20 +170,23 @@ class KernelDecoder {
         s.space = Space::shared;
         shared_end = (shared_end + s.align - 1) / s.align * s.align;
         s.offset = shared_end;
-        shared_end += static_cast<std::uint32_t>(s.size);
+        shared_end += s.size;
+        if (shared_end > kMaxWindow) invalid(v.line, "the kernel's .shared variables are larger than 1 GiB in all");
         k_.shared.push_back(s);
       } else if (v.space == ".local") {
         s.space = Space::local;
-        k_.local_bytes = (k_.local_bytes + s.align - 1) / s.align * s.align;
-        s.offset = k_.local_bytes;
-        k_.local_bytes += static_cast<std::uint32_t>(s.size);
+        local_end = (local_end + s.align - 1) / s.align * s.align;
+        s.offset = local_end;
+        local_end += s.size;
+        if (local_end > kMaxWindow) invalid(v.line, "the kernel's .local variables are larger than 1 GiB in all");
         k_.local.push_back(s);
       } else {
         unsupported(v.line, "'" + v.space + "' variables inside a kernel are not supported");
       }
     }
-    k_.shared_bytes = shared_end;
-    k_.dynamic_offset = (shared_end + dyn_align - 1) / dyn_align * dyn_align;
+    k_.shared_bytes = static_cast<std::uint32_t>(shared_end);
+    k_.local_bytes = static_cast<std::uint32_t>(local_end);
+    k_.dynamic_offset = static_cast<std::uint32_t>((shared_end + dyn_align - 1) / dyn_align * dyn_align);
     for (auto& s : k_.shared)
       if (s.size == 0) s.offset = k_.dynamic_offset;
     for (const auto& [name, index] : pk_.labels)
