@@ -6,6 +6,8 @@
 // them.
 #include "backends/cuda_ptx/emulator/driver_state.hpp"
 
+#include <new>
+
 namespace trine::cuda::emu {
 namespace {
 
@@ -27,7 +29,19 @@ void run_stream(EmuStream* s) {
     s->queue.pop_front();
     s->running = true;
     lock.unlock();
-    node();  // a failure that matters is sticky in the driver state (see launch)
+    try {
+      node();  // a failure that matters is sticky in the driver state (see launch)
+    } catch (const std::bad_alloc&) {
+      // The host could not give a launch its memory (a huge .local times the threads): the
+      // context fails as a GPU's would, instead of the exception ending the process.
+      std::lock_guard state_lock(st.mu);
+      st.last_report = "[launch] out of host memory for the launch's shared or local state";
+      st.sticky = CUDA_ERROR_OUT_OF_MEMORY;
+    } catch (...) {
+      std::lock_guard state_lock(st.mu);
+      st.last_report = "[launch] an operation failed on the stream's worker";
+      st.sticky = CUDA_ERROR_UNKNOWN;
+    }
     lock.lock();
     s->running = false;
     st.progress.notify_all();
