@@ -16,7 +16,7 @@ DriverProvider emulator_provider();
 std::string last_report();
 
 // Checker settings for later launches (on by default; TRINE_EMU_CHECK=0 turns it off) and the
-// number of host threads CTAs run on (TRINE_EMU_THREADS, default 1).
+// number of host threads CTAs run on (TRINE_EMU_THREADS, default the hardware threads).
 void set_check_options(const CheckOptions& options);
 void set_cta_threads(int threads);
 

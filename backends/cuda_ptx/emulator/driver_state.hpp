@@ -2,6 +2,7 @@
 // context): allocations, modules, functions, streams, events, graphs and the sticky error.
 #pragma once
 
+#include <algorithm>
 #include <chrono>
 #include <condition_variable>
 #include <deque>
@@ -63,7 +64,9 @@ struct DriverState {
   CUresult sticky = CUDA_SUCCESS;  // set by a failed launch; every later call returns it until reset
   std::string last_report;
   CheckOptions check;
-  int threads = 1;
+  // Host threads a launch's CTAs run on: the machine's hardware threads unless TRINE_EMU_THREADS
+  // says otherwise (results are the same bytes for any count).
+  int threads = std::max(1, static_cast<int>(std::thread::hardware_concurrency()));
   AllocationTable allocations;
   std::map<std::uint64_t, std::unique_ptr<std::uint8_t[]>> blocks;
   std::uint64_t allocated = 0;
