@@ -151,10 +151,19 @@ struct ForeignWaits {
   }
 };
 
+// On the emulator, the checker's finding behind a failed call ("Invalid __global__ read ..."),
+// to append to the error; nothing on a GPU.
+std::string checker_report(bool emulated) {
+  if (!emulated) return {};
+  const std::string report = emu::last_report();
+  return report.empty() ? std::string() : ": " + report;
+}
+
 class CudaCompletion final : public detail::Completion {
  public:
-  CudaCompletion(const DriverApi& api, CUcontext ctx, CUevent event, std::shared_ptr<ForeignWaits> foreign)
-      : api_(api), ctx_(ctx), event_(event), foreign_(std::move(foreign)) {}
+  CudaCompletion(const DriverApi& api, CUcontext ctx, CUevent event, std::shared_ptr<ForeignWaits> foreign,
+                 bool emulated)
+      : api_(api), ctx_(ctx), event_(event), foreign_(std::move(foreign)), emulated_(emulated) {}
   ~CudaCompletion() override {
     if (event_) {
       api_.cuCtxSetCurrent(ctx_);
@@ -206,7 +215,8 @@ class CudaCompletion final : public detail::Completion {
     if (r != CUDA_SUCCESS) {
       error_ = std::make_exception_ptr(Error(ErrorCode::driver_error, std::string("[cuda] the device reported ") +
                                                                           result_name(&api_, r) + " from " + call +
-                                                                          " while running earlier work"));
+                                                                          " while running earlier work" +
+                                                                          checker_report(emulated_)));
     }
   }
 
@@ -214,6 +224,7 @@ class CudaCompletion final : public detail::Completion {
   CUcontext ctx_;
   CUevent event_;
   std::shared_ptr<ForeignWaits> foreign_;
+  bool emulated_;
   std::mutex mu_;
   bool done_ = false;
   std::exception_ptr error_;
@@ -386,7 +397,7 @@ class CudaBackend final : public detail::Backend {
     CUevent event = nullptr;
     check(api_.cuEventCreate(&event, CU_EVENT_DISABLE_TIMING), "cuEventCreate", "submit");
     check(api_.cuEventRecord(event, d.stream), "cuEventRecord", "submit");
-    auto done = std::make_shared<CudaCompletion>(api_, d.context, event, std::move(foreign));
+    auto done = std::make_shared<CudaCompletion>(api_, d.context, event, std::move(foreign), provider_.emulated);
     in_flight_.push_back({done, std::shared_ptr<detail::Submission>(std::move(submission))});
     return done;
   }
@@ -418,7 +429,16 @@ class CudaBackend final : public detail::Backend {
 
   void current(const DeviceState& d) { check(api_.cuCtxSetCurrent(d.context), "cuCtxSetCurrent", "cuda"); }
 
-  void check(CUresult r, const char* call, const char* what) const { check_driver(&api_, r, what, call); }
+  void check(CUresult r, const char* call, const char* what) const {
+    if (r != CUDA_SUCCESS && provider_.emulated && r != CUDA_ERROR_OUT_OF_MEMORY) {
+      try {
+        check_driver(&api_, r, what, call);
+      } catch (const Error& e) {
+        throw Error(e.code(), e.what() + checker_report(true));
+      }
+    }
+    check_driver(&api_, r, what, call);
+  }
 
 
 
