@@ -4,6 +4,7 @@
 #include <sys/resource.h>
 #include <catch2/catch.hpp>
 
+#include <bit>
 #include <cmath>
 #include <cstdio>
 #include <cstring>
@@ -184,4 +185,115 @@ TEST_CASE("an allocation that fails inside a kernel is out_of_memory named after
   // The device stays usable.
   CHECK(trine::relu(trine::Tensor::full({4}, -1.0f)).to_vector() == std::vector<float>(4, 0.0f));
 #endif
+}
+
+namespace {
+
+// The kernel tables this CPU can run, with the ISA's name.
+std::vector<const trine::cpu::KernelTable*> runnable_tables() {
+  std::vector<const trine::cpu::KernelTable*> t{&trine::cpu::sse4_2::table()};
+  if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && __builtin_cpu_supports("f16c"))
+    t.push_back(&trine::cpu::avx2::table());
+  if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512dq") &&
+      __builtin_cpu_supports("avx512cd") && __builtin_cpu_supports("avx512vl"))
+    t.push_back(&trine::cpu::avx512::table());
+  return t;
+}
+
+std::uint32_t f32_bits(float v) { return std::bit_cast<std::uint32_t>(v); }
+
+// Every f32 class the conversions round differently: zeros, f16 subnormals and the 2^-25 tie,
+// ties to even in both formats, the f16 overflow edge (65504, 65519.99, 65520), infinities, quiet
+// and signalling NaNs with payloads, then random bit patterns over the whole range.
+std::vector<float> conversion_inputs() {
+  std::vector<std::uint32_t> bits = {0x00000000u, 0x80000000u, 0x33000000u, 0x33000001u, 0x33800000u, 0x387fc000u,
+                                     0x387fe000u, 0x38800000u, 0x3f801000u, 0x3f803000u, 0x3f808000u, 0x3f818000u,
+                                     0x477fe000u, 0x477fefffu, 0x477ff000u, 0x7f7fffffu, 0x7f800000u, 0xff800000u,
+                                     0x7fc00000u, 0xffc00001u, 0x7f800001u, 0x7fa5a5a5u, 0x00000001u, 0x807fffffu};
+  std::uint64_t s = 7;
+  while (bits.size() < (1u << 16)) {
+    s = s * 6364136223846793005ull + 1442695040888963407ull;
+    bits.push_back(static_cast<std::uint32_t>(s >> 32));
+  }
+  std::vector<float> v;
+  for (std::uint32_t b : bits) v.push_back(std::bit_cast<float>(b));
+  return v;
+}
+
+}  // namespace
+
+TEST_CASE("convert kernels round every f32, f16 and bf16 value as the scalar conversions do", "[kernels]") {
+  using trine::DType;
+  const std::vector<float> f = conversion_inputs();
+  std::vector<std::uint16_t> all16(1u << 16);
+  for (std::size_t i = 0; i < all16.size(); ++i) all16[i] = static_cast<std::uint16_t>(i);
+  const auto n32 = static_cast<std::int64_t>(f.size()), n16 = static_cast<std::int64_t>(all16.size());
+  for (const auto* t : runnable_tables()) {
+    INFO("isa " << t->isa);
+    std::vector<std::uint16_t> h(f.size()), want16(f.size());
+    for (DType to : {DType::f16, DType::bf16}) {
+      INFO("f32 to " << trine::dtype_name(to));
+      t->convert(DType::f32, to, f.data(), 1, h.data(), n32);
+      std::size_t bad = 0;
+      for (std::size_t i = 0; i < f.size(); ++i) {
+        want16[i] = to == DType::f16 ? trine::f32_to_f16(f[i]) : trine::f32_to_bf16(f[i]);
+        if (h[i] != want16[i] && bad++ < 5) INFO("input bits " << f32_bits(f[i]) << " got " << h[i] << " want " << want16[i]);
+      }
+      CHECK(bad == 0);
+    }
+    std::vector<float> out(all16.size());
+    for (DType from : {DType::f16, DType::bf16}) {
+      INFO(trine::dtype_name(from) << " to f32, every bit pattern");
+      t->convert(from, DType::f32, all16.data(), 1, out.data(), n16);
+      std::size_t bad = 0;
+      for (std::size_t i = 0; i < all16.size(); ++i) {
+        const float want = from == DType::f16 ? trine::f16_to_f32(all16[i]) : trine::bf16_to_f32(all16[i]);
+        // NaN stays NaN; the hardware may set the quiet bit of a signalling one.
+        const bool same = std::isnan(want) ? std::isnan(out[i]) : f32_bits(out[i]) == f32_bits(want);
+        if (!same) ++bad;
+      }
+      CHECK(bad == 0);
+    }
+    // f16 <-> bf16 goes through f32, as the scalar cast does.
+    std::vector<std::uint16_t> cross(all16.size());
+    t->convert(DType::f16, DType::bf16, all16.data(), 1, cross.data(), n16);
+    std::size_t bad = 0;
+    for (std::size_t i = 0; i < all16.size(); ++i) {
+      if (cross[i] != trine::f32_to_bf16(trine::f16_to_f32(all16[i]))) ++bad;
+    }
+    CHECK(bad == 0);
+  }
+}
+
+TEST_CASE("transpose kernel: every dtype pair, edges of every vector width, padded strides", "[kernels]") {
+  using trine::DType;
+  const DType types[] = {DType::f32, DType::f16, DType::bf16};
+  auto bytes_of = [](DType d) { return static_cast<std::int64_t>(trine::dtype_size(d)); };
+  for (const auto* t : runnable_tables()) {
+    INFO("isa " << t->isa);
+    for (std::int64_t rows : {1, 3, 8, 9, 16, 17, 37}) {
+      for (std::int64_t cols : {1, 4, 8, 15, 16, 33}) {
+        const std::int64_t src_ld = rows + 5, dst_ld = cols + 3;
+        for (DType from : types) {
+          for (DType to : types) {
+            INFO(rows << "x" << cols << " " << trine::dtype_name(from) << " to " << trine::dtype_name(to));
+            std::vector<float> vals(static_cast<std::size_t>(cols * src_ld));
+            for (std::size_t i = 0; i < vals.size(); ++i) vals[i] = static_cast<float>(i % 251) * 0.37f - 40.0f;
+            std::vector<std::uint8_t> src(vals.size() * static_cast<std::size_t>(bytes_of(from)));
+            t->convert(DType::f32, from, vals.data(), 1, src.data(), static_cast<std::int64_t>(vals.size()));
+            std::vector<std::uint8_t> dst(static_cast<std::size_t>(rows * dst_ld * bytes_of(to)), 0xab);
+            std::vector<std::uint8_t> want = dst;
+            t->transpose(from, to, src.data(), src_ld, dst.data(), dst_ld, rows, cols);
+            for (std::int64_t r = 0; r < rows; ++r) {
+              for (std::int64_t c = 0; c < cols; ++c) {
+                t->convert(from, to, src.data() + (c * src_ld + r) * bytes_of(from), 1,
+                           want.data() + (r * dst_ld + c) * bytes_of(to), 1);
+              }
+            }
+            CHECK(dst == want);  // the padding between rows is untouched too
+          }
+        }
+      }
+    }
+  }
 }

@@ -47,9 +47,10 @@ IsaChoice choose_isa() {
   const Isa isas[] = {
       {"avx512", have.avx512bw && have.avx512dq && have.avx512cd && have.avx512f, &avx512::table,
        "best this CPU supports (avx512f/cd/dq/bw present)"},
-      {"avx2", static_cast<bool>(have.fma3_avx2), &avx2::table,
-       "best this CPU supports (avx2+fma present, no avx512bw)"},
-      {"sse4_2", static_cast<bool>(have.sse4_2), &sse4_2::table, "best this CPU supports (no avx2+fma)"},
+      // F16C too (the conversions use it): every AVX2 CPU made has it, xsimd does not ask.
+      {"avx2", have.fma3_avx2 && __builtin_cpu_supports("f16c"), &avx2::table,
+       "best this CPU supports (avx2+fma+f16c present, no avx512bw)"},
+      {"sse4_2", static_cast<bool>(have.sse4_2), &sse4_2::table, "best this CPU supports (no avx2+fma+f16c)"},
   };
   IsaChoice c;
   const char* env = std::getenv("TRINE_CPU_ISA");

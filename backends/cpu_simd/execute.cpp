@@ -23,70 +23,10 @@ std::uint8_t* base_ptr(const Tensor& t) {
          t.offset() * static_cast<i64>(dtype_size(t.dtype()));
 }
 
-// Element conversions between storage types; each (from, to) pair gets its own loop below.
-template <DType T>
-struct Elem;
-template <>
-struct Elem<DType::f32> {
-  using type = float;
-  static float load(float v) { return v; }
-  static float store(float v) { return v; }
-};
-template <>
-struct Elem<DType::f16> {
-  using type = std::uint16_t;
-  static float load(std::uint16_t v) { return f16_to_f32(v); }
-  static std::uint16_t store(float v) { return f32_to_f16(v); }
-};
-template <>
-struct Elem<DType::bf16> {
-  using type = std::uint16_t;
-  static float load(std::uint16_t v) { return bf16_to_f32(v); }
-  static std::uint16_t store(float v) { return f32_to_bf16(v); }
-};
-
-template <DType From, DType To>
-void convert_run(const void* src, i64 stride, void* dst, i64 count) {
-  using S = typename Elem<From>::type;
-  using D = typename Elem<To>::type;
-  const S* s = static_cast<const S*>(src);
-  D* d = static_cast<D*>(dst);
-  if constexpr (From == To) {
-    if (stride == 1) {
-      std::memcpy(d, s, static_cast<std::size_t>(count) * sizeof(S));
-      return;
-    }
-    for (i64 j = 0; j < count; ++j) d[j] = s[j * stride];
-  } else {
-    for (i64 j = 0; j < count; ++j) d[j] = Elem<To>::store(Elem<From>::load(s[j * stride]));
-  }
-}
-
-using ConvertFn = void (*)(const void*, i64, void*, i64);
-
-template <DType From>
-ConvertFn convert_to(DType to) {
-  switch (to) {
-    case DType::f32: return &convert_run<From, DType::f32>;
-    case DType::f16: return &convert_run<From, DType::f16>;
-    case DType::bf16: return &convert_run<From, DType::bf16>;
-  }
-  return nullptr;
-}
-
-ConvertFn convert_fn(DType from, DType to) {
-  switch (from) {
-    case DType::f32: return convert_to<DType::f32>(to);
-    case DType::f16: return convert_to<DType::f16>(to);
-    case DType::bf16: return convert_to<DType::bf16>(to);
-  }
-  return nullptr;
-}
-
 // dst (contiguous, dst_dtype) = src (any strides, any dtype). Work is split over flat element
 // ranges, so a single long row uses every thread too. A plain transpose (the last dim strided,
-// the one before it contiguous) goes through 32x32 tiles so both sides stay in cache.
-void strided_convert(const Tensor& src, std::uint8_t* dst, DType dst_dtype) {
+// the one before it contiguous) goes through blocks transposed in registers by the kernel.
+void strided_convert(const KernelTable& k, const Tensor& src, std::uint8_t* dst, DType dst_dtype) {
   const i64 n = src.numel();
   if (n == 0) return;
   const int rank = src.rank();
@@ -97,7 +37,7 @@ void strided_convert(const Tensor& src, std::uint8_t* dst, DType dst_dtype) {
   const i64 ses = static_cast<i64>(dtype_size(src.dtype()));
   const i64 des = static_cast<i64>(dtype_size(dst_dtype));
   const std::uint8_t* sbase = base_ptr(src);
-  const ConvertFn convert = convert_fn(src.dtype(), dst_dtype);
+  const DType from = src.dtype();
   // Element offset of the first element of row r (rows = all dims but the last).
   auto row_offset = [&](i64 r, int last_dim) {
     i64 off = 0;
@@ -108,8 +48,10 @@ void strided_convert(const Tensor& src, std::uint8_t* dst, DType dst_dtype) {
     return off;
   };
 
-  if (rank >= 2 && inner_stride != 1 && strides[rank - 2] == 1 && inner >= 32 && shape[rank - 2] >= 32) {
-    constexpr i64 tile = 32;
+  if (rank >= 2 && inner_stride != 1 && strides[rank - 2] == 1 && inner >= 8 && shape[rank - 2] >= 8) {
+    // 64 destination rows by 256 columns: both sides of a block fit in L2, and its 256 source rows
+    // (one page each when rows are long) in the TLB.
+    constexpr i64 tile = 64, cb_len = 256;
     const i64 rows = shape[rank - 2];
     const i64 mats = n / (rows * inner);
     const i64 row_tiles = (rows + tile - 1) / tile;
@@ -117,14 +59,11 @@ void strided_convert(const Tensor& src, std::uint8_t* dst, DType dst_dtype) {
       for (i64 t = t0; t < t1; ++t) {
         const i64 m = t / row_tiles;
         const i64 r0 = (t % row_tiles) * tile;
-        const i64 r1 = std::min(rows, r0 + tile);
         const i64 moff = row_offset(m, rank - 3);
-        for (i64 c0 = 0; c0 < inner; c0 += tile) {
-          const i64 c1 = std::min(inner, c0 + tile);
-          for (i64 r = r0; r < r1; ++r) {
-            convert(sbase + (moff + r + c0 * inner_stride) * ses, inner_stride,
-                    dst + ((m * rows + r) * inner + c0) * des, c1 - c0);
-          }
+        for (i64 c0 = 0; c0 < inner; c0 += cb_len) {
+          k.transpose(from, dst_dtype, sbase + (moff + r0 + c0 * inner_stride) * ses, inner_stride,
+                      dst + ((m * rows + r0) * inner + c0) * des, inner, std::min(tile, rows - r0),
+                      std::min(cb_len, inner - c0));
         }
       }
     });
@@ -137,14 +76,15 @@ void strided_convert(const Tensor& src, std::uint8_t* dst, DType dst_dtype) {
       const i64 r = e / inner;
       const i64 c = e % inner;
       const i64 count = std::min(inner - c, e1 - e);
-      convert(sbase + (row_offset(r, rank - 2) + c * inner_stride) * ses, inner_stride, dst + e * des, count);
+      k.convert(from, dst_dtype, sbase + (row_offset(r, rank - 2) + c * inner_stride) * ses, inner_stride,
+                dst + e * des, count);
       e += count;
     }
   });
 }
 
 // The one step that makes a strided f32 input contiguous; `keep` holds the copy alive.
-const float* contiguous_f32(const Tensor& t, Tensor& keep) {
+const float* contiguous_f32(const KernelTable& k, const Tensor& t, Tensor& keep) {
   if (!t.defined()) return nullptr;
   // Only matmul takes f16/bf16 (it reads them through GemmArgs); a contiguous f16 input here would
   // be read as f32.
@@ -152,7 +92,7 @@ const float* contiguous_f32(const Tensor& t, Tensor& keep) {
                std::string("[cpu] a kernel was handed a ") + dtype_name(t.dtype()) + " input where it reads f32");
   if (t.is_contiguous()) return reinterpret_cast<const float*>(base_ptr(t));
   keep = Tensor::empty(t.shape(), DType::f32, t.device());
-  strided_convert(t, base_ptr(keep), DType::f32);
+  strided_convert(k, t, base_ptr(keep), DType::f32);
   return reinterpret_cast<const float*>(base_ptr(keep));
 }
 
@@ -163,7 +103,7 @@ void run_unary(const KernelTable& k, const detail::OpCall& call, Activation act)
   if (n == 0) return;
   const auto& p = std::get<ActParams>(call.params);
   Tensor keep;
-  k.unary(act, p.alpha, p.beta, contiguous_f32(call.inputs[0], keep), out_f32(call), n);
+  k.unary(act, p.alpha, p.beta, contiguous_f32(k, call.inputs[0], keep), out_f32(call), n);
 }
 
 // [outer, n, inner] around `axis` of `shape` (negative counts from the end; validated already).
@@ -253,14 +193,14 @@ void run_softmax(const KernelTable& k, const detail::OpCall& call, bool log) {
   i64 outer, n, inner;
   split_axis(call.inputs[0].shape(), std::get<AxisParams>(call.params).axis, outer, n, inner);
   Tensor keep;
-  k.softmax(log, contiguous_f32(call.inputs[0], keep), out_f32(call), outer, n, inner);
+  k.softmax(log, contiguous_f32(k, call.inputs[0], keep), out_f32(call), outer, n, inner);
 }
 
 void run_reduce(const KernelTable& k, const detail::OpCall& call, ReduceOp op) {
   i64 outer, n, inner;
   split_axis(call.inputs[0].shape(), std::get<ReduceParams>(call.params).axis, outer, n, inner);
   Tensor keep;
-  k.reduce(op, contiguous_f32(call.inputs[0], keep), out_f32(call), outer, n, inner);
+  k.reduce(op, contiguous_f32(k, call.inputs[0], keep), out_f32(call), outer, n, inner);
 }
 
 void execute_op(const KernelTable& k, const detail::OpCall& call) {
@@ -283,14 +223,14 @@ void execute_op(const KernelTable& k, const detail::OpCall& call) {
       g.a = reinterpret_cast<const float*>(base_ptr(a));
       g.a_rs = p.trans ? a.strides()[1] : a.strides()[0];
       g.a_cs = p.trans ? a.strides()[0] : a.strides()[1];
-      g.x = contiguous_f32(in[1], keep1);
+      g.x = contiguous_f32(k, in[1], keep1);
       g.y = out_f32(call);
       k.gemv(g);
       return;
     }
     case OpKind::dot: {
       const i64 n = in[0].numel();
-      *out_f32(call) = n == 0 ? 0.0f : k.dot(contiguous_f32(in[0], keep0), contiguous_f32(in[1], keep1), n);
+      *out_f32(call) = n == 0 ? 0.0f : k.dot(contiguous_f32(k, in[0], keep0), contiguous_f32(k, in[1], keep1), n);
       return;
     }
     // Each op names its kernel operation: a new op added to ops.def breaks this switch
@@ -302,14 +242,14 @@ void execute_op(const KernelTable& k, const detail::OpCall& call) {
     case OpKind::scale: {
       if (n_out == 0) return;
       const auto& p = std::get<ScaleParams>(call.params);
-      k.scale(p.alpha, p.beta, contiguous_f32(in[0], keep0), out_f32(call), n_out);
+      k.scale(p.alpha, p.beta, contiguous_f32(k, in[0], keep0), out_f32(call), n_out);
       return;
     }
     case OpKind::bias_act: {
       if (n_out == 0) return;
       const auto& p = std::get<BiasActParams>(call.params);
       const i64 cols = in[0].dim(-1);
-      k.bias_act(p.act, p.alpha, p.beta, contiguous_f32(in[0], keep0), contiguous_f32(in[1], keep1), out_f32(call),
+      k.bias_act(p.act, p.alpha, p.beta, contiguous_f32(k, in[0], keep0), contiguous_f32(k, in[1], keep1), out_f32(call),
                  n_out / cols, cols);
       return;
     }
@@ -327,15 +267,15 @@ void execute_op(const KernelTable& k, const detail::OpCall& call) {
     case OpKind::layernorm: {
       const i64 n = in[0].dim(-1);
       const float eps = std::get<NormParams>(call.params).eps;
-      const float* gamma = in.size() > 1 ? contiguous_f32(in[1], keep1) : nullptr;
-      const float* beta = in.size() > 2 ? contiguous_f32(in[2], keep2) : nullptr;
-      k.layernorm(contiguous_f32(in[0], keep0), gamma, beta, out_f32(call), n_out / n, n, eps);
+      const float* gamma = in.size() > 1 ? contiguous_f32(k, in[1], keep1) : nullptr;
+      const float* beta = in.size() > 2 ? contiguous_f32(k, in[2], keep2) : nullptr;
+      k.layernorm(contiguous_f32(k, in[0], keep0), gamma, beta, out_f32(call), n_out / n, n, eps);
       return;
     }
     case OpKind::rmsnorm: {
       const i64 n = in[0].dim(-1);
-      const float* gamma = in.size() > 1 ? contiguous_f32(in[1], keep1) : nullptr;
-      k.rmsnorm(contiguous_f32(in[0], keep0), gamma, out_f32(call), n_out / n, n,
+      const float* gamma = in.size() > 1 ? contiguous_f32(k, in[1], keep1) : nullptr;
+      k.rmsnorm(contiguous_f32(k, in[0], keep0), gamma, out_f32(call), n_out / n, n,
                 std::get<NormParams>(call.params).eps);
       return;
     }
@@ -352,9 +292,9 @@ void execute_op(const KernelTable& k, const detail::OpCall& call) {
       c.pad_h = p.padding.h, c.pad_w = p.padding.w;
       c.dil_h = p.dilation.h, c.dil_w = p.dilation.w;
       c.groups = p.groups;
-      c.x = contiguous_f32(in[0], keep0);
-      c.w = contiguous_f32(in[1], keep1);
-      c.bias = in.size() > 2 ? contiguous_f32(in[2], keep2) : nullptr;
+      c.x = contiguous_f32(k, in[0], keep0);
+      c.w = contiguous_f32(k, in[1], keep1);
+      c.bias = in.size() > 2 ? contiguous_f32(k, in[2], keep2) : nullptr;
       c.y = out_f32(call);
       k.conv2d(c);
       return;
@@ -369,9 +309,9 @@ void execute_op(const KernelTable& k, const detail::OpCall& call) {
       a.batch = in[0].numel() / (a.Lq * a.D);
       a.scale = p.scale != 0.0f ? p.scale : static_cast<float>(1.0 / std::sqrt(static_cast<double>(a.D)));
       a.causal = p.causal;
-      a.q = contiguous_f32(in[0], keep0);
-      a.k = contiguous_f32(in[1], keep1);
-      a.v = contiguous_f32(in[2], keep2);
+      a.q = contiguous_f32(k, in[0], keep0);
+      a.k = contiguous_f32(k, in[1], keep1);
+      a.v = contiguous_f32(k, in[2], keep2);
       a.y = out_f32(call);
       k.attention(a);
       return;
@@ -379,14 +319,14 @@ void execute_op(const KernelTable& k, const detail::OpCall& call) {
     case OpKind::rope: {
       const auto& p = std::get<RopeParams>(call.params);
       const i64 d = in[0].dim(-1), l = in[0].dim(-2);
-      k.rope(contiguous_f32(in[0], keep0), out_f32(call), n_out / (l * d), l, d, p.base, p.position_offset);
+      k.rope(contiguous_f32(k, in[0], keep0), out_f32(call), n_out / (l * d), l, d, p.base, p.position_offset);
       return;
     }
     case OpKind::sum: run_reduce(k, call, ReduceOp::sum); return;
     case OpKind::mean: run_reduce(k, call, ReduceOp::mean); return;
     case OpKind::max: run_reduce(k, call, ReduceOp::max); return;
     case OpKind::copy:
-    case OpKind::cast: strided_convert(in[0], base_ptr(call.output), call.output.dtype()); return;
+    case OpKind::cast: strided_convert(k, in[0], base_ptr(call.output), call.output.dtype()); return;
   }
   TRINE_ASSERT(!"an OpKind outside ops.def", "[cpu] execute() was handed an op it does not know");
 }

@@ -46,4 +46,5 @@ void register_norm(KernelTable& t);         // kernels/norm.cpp: layernorm, rmsn
 void register_reduce(KernelTable& t);       // kernels/reduce.cpp
 void register_attention(KernelTable& t);    // kernels/attention.cpp
 void register_rope(KernelTable& t);         // kernels/rope.cpp
+void register_convert(KernelTable& t);      // kernels/convert.cpp: convert, transpose
 }  // namespace trine::cpu::TRINE_ISA_NS

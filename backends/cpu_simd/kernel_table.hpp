@@ -113,6 +113,14 @@ struct KernelTable {
   void (*attention)(const AttentionArgs&) = nullptr;
   // x, y [outer, L, D], D even; row l has position `offset + l`.
   void (*rope)(const float* x, float* y, i64 outer, i64 L, i64 D, float base, i64 offset) = nullptr;
+
+  // dst[i] (contiguous, dtype `to`) = src[i * stride] (dtype `from`) for i < n, rounded as
+  // f32_to_f16 / f32_to_bf16 do. One thread; the caller splits the work.
+  void (*convert)(DType from, DType to, const void* src, i64 stride, void* dst, i64 n) = nullptr;
+  // dst[r * dst_ld + c] = src[c * src_ld + r] for r < rows, c < cols (strides in elements of each
+  // side's dtype), converted as above: the tile of a transposed copy or cast. One thread.
+  void (*transpose)(DType from, DType to, const void* src, i64 src_ld, void* dst, i64 dst_ld, i64 rows,
+                    i64 cols) = nullptr;
 };
 
 // Every entry of KernelTable once, for the checks below. The static_assert fails when an entry is
@@ -122,7 +130,8 @@ struct KernelTable {
   X(gemm) X(gemv) X(dot) \
   X(unary) X(scale) X(binary) X(bias_act) \
   X(softmax) X(reduce) X(layernorm) X(rmsnorm) \
-  X(conv2d) X(attention) X(rope)
+  X(conv2d) X(attention) X(rope) \
+  X(convert) X(transpose)
 // clang-format on
 #define TRINE_CPU_COUNT_ENTRY(name) +1
 static_assert(sizeof(KernelTable) ==

@@ -15,6 +15,7 @@ const KernelTable& table() {
     register_reduce(k);
     register_attention(k);
     register_rope(k);
+    register_convert(k);
     require_complete(k);  // a kernel file that forgot an entry fails here, at start-up
     return k;
   }();

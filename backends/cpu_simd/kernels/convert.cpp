@@ -1,0 +1,227 @@
+// Copies and dtype conversions: contiguous runs and transposed tiles, f32 / f16 / bf16 in any
+// pair, rounding exactly as trine's scalar f32_to_f16 / f32_to_bf16 (round to nearest even, NaN
+// kept quiet, f16 overflow to inf). Eight elements at a time through 256-bit registers (four on
+// SSE4.2): the work is bound by memory, not by the width of the conversion.
+#include "backends/cpu_simd/isa.hpp"
+
+#include <immintrin.h>
+
+#include <cstring>
+
+#include "trine/dtype.hpp"
+
+namespace trine::cpu::TRINE_ISA_NS {
+namespace {
+
+template <DType D>
+using Storage = std::conditional_t<D == DType::f32, float, std::uint16_t>;
+
+template <DType D>
+float load_one(const void* p, i64 i) {
+  if constexpr (D == DType::f32) {
+    return static_cast<const float*>(p)[i];
+  } else if constexpr (D == DType::f16) {
+    return f16_to_f32(static_cast<const std::uint16_t*>(p)[i]);
+  } else {
+    return bf16_to_f32(static_cast<const std::uint16_t*>(p)[i]);
+  }
+}
+
+template <DType D>
+void store_one(void* p, i64 i, float v) {
+  if constexpr (D == DType::f32) {
+    static_cast<float*>(p)[i] = v;
+  } else if constexpr (D == DType::f16) {
+    static_cast<std::uint16_t*>(p)[i] = f32_to_f16(v);
+  } else {
+    static_cast<std::uint16_t*>(p)[i] = f32_to_bf16(v);
+  }
+}
+
+#if defined(TRINE_ISA_SSE4_2)
+// ---- four lanes (SSE4.2; no F16C, so f16 goes through the scalar conversions) ----
+constexpr i64 lanes = 4;
+using Vec = __m128;
+
+template <DType D>
+Vec load_vec(const void* p) {
+  if constexpr (D == DType::f32) {
+    return _mm_loadu_ps(static_cast<const float*>(p));
+  } else if constexpr (D == DType::f16) {
+    alignas(16) float t[4];
+    for (int i = 0; i < 4; ++i) t[i] = load_one<D>(p, i);
+    return _mm_load_ps(t);
+  } else {
+    const __m128i h = _mm_loadl_epi64(static_cast<const __m128i*>(p));
+    return _mm_castsi128_ps(_mm_slli_epi32(_mm_cvtepu16_epi32(h), 16));
+  }
+}
+
+template <DType D>
+void store_vec(void* p, Vec v) {
+  if constexpr (D == DType::f32) {
+    _mm_storeu_ps(static_cast<float*>(p), v);
+  } else if constexpr (D == DType::f16) {
+    alignas(16) float t[4];
+    _mm_store_ps(t, v);
+    for (int i = 0; i < 4; ++i) store_one<D>(p, i, t[i]);
+  } else {
+    const __m128i x = _mm_castps_si128(v);
+    const __m128i lsb = _mm_and_si128(_mm_srli_epi32(x, 16), _mm_set1_epi32(1));
+    const __m128i rounded = _mm_srli_epi32(_mm_add_epi32(x, _mm_add_epi32(_mm_set1_epi32(0x7fff), lsb)), 16);
+    const __m128i nan = _mm_cmpgt_epi32(_mm_and_si128(x, _mm_set1_epi32(0x7fffffff)), _mm_set1_epi32(0x7f800000));
+    const __m128i quiet = _mm_or_si128(_mm_srli_epi32(x, 16), _mm_set1_epi32(0x40));
+    const __m128i r = _mm_blendv_epi8(rounded, quiet, nan);
+    _mm_storel_epi64(static_cast<__m128i*>(p), _mm_packus_epi32(r, r));
+  }
+}
+
+// v[i] = row i of a 4x4 block; afterwards v[j] = column j.
+void transpose_block(Vec* v) { _MM_TRANSPOSE4_PS(v[0], v[1], v[2], v[3]); }
+
+#else
+// ---- eight lanes (AVX2 and AVX-512, both with F16C) ----
+constexpr i64 lanes = 8;
+using Vec = __m256;
+
+template <DType D>
+Vec load_vec(const void* p) {
+  if constexpr (D == DType::f32) {
+    return _mm256_loadu_ps(static_cast<const float*>(p));
+  } else if constexpr (D == DType::f16) {
+    return _mm256_cvtph_ps(_mm_loadu_si128(static_cast<const __m128i*>(p)));
+  } else {
+    const __m128i h = _mm_loadu_si128(static_cast<const __m128i*>(p));
+    return _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(h), 16));
+  }
+}
+
+template <DType D>
+void store_vec(void* p, Vec v) {
+  if constexpr (D == DType::f32) {
+    _mm256_storeu_ps(static_cast<float*>(p), v);
+  } else if constexpr (D == DType::f16) {
+    // Round to nearest even; NaN stays NaN with its top payload bits, as f32_to_f16 does.
+    _mm_storeu_si128(static_cast<__m128i*>(p), _mm256_cvtps_ph(v, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
+  } else {
+    const __m256i x = _mm256_castps_si256(v);
+    const __m256i lsb = _mm256_and_si256(_mm256_srli_epi32(x, 16), _mm256_set1_epi32(1));
+    const __m256i rounded =
+        _mm256_srli_epi32(_mm256_add_epi32(x, _mm256_add_epi32(_mm256_set1_epi32(0x7fff), lsb)), 16);
+    const __m256i nan =
+        _mm256_cmpgt_epi32(_mm256_and_si256(x, _mm256_set1_epi32(0x7fffffff)), _mm256_set1_epi32(0x7f800000));
+    const __m256i quiet = _mm256_or_si256(_mm256_srli_epi32(x, 16), _mm256_set1_epi32(0x40));
+    const __m256i r = _mm256_blendv_epi8(rounded, quiet, nan);
+    // packus works within 128-bit lanes: [r0-3 r0-3 | r4-7 r4-7]; qwords 0 and 2 are r0..r7.
+    const __m256i packed = _mm256_permute4x64_epi64(_mm256_packus_epi32(r, r), 0x08);
+    _mm_storeu_si128(static_cast<__m128i*>(p), _mm256_castsi256_si128(packed));
+  }
+}
+
+// v[i] = row i of an 8x8 block; afterwards v[j] = column j.
+void transpose_block(Vec* v) {
+  const __m256 t0 = _mm256_unpacklo_ps(v[0], v[1]), t1 = _mm256_unpackhi_ps(v[0], v[1]);
+  const __m256 t2 = _mm256_unpacklo_ps(v[2], v[3]), t3 = _mm256_unpackhi_ps(v[2], v[3]);
+  const __m256 t4 = _mm256_unpacklo_ps(v[4], v[5]), t5 = _mm256_unpackhi_ps(v[4], v[5]);
+  const __m256 t6 = _mm256_unpacklo_ps(v[6], v[7]), t7 = _mm256_unpackhi_ps(v[6], v[7]);
+  const __m256 s0 = _mm256_shuffle_ps(t0, t2, 0x44), s1 = _mm256_shuffle_ps(t0, t2, 0xee);
+  const __m256 s2 = _mm256_shuffle_ps(t1, t3, 0x44), s3 = _mm256_shuffle_ps(t1, t3, 0xee);
+  const __m256 s4 = _mm256_shuffle_ps(t4, t6, 0x44), s5 = _mm256_shuffle_ps(t4, t6, 0xee);
+  const __m256 s6 = _mm256_shuffle_ps(t5, t7, 0x44), s7 = _mm256_shuffle_ps(t5, t7, 0xee);
+  v[0] = _mm256_permute2f128_ps(s0, s4, 0x20);
+  v[1] = _mm256_permute2f128_ps(s1, s5, 0x20);
+  v[2] = _mm256_permute2f128_ps(s2, s6, 0x20);
+  v[3] = _mm256_permute2f128_ps(s3, s7, 0x20);
+  v[4] = _mm256_permute2f128_ps(s0, s4, 0x31);
+  v[5] = _mm256_permute2f128_ps(s1, s5, 0x31);
+  v[6] = _mm256_permute2f128_ps(s2, s6, 0x31);
+  v[7] = _mm256_permute2f128_ps(s3, s7, 0x31);
+}
+#endif
+
+template <DType From, DType To>
+void convert_run(const void* src, i64 stride, void* dst, i64 n) {
+  const auto* s = static_cast<const Storage<From>*>(src);
+  auto* d = static_cast<Storage<To>*>(dst);
+  if (stride == 1) {
+    if constexpr (From == To) {
+      std::memcpy(d, s, static_cast<std::size_t>(n) * sizeof(Storage<From>));
+    } else {
+      i64 i = 0;
+      for (; i + 2 * lanes <= n; i += 2 * lanes) {
+        const Vec a = load_vec<From>(s + i), b = load_vec<From>(s + i + lanes);
+        store_vec<To>(d + i, a);
+        store_vec<To>(d + i + lanes, b);
+      }
+      for (; i < n; ++i) store_one<To>(d, i, load_one<From>(s, i));
+    }
+    return;
+  }
+  if constexpr (From == To) {
+    for (i64 i = 0; i < n; ++i) d[i] = s[i * stride];
+  } else {
+    for (i64 i = 0; i < n; ++i) store_one<To>(d, i, load_one<From>(s, i * stride));
+  }
+}
+
+// dst[r * dst_ld + c] = src[c * src_ld + r] for r < rows, c < cols: lanes x lanes blocks go
+// through registers, column strip by column strip, so each source row is read in whole vectors and
+// the destination rows of the tile stay in L1 between strips.
+template <DType From, DType To>
+void transpose_tile(const void* src, i64 src_ld, void* dst, i64 dst_ld, i64 rows, i64 cols) {
+  const auto* s = static_cast<const Storage<From>*>(src);
+  auto* d = static_cast<Storage<To>*>(dst);
+  const i64 rows_v = rows / lanes * lanes, cols_v = cols / lanes * lanes;
+  for (i64 c0 = 0; c0 < cols_v; c0 += lanes) {
+    for (i64 r0 = 0; r0 < rows_v; r0 += lanes) {
+      Vec v[lanes];
+      for (i64 i = 0; i < lanes; ++i) v[i] = load_vec<From>(s + (c0 + i) * src_ld + r0);
+      transpose_block(v);
+      for (i64 j = 0; j < lanes; ++j) store_vec<To>(d + (r0 + j) * dst_ld + c0, v[j]);
+    }
+    for (i64 r = rows_v; r < rows; ++r) {
+      for (i64 c = c0; c < c0 + lanes; ++c) store_one<To>(d, r * dst_ld + c, load_one<From>(s, c * src_ld + r));
+    }
+  }
+  for (i64 r = 0; r < rows; ++r) {
+    for (i64 c = cols_v; c < cols; ++c) store_one<To>(d, r * dst_ld + c, load_one<From>(s, c * src_ld + r));
+  }
+}
+
+template <DType From, class F>
+void with_to(DType to, const F& f) {
+  switch (to) {
+    case DType::f32: return f(std::integral_constant<DType, From>{}, std::integral_constant<DType, DType::f32>{});
+    case DType::f16: return f(std::integral_constant<DType, From>{}, std::integral_constant<DType, DType::f16>{});
+    case DType::bf16: return f(std::integral_constant<DType, From>{}, std::integral_constant<DType, DType::bf16>{});
+  }
+}
+
+// Calls f(integral_constant<DType, from>, integral_constant<DType, to>).
+template <class F>
+void with_dtypes(DType from, DType to, const F& f) {
+  switch (from) {
+    case DType::f32: return with_to<DType::f32>(to, f);
+    case DType::f16: return with_to<DType::f16>(to, f);
+    case DType::bf16: return with_to<DType::bf16>(to, f);
+  }
+}
+
+void convert_kernel(DType from, DType to, const void* src, i64 stride, void* dst, i64 n) {
+  with_dtypes(from, to, [&](auto f, auto t) { convert_run<decltype(f)::value, decltype(t)::value>(src, stride, dst, n); });
+}
+
+void transpose_kernel(DType from, DType to, const void* src, i64 src_ld, void* dst, i64 dst_ld, i64 rows, i64 cols) {
+  with_dtypes(from, to, [&](auto f, auto t) {
+    transpose_tile<decltype(f)::value, decltype(t)::value>(src, src_ld, dst, dst_ld, rows, cols);
+  });
+}
+
+}  // namespace
+
+void register_convert(KernelTable& t) {
+  t.convert = convert_kernel;
+  t.transpose = transpose_kernel;
+}
+
+}  // namespace trine::cpu::TRINE_ISA_NS
