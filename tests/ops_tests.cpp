@@ -127,6 +127,20 @@ TEST_CASE("add, sub, mul, div with broadcasting", "[ops][binary]") {
     std::vector<Tensor> in{make_input({33, 31}, seq(), View::transposed),
                            make_input({31}, seq(), View::strided, DType::f32, 0.5f, 2.0f)};
     check_op(op, in, NoParams{}, shape_label(in, "views"));
+    // transposed views large enough for the tiled path, with partial tiles in both dims
+    const float lo = op == OpKind::div ? 0.5f : -1.0f, hi = op == OpKind::div ? 2.0f : 1.0f;
+    const std::vector<std::pair<std::pair<Shape, View>, std::pair<Shape, View>>> tiled = {
+        {{{130, 67}, View::transposed}, {{130, 67}, View::contiguous}},
+        {{{130, 67}, View::contiguous}, {{130, 67}, View::transposed}},
+        {{{70, 129}, View::transposed}, {{70, 129}, View::transposed}},
+        {{{3, 70, 45}, View::transposed}, {{45}, View::contiguous}},
+        {{{130, 67}, View::transposed}, {{130, 1}, View::contiguous}},
+    };
+    for (const auto& [x, y] : tiled) {
+      std::vector<Tensor> t{make_input(x.first, seq(), x.second),
+                            make_input(y.first, seq(), y.second, DType::f32, lo, hi)};
+      check_op(op, t, NoParams{}, shape_label(t, "transposed, tiled"));
+    }
     std::vector<Tensor> empty{make_input({0, 3}, seq()), make_input({3}, seq())};
     check_op(op, empty, NoParams{}, shape_label(empty, "zero-size"));
   }

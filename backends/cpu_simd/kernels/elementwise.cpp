@@ -210,11 +210,65 @@ struct RowCursor {
   }
 };
 
+// An input whose last dim is strided but whose dim before it is contiguous (a transposed view):
+// read row by row it costs a cache line per element. Such calls go through square tiles instead:
+// the transposed side is turned into a contiguous tile in registers (the transpose kernel), then
+// the tile's rows run on the vector path.
+constexpr i64 binary_tile = 64;
+
+bool transposed_side(const BinaryLayout& l, const i64* s) {
+  return l.rank >= 2 && s[l.rank - 1] != 0 && s[l.rank - 1] != 1 && s[l.rank - 2] == 1;
+}
+
+template <BinaryOp Op>
+void binary_tiled(const BinaryArgs& args, const BinaryLayout& l) {
+  const int rk = l.rank;
+  const i64 rows = l.shape[rk - 2], cols = l.shape[rk - 1];
+  i64 outer = 1;
+  for (int d = 0; d + 2 < rk; ++d) outer *= l.shape[d];
+  const i64 row_tiles = (rows + binary_tile - 1) / binary_tile, col_tiles = (cols + binary_tile - 1) / binary_tile;
+  const bool ta = transposed_side(l, l.sa), tb = transposed_side(l, l.sb);
+  const auto transpose = table().transpose;
+  parallel_for(outer * row_tiles * col_tiles, grain_for(binary_tile * binary_tile, grain_cheap), [&](i64 t0, i64 t1) {
+    alignas(64) float bufa[binary_tile * binary_tile], bufb[binary_tile * binary_tile];
+    for (i64 t = t0; t < t1; ++t) {
+      const i64 o = t / (row_tiles * col_tiles), rt = (t / col_tiles) % row_tiles, ct = t % col_tiles;
+      i64 off_a = 0, off_b = 0;
+      for (i64 d = rk - 3, rest = o; d >= 0; --d) {
+        const i64 idx = rest % l.shape[d];
+        rest /= l.shape[d];
+        off_a += idx * l.sa[d];
+        off_b += idx * l.sb[d];
+      }
+      const i64 r0 = rt * binary_tile, c0 = ct * binary_tile;
+      const i64 nr = std::min(binary_tile, rows - r0), nc = std::min(binary_tile, cols - c0);
+      // Each side as (first element of tile row 0, row stride, element stride).
+      const float* pa = args.a + off_a + r0 * l.sa[rk - 2] + c0 * l.sa[rk - 1];
+      const float* pb = args.b + off_b + r0 * l.sb[rk - 2] + c0 * l.sb[rk - 1];
+      i64 ra = l.sa[rk - 2], ea = l.sa[rk - 1], rb = l.sb[rk - 2], eb = l.sb[rk - 1];
+      if (ta) {
+        transpose(DType::f32, DType::f32, pa, ea, bufa, binary_tile, nr, nc);
+        pa = bufa, ra = binary_tile, ea = 1;
+      }
+      if (tb) {
+        transpose(DType::f32, DType::f32, pb, eb, bufb, binary_tile, nr, nc);
+        pb = bufb, rb = binary_tile, eb = 1;
+      }
+      float* y = args.y + (o * rows + r0) * cols + c0;
+      for (i64 r = 0; r < nr; ++r) binary_row<Op>(pa + r * ra, ea, pb + r * rb, eb, y + r * cols, nc);
+    }
+  });
+}
+
 template <BinaryOp Op>
 void binary_typed(const BinaryArgs& args) {
   for (int d = 0; d < args.rank; ++d)
     if (args.shape[d] == 0) return;
   const BinaryLayout l = coalesce(args);
+  if (transposed_side(l, l.sa) || transposed_side(l, l.sb)) {
+    binary_tiled<Op>(args, l);
+    return;
+  }
   const i64 cols = l.shape[l.rank - 1], sa = l.sa[l.rank - 1], sb = l.sb[l.rank - 1];
   i64 rows = 1;
   for (int d = 0; d + 1 < l.rank; ++d) rows *= l.shape[d];
