@@ -89,6 +89,15 @@ TEST_CASE("gemv and dot", "[ops][gemv][dot]") {
     std::vector<Tensor> in{make_input({2048, 4096}, seq()), make_input({4096}, seq())};
     check_op(OpKind::gemv, in, GemvParams{false}, shape_label(in, "large"));
   }
+  // few long rows: K is split over the threads in blocks (row-major, column-major, strided A)
+  for (View v : {View::contiguous, View::transposed, View::strided}) {
+    for (bool trans : {false, true}) {
+      Shape as = trans ? Shape{20011, 5} : Shape{5, 20011};
+      std::vector<Tensor> in{make_input(as, seq(), v), make_input({20011}, seq())};
+      check_op(OpKind::gemv, in, GemvParams{trans},
+               shape_label(in, std::string("few long rows ") + trine::test::view_name(v)));
+    }
+  }
   for (auto n : k_sizes) {
     std::vector<Tensor> in{make_input({n}, seq()), make_input({n}, seq())};
     check_op(OpKind::dot, in, NoParams{}, shape_label(in));

@@ -135,22 +135,60 @@ constexpr i64 gemv_row_unit = 64;
 // Below this many elements of A per thread the pool's wake-up costs more than it saves.
 constexpr i64 gemv_min_work_per_thread = i64{1} << 16;
 
+// Too few rows to share (a handful of long rows): the threads split K instead, in fixed blocks whose
+// partial results are added in block order, so y does not depend on the thread count.
+constexpr i64 gemv_k_block = 8192;
+
+void gemv_rows_any(const float* a, i64 a_rs, i64 a_cs, i64 K, const float* x, float* y, i64 i0, i64 i1);
+
+void gemv_split_k(i64 M, i64 K, const float* a, i64 a_rs, i64 a_cs, const float* x, float* y, bool threaded) {
+  const i64 blocks = (K + gemv_k_block - 1) / gemv_k_block;
+  std::vector<float> partial(static_cast<std::size_t>(blocks * M));
+  auto run = [&](i64 b0, i64 b1) {
+    for (i64 b = b0; b < b1; ++b) {
+      const i64 k0 = b * gemv_k_block, len = std::min(gemv_k_block, K - k0);
+      gemv_rows_any(a + k0 * a_cs, a_rs, a_cs, len, x + k0, partial.data() + b * M, 0, M);
+    }
+  };
+  if (threaded) {
+    parallel_for(blocks, 1, run);
+  } else {
+    run(0, blocks);
+  }
+  for (i64 i = 0; i < M; ++i) {
+    float s = 0.0f;
+    for (i64 b = 0; b < blocks; ++b) s += partial[static_cast<std::size_t>(b * M + i)];
+    y[i] = s;
+  }
+}
+
+void gemv_rows_any(const float* a, i64 a_rs, i64 a_cs, i64 K, const float* x, float* y, i64 i0, i64 i1) {
+  if (a_cs == 1) {
+    gemv_rows(a, a_rs, K, x, y, i0, i1);
+  } else if (a_rs == 1) {
+    gemv_cols(a, a_cs, K, x, y, i0, i1);
+  } else {
+    gemv_strided(a, a_rs, a_cs, K, x, y, i0, i1);
+  }
+}
+
 void gemv_impl(i64 M, i64 K, const float* a, i64 a_rs, i64 a_cs, const float* x, float* y, bool threaded) {
   if (M <= 0) return;
   if (K <= 0) {
     for (i64 i = 0; i < M; ++i) y[i] = 0.0f;
     return;
   }
-  auto rows = [&](i64 i0, i64 i1) {
-    if (a_cs == 1) {
-      gemv_rows(a, a_rs, K, x, y, i0, i1);
-    } else if (a_rs == 1) {
-      gemv_cols(a, a_cs, K, x, y, i0, i1);
-    } else {
-      gemv_strided(a, a_rs, a_cs, K, x, y, i0, i1);
-    }
-  };
-  if (!threaded || M * K < 2 * gemv_min_work_per_thread || M <= gemv_row_unit) {
+  auto rows = [&](i64 i0, i64 i1) { gemv_rows_any(a, a_rs, a_cs, K, x, y, i0, i1); };
+  // Also on one thread, so that y is the same for every thread count; a block of x stays in L1.
+  if (M <= gemv_row_unit && K >= 2 * gemv_k_block && M * K >= 2 * gemv_min_work_per_thread) {
+    gemv_split_k(M, K, a, a_rs, a_cs, x, y, threaded);
+    return;
+  }
+  if (!threaded || M * K < 2 * gemv_min_work_per_thread) {
+    rows(0, M);
+    return;
+  }
+  if (M <= gemv_row_unit) {
     rows(0, M);
     return;
   }
