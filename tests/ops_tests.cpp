@@ -297,7 +297,9 @@ TEST_CASE("attention, causal and not", "[ops][attention]") {
       {{1}, 1, 1, 1, 1, false, 0},     {{1}, 1, 1, 1, 1, true, 0},          {{2, 3}, 7, 7, 8, 8, false, 0},
       {{2, 3}, 7, 7, 8, 8, true, 0},   {{1, 2}, 5, 13, 16, 8, true, 0},     {{1, 2}, 5, 13, 16, 8, false, 0.3f},
       {{3}, 31, 33, 64, 64, false, 0}, {{3}, 31, 33, 64, 64, true, 0},      {{1, 4}, 127, 127, 64, 32, true, 0},
-      {{2}, 1, 1000, 64, 64, true, 0}, {{1, 8}, 256, 256, 64, 64, true, 0}, {{1}, 1000, 1000, 32, 32, false, 0}};
+      {{2}, 1, 1000, 64, 64, true, 0}, {{1, 8}, 256, 256, 64, 64, true, 0}, {{1}, 1000, 1000, 32, 32, false, 0},
+      // decode with few query blocks and many keys: the cpu splits the keys (flash-decoding)
+      {{2}, 1, 4099, 64, 64, false, 0}, {{1, 3}, 3, 2500, 40, 24, true, 0}};
   for (const auto& a : cases) {
     Shape qs = a.lead, ks = a.lead, vs = a.lead;
     qs.push_back(a.lq), qs.push_back(a.d);

@@ -115,7 +115,10 @@ void values_block(const float* v, i64 Dv, i64 c, i64 tn, const i64* nv, const fl
   const i64 all_rows = std::max<i64>(0, nv[0]);  // rows see more keys as r grows
   i64 j = 0;
   for (; j < all_rows; ++j) step(j, false);
-  for (; j < tn; ++j) step(j, true);
+  // One row sees no key past nv[0]; more rows may (causal rows see one key more each).
+  if constexpr (NQ > 1) {
+    for (; j < tn; ++j) step(j, true);
+  }
 #pragma GCC unroll 4
   for (int r = 0; r < NQ; ++r)
 #pragma GCC unroll 4
@@ -137,9 +140,17 @@ struct Scratch {
   std::vector<float, xsimd::aligned_allocator<float, 64>> q, acc, s;
 };
 
-// Query rows [i0, i0 + NQ) of batch b.
+// Where a query block's running state goes when it has seen its keys: straight into y, or (for one
+// split of the keys) into a partial record that combine_splits merges.
+struct BlockOut {
+  float* m = nullptr;    // [q_block]; null: write y
+  float* l = nullptr;    // [q_block]
+  float* acc = nullptr;  // [q_block * dvp]
+};
+
+// Query rows [i0, i0 + NQ) of batch b over keys [k0, k1).
 template <int NQ>
-void attend_block(const AttentionArgs& a, float scale, i64 b, i64 i0, Scratch& w) {
+void attend_block(const AttentionArgs& a, float scale, i64 b, i64 i0, i64 k0, i64 k1, Scratch& w, const BlockOut& out) {
   const i64 D = a.D, Dv = a.Dv, Lk = a.Lk;
   const i64 dp = round_up(D, vec_width), dvp = round_up(Dv, vec_width);
   const float* k = a.k + b * Lk * D;
@@ -150,11 +161,11 @@ void attend_block(const AttentionArgs& a, float scale, i64 b, i64 i0, Scratch& w
   float m[NQ], l[NQ];
   for (int r = 0; r < NQ; ++r) {
     std::copy_n(a.q + (b * a.Lq + i0 + r) * D, D, w.q.data() + r * dp);
-    vis[r] = a.causal ? std::min(Lk, i0 + r + Lk - a.Lq + 1) : Lk;
+    vis[r] = std::min(k1, a.causal ? std::min(Lk, i0 + r + Lk - a.Lq + 1) : Lk);
     m[r] = -f32_inf;
     l[r] = 0.0f;
   }
-  for (i64 t0 = 0; t0 < vis[NQ - 1]; t0 += key_tile) {
+  for (i64 t0 = k0; t0 < vis[NQ - 1]; t0 += key_tile) {
     const i64 tn = std::min(key_tile, vis[NQ - 1] - t0);
     i64 nv[NQ];  // keys of this tile row r may see
     for (int r = 0; r < NQ; ++r) {
@@ -166,6 +177,14 @@ void attend_block(const AttentionArgs& a, float scale, i64 b, i64 i0, Scratch& w
     }
     tile_values<NQ>(v + t0 * Dv, Dv, tn, nv, w.s.data(), w.acc.data(), dvp);
   }
+  if (out.m) {
+    for (int r = 0; r < NQ; ++r) {
+      out.m[r] = m[r];
+      out.l[r] = l[r];
+      std::copy_n(w.acc.data() + r * dvp, dvp, out.acc + r * dvp);
+    }
+    return;
+  }
   for (int r = 0; r < NQ; ++r) {
     float* y = a.y + (b * a.Lq + i0 + r) * Dv;
     const float* acc = w.acc.data() + r * dvp;
@@ -176,24 +195,88 @@ void attend_block(const AttentionArgs& a, float scale, i64 b, i64 i0, Scratch& w
   }
 }
 
+void attend_rows(i64 rows, const AttentionArgs& a, float scale, i64 b, i64 i0, i64 k0, i64 k1, Scratch& w,
+                 const BlockOut& out) {
+  switch (rows) {
+    case 4: return attend_block<4>(a, scale, b, i0, k0, k1, w, out);
+    case 3: return attend_block<3>(a, scale, b, i0, k0, k1, w, out);
+    case 2: return attend_block<2>(a, scale, b, i0, k0, k1, w, out);
+    default: return attend_block<1>(a, scale, b, i0, k0, k1, w, out);
+  }
+}
+
+// Decode (few query blocks, many keys) has too few blocks to share among threads: the keys are
+// cut into splits of this many (a multiple of key_tile), each split's running max, sum and
+// accumulator are kept, and combine_splits merges them, flash-decoding style. Whether and how a
+// call splits depends only on its shape, never on the thread count, so results do not either.
+constexpr i64 split_keys = 1024;
+constexpr i64 split_below_blocks = 8;
+
+Scratch make_scratch(const AttentionArgs& a) {
+  Scratch w;
+  w.q.resize(static_cast<size_t>(q_block * round_up(a.D, vec_width)));
+  w.acc.resize(static_cast<size_t>(q_block * round_up(a.Dv, vec_width)));
+  w.s.resize(static_cast<size_t>(q_block * key_tile));
+  return w;
+}
+
+void attention_split(const AttentionArgs& a, float scale, i64 blocks, i64 splits) {
+  const i64 dvp = round_up(a.Dv, vec_width);
+  const i64 rec = q_block * (2 + dvp);  // m, l, acc of one (block, split)
+  std::vector<float, xsimd::aligned_allocator<float, 64>> part(static_cast<size_t>(a.batch * blocks * splits * rec));
+  auto record = [&](i64 item) {
+    float* p = part.data() + item * rec;
+    return BlockOut{p, p + q_block, p + 2 * q_block};
+  };
+  parallel_for(a.batch * blocks * splits, 1, [&](i64 begin, i64 end) {
+    Scratch w = make_scratch(a);
+    for (i64 it = begin; it < end; ++it) {
+      const i64 sp = it % splits, blk = it / splits;
+      const i64 b = blk / blocks, i0 = (blk % blocks) * q_block;
+      const i64 k0 = sp * split_keys, k1 = std::min(a.Lk, k0 + split_keys);
+      attend_rows(std::min(q_block, a.Lq - i0), a, scale, b, i0, k0, k1, w, record(it));
+    }
+  });
+  // y = sum_s acc_s e^(m_s - m) / sum_s l_s e^(m_s - m), m the largest m_s; splits a row cannot
+  // see (m_s = -inf) weigh 0, and a NaN anywhere makes the row NaN, as in one pass.
+  for (i64 blk = 0; blk < a.batch * blocks; ++blk) {
+    const i64 b = blk / blocks, i0 = (blk % blocks) * q_block;
+    for (i64 r = 0; r < std::min(q_block, a.Lq - i0); ++r) {
+      float mx = -f32_inf;
+      bool nan = false;
+      for (i64 sp = 0; sp < splits; ++sp) {
+        const float ms = record(blk * splits + sp).m[r];
+        nan = nan || std::isnan(ms);
+        mx = std::max(mx, ms);
+      }
+      float* y = a.y + (b * a.Lq + i0 + r) * a.Dv;
+      std::fill_n(y, a.Dv, 0.0f);
+      float l = 0.0f;
+      for (i64 sp = 0; sp < splits; ++sp) {
+        const BlockOut o = record(blk * splits + sp);
+        const float f = nan ? f32_nan : o.m[r] == -f32_inf ? 0.0f : std::exp(o.m[r] - mx);
+        l += o.l[r] * f;
+        for (i64 c = 0; c < a.Dv; ++c) y[c] += o.acc[r * dvp + c] * f;
+      }
+      for (i64 c = 0; c < a.Dv; ++c) y[c] /= l;
+    }
+  }
+}
+
 void attention(const AttentionArgs& a) {
   if (a.batch <= 0 || a.Lq <= 0 || a.Dv <= 0) return;
   // The op resolves scale 0 to 1/sqrt(D); doing it again here keeps the kernel safe on its own.
   const float scale = a.scale == 0.0f ? 1.0f / std::sqrt(static_cast<float>(a.D)) : a.scale;
   const i64 blocks = (a.Lq + q_block - 1) / q_block;
+  if (a.batch * blocks < split_below_blocks && a.Lk >= 2 * split_keys) {
+    attention_split(a, scale, blocks, (a.Lk + split_keys - 1) / split_keys);
+    return;
+  }
   parallel_for(a.batch * blocks, grain_for(q_block * a.Lk * (a.D + a.Dv), grain_cheap), [&](i64 begin, i64 end) {
-    Scratch w;
-    w.q.resize(static_cast<size_t>(q_block * round_up(a.D, vec_width)));
-    w.acc.resize(static_cast<size_t>(q_block * round_up(a.Dv, vec_width)));
-    w.s.resize(static_cast<size_t>(q_block * key_tile));
+    Scratch w = make_scratch(a);
     for (i64 it = begin; it < end; ++it) {
       const i64 b = it / blocks, i0 = (it % blocks) * q_block;
-      switch (std::min(q_block, a.Lq - i0)) {
-        case 4: attend_block<4>(a, scale, b, i0, w); break;
-        case 3: attend_block<3>(a, scale, b, i0, w); break;
-        case 2: attend_block<2>(a, scale, b, i0, w); break;
-        default: attend_block<1>(a, scale, b, i0, w); break;
-      }
+      attend_rows(std::min(q_block, a.Lq - i0), a, scale, b, i0, 0, a.Lk, w, BlockOut{});
     }
   });
 }
