@@ -74,6 +74,66 @@ TEST_CASE("parallel_for: 200,000 back-to-back calls of 2 and 16 chunks each cove
   CHECK(bad_calls == 0);
 }
 
+// Sets an environment variable for one scope (the pools below read it when they are built).
+struct ScopedEnv {
+  std::string name;
+  ScopedEnv(const char* n, const char* value) : name(n) { setenv(n, value, 1); }
+  ~ScopedEnv() { unsetenv(name.c_str()); }
+};
+
+TEST_CASE("parallel_for and post with spinning idle threads: back-to-back calls cover [0, n) once", "[pool]") {
+  // Idle threads poll before they sleep (TRINE_POOL_SPIN_US; off when the pool has more threads
+  // than cores, as the 16-thread test above does): here they spin, 4 threads forced on, so the
+  // poll-then-sleep handover meets every call. TSan watches these in CI.
+  ScopedEnv spin("TRINE_POOL_SPIN_US", "20");
+  for (int threads : {2, 4}) {
+    ThreadPool pool(threads);
+    constexpr std::int64_t n = 64;
+    std::vector<std::atomic<int>> hits(n);
+    int bad_calls = 0;
+    for (int call = 0; call < 20000; ++call) {
+      for (auto& h : hits) h.store(0, std::memory_order_relaxed);
+      trine::cpu::parallel_for(pool, n, call % 3 == 0 ? n : 1, [&](std::int64_t b, std::int64_t e) {
+        for (std::int64_t i = b; i < e; ++i) hits[static_cast<std::size_t>(i)].fetch_add(1, std::memory_order_relaxed);
+      });
+      bool ok = true;
+      for (auto& h : hits) ok = ok && h.load(std::memory_order_relaxed) == 1;
+      if (!ok) ++bad_calls;
+    }
+    CHECK(bad_calls == 0);
+    // The executor: tasks posted one at a time, each waited for, so it polls between them.
+    std::atomic<int> ran{0};
+    for (int i = 0; i < 2000; ++i) {
+      std::promise<void> done;
+      pool.post([&] {
+        trine::cpu::parallel_for(pool, n, 1, [&](std::int64_t, std::int64_t) {});
+        ran.fetch_add(1);
+        done.set_value();
+      });
+      done.get_future().wait();
+    }
+    CHECK(ran.load() == 2000);
+  }
+}
+
+TEST_CASE("thread pool: a malformed TRINE_POOL_SPIN_US is an invalid_argument naming it", "[pool]") {
+  for (const char* bad : {"abc", "-1", "5000000", "10us"}) {
+    ScopedEnv spin("TRINE_POOL_SPIN_US", bad);
+    try {
+      ThreadPool pool(2);
+      FAIL("a pool started with TRINE_POOL_SPIN_US=" << bad);
+    } catch (const trine::Error& e) {
+      CHECK(e.code() == trine::ErrorCode::invalid_argument);
+      CHECK_THAT(e.what(), Catch::Contains("TRINE_POOL_SPIN_US") && Catch::Contains(bad));
+    }
+  }
+  ScopedEnv off("TRINE_POOL_SPIN_US", "0");
+  ThreadPool pool(2);
+  std::atomic<int> sum{0};
+  trine::cpu::parallel_for(pool, 100, 1, [&](std::int64_t b, std::int64_t e) { sum.fetch_add(static_cast<int>(e - b)); });
+  CHECK(sum.load() == 100);
+}
+
 TEST_CASE("parallel_for: a chunk's exception is rethrown after every chunk finished", "[pool]") {
   ThreadPool pool(4);
   std::atomic<int> ran{0};

@@ -7,12 +7,19 @@
 // stack) until every worker that reached the job has left it; after the caller clears `current`, a
 // worker that wakes late finds nothing to join. So no thread ever reads a job that is being
 // rewritten, whatever the order in which threads wake.
+//
+// A wake-up through the kernel costs tens of microseconds on these VMs, more than a small GEMM
+// split saves. So a thread that runs out of work (a worker after a job, the caller waiting for
+// the workers' chunks, the executor after a task) first spins for a bounded time on an atomic that
+// says new work has come, and only then sleeps on its condition variable. The spin only reads;
+// every decision is still taken under the mutex, so it changes timing, never the protocol.
 #include "backends/cpu_simd/thread_pool.hpp"
 
 #include <sched.h>
 
 #include <algorithm>
 #include <atomic>
+#include <chrono>
 #include <condition_variable>
 #include <cstdlib>
 #include <deque>
@@ -26,6 +33,13 @@
 namespace trine::cpu {
 namespace {
 
+int usable_cpus() {
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  if (sched_getaffinity(0, sizeof(set), &set) == 0) return std::max(1, CPU_COUNT(&set));
+  return std::max(1u, std::thread::hardware_concurrency());
+}
+
 int default_thread_count() {
   if (const char* env = std::getenv("TRINE_NUM_THREADS"); env && *env) {
     char* end = nullptr;
@@ -36,10 +50,52 @@ int default_thread_count() {
     }
     return static_cast<int>(v);
   }
-  cpu_set_t set;
-  CPU_ZERO(&set);
-  if (sched_getaffinity(0, sizeof(set), &set) == 0) return std::max(1, CPU_COUNT(&set));
-  return std::max(1u, std::thread::hardware_concurrency());
+  return usable_cpus();
+}
+
+// How long an idle thread of a pool of `threads` polls before it sleeps: long enough to cover the
+// gap between two back-to-back calls of a caller (a few microseconds of its own work), short
+// enough that a thread that is not needed gives its core back at once in human terms. A pool with
+// more compute threads than cores does not spin: a polling thread would take the core of one that
+// still has work. TRINE_POOL_SPIN_US overrides it (0: sleep at once).
+std::int64_t spin_budget_ns(int threads) {
+  if (const char* env = std::getenv("TRINE_POOL_SPIN_US"); env && *env) {
+    char* end = nullptr;
+    const long v = std::strtol(env, &end, 10);
+    if (*end != '\0' || v < 0 || v > 1'000'000) {
+      throw Error(ErrorCode::invalid_argument,
+                  std::string("[cpu] TRINE_POOL_SPIN_US must be an integer in 0..1000000, got '") + env + "'");
+    }
+    return static_cast<std::int64_t>(v) * 1000;
+  }
+  return threads <= usable_cpus() ? std::int64_t{50'000} : 0;
+}
+
+inline void cpu_relax() {
+#if defined(__x86_64__) || defined(__i386__)
+  __builtin_ia32_pause();
+#elif defined(__aarch64__)
+  asm volatile("yield");
+#endif
+}
+
+// Polls ready() for at most budget_ns; true as soon as it holds. The clock is read once per 64
+// polls (about a microsecond), so a poll costs a pause and an atomic load. Each of those rounds
+// ends with sched_yield: a thread the pool's work just woke (the caller of an async op, waiting on
+// its future) may be waiting for this core, and it must not wait for the spin to run out.
+template <class Ready>
+bool spin_until(std::int64_t budget_ns, const Ready& ready) {
+  const std::int64_t budget = budget_ns;
+  if (budget <= 0) return ready();
+  const auto start = std::chrono::steady_clock::now();
+  for (;;) {
+    for (int i = 0; i < 64; ++i) {
+      if (ready()) return true;
+      cpu_relax();
+    }
+    if (std::chrono::steady_clock::now() - start > std::chrono::nanoseconds(budget)) return ready();
+    sched_yield();
+  }
 }
 
 // True while this thread runs a chunk: a nested parallel_for then runs serially, since the workers
@@ -57,11 +113,16 @@ struct Job {
   std::int64_t pending = 0;  // chunks not finished
   int joined = 0;            // workers that reached this job and have not left it
   std::exception_ptr error;
+  // Set under State::mu when pending and joined both reach 0; the caller polls it before sleeping.
+  std::atomic<bool> finished{false};
 };
 
 }  // namespace
 
 struct ThreadPool::State {
+  explicit State(std::int64_t spin) : spin_ns(spin) {}
+
+  const std::int64_t spin_ns;  // how long an idle thread polls before sleeping
   std::vector<std::thread> workers;
   std::thread executor;
 
@@ -71,12 +132,24 @@ struct ThreadPool::State {
   Job* current = nullptr;        // guarded by mu
   std::uint64_t generation = 0;  // guarded by mu; counts published jobs
   bool stop = false;             // guarded by mu
+  // Mirrors of generation and stop that idle workers poll before sleeping; written under mu.
+  std::atomic<std::uint64_t> generation_hint{0};
+  std::atomic<bool> stop_hint{false};
 
   std::mutex queue_mu;
   std::condition_variable queue_wake;
   std::deque<std::function<void()>> queue;   // guarded by queue_mu
   bool queue_stop = false;                   // guarded by queue_mu
   std::atomic<std::int64_t> outstanding{0};  // posted tasks not yet finished
+  std::atomic<std::int64_t> queued{0};       // posted tasks not yet taken; the executor polls it
+
+  // Called under mu by whoever brings the job's last chunk or last worker to zero.
+  void finish_if_done(Job& job) {
+    if (job.pending == 0 && job.joined == 0) {
+      job.finished.store(true, std::memory_order_release);
+      done.notify_all();
+    }
+  }
 
   // Claims chunks of `job` until none are left.
   void run_chunks(Job& job) {
@@ -93,7 +166,8 @@ struct ThreadPool::State {
       }
       std::lock_guard<std::mutex> lock(mu);
       if (err && !job.error) job.error = err;
-      if (--job.pending == 0 && job.joined == 0) done.notify_all();
+      --job.pending;
+      finish_if_done(job);
     }
     t_inside_chunk = was_inside;
   }
@@ -103,6 +177,14 @@ struct ThreadPool::State {
     std::unique_lock<std::mutex> lock(mu);
     for (;;) {
       // `seen` keeps a worker that already helped with the current job from rejoining it in a loop.
+      if (!(stop || (current && generation != seen))) {
+        lock.unlock();
+        spin_until(spin_ns, [&] {
+          return stop_hint.load(std::memory_order_relaxed) ||
+                 generation_hint.load(std::memory_order_relaxed) != seen;
+        });
+        lock.lock();
+      }
       wake.wait(lock, [&] { return stop || (current && generation != seen); });
       if (stop) return;
       seen = generation;
@@ -111,17 +193,24 @@ struct ThreadPool::State {
       lock.unlock();
       run_chunks(job);
       lock.lock();
-      if (--job.joined == 0 && job.pending == 0) done.notify_all();
+      --job.joined;
+      finish_if_done(job);
     }
   }
 
   void executor_loop() {
     std::unique_lock<std::mutex> lock(queue_mu);
     for (;;) {
+      if (!queue_stop && queue.empty()) {
+        lock.unlock();
+        spin_until(spin_ns, [&] { return queued.load(std::memory_order_relaxed) > 0; });
+        lock.lock();
+      }
       queue_wake.wait(lock, [&] { return queue_stop || !queue.empty(); });
       if (queue.empty()) return;  // stopping, and every task has run
       std::function<void()> task = std::move(queue.front());
       queue.pop_front();
+      queued.fetch_sub(1, std::memory_order_relaxed);
       lock.unlock();
       try {
         task();
@@ -135,7 +224,7 @@ struct ThreadPool::State {
   }
 };
 
-ThreadPool::ThreadPool(int threads, ThreadStarter start) : s_(std::make_unique<State>()) {
+ThreadPool::ThreadPool(int threads, ThreadStarter start) : s_(std::make_unique<State>(spin_budget_ns(threads))) {
   if (!start) start = [](std::function<void()> body) { return std::thread(std::move(body)); };
   State* s = s_.get();
   try {
@@ -159,6 +248,7 @@ ThreadPool::~ThreadPool() {
   {
     std::lock_guard<std::mutex> lock(s->queue_mu);
     s->queue_stop = true;
+    s->queued.fetch_add(1, std::memory_order_relaxed);  // ends a spinning executor's poll
   }
   s->queue_wake.notify_all();
   const auto self = std::this_thread::get_id();
@@ -172,6 +262,7 @@ ThreadPool::~ThreadPool() {
   {
     std::lock_guard<std::mutex> lock(s->mu);
     s->stop = true;
+    s->stop_hint.store(true, std::memory_order_relaxed);
   }
   s->wake.notify_all();
   for (auto& t : s->workers) {
@@ -209,6 +300,7 @@ void ThreadPool::parallel_for_raw(std::int64_t n, std::int64_t grain, RangeFn fn
     std::lock_guard<std::mutex> lock(s.mu);
     s.current = &job;
     ++s.generation;
+    s.generation_hint.store(s.generation, std::memory_order_relaxed);
   }
   // Wake only the workers there are chunks for (the caller takes one).
   const std::int64_t helpers = chunks - 1;
@@ -218,8 +310,13 @@ void ThreadPool::parallel_for_raw(std::int64_t n, std::int64_t grain, RangeFn fn
     for (std::int64_t i = 0; i < helpers; ++i) s.wake.notify_one();
   }
   s.run_chunks(job);
+  {
+    std::lock_guard<std::mutex> lock(s.mu);
+    s.current = nullptr;  // a worker waking from now on finds no job
+    s.finish_if_done(job);
+  }
+  spin_until(s.spin_ns, [&] { return job.finished.load(std::memory_order_acquire); });
   std::unique_lock<std::mutex> lock(s.mu);
-  s.current = nullptr;  // a worker waking from now on finds no job
   s.done.wait(lock, [&] { return job.pending == 0 && job.joined == 0; });
   if (job.error) std::rethrow_exception(job.error);
 }
@@ -230,6 +327,7 @@ void ThreadPool::post(std::function<void()> task) {
     std::lock_guard<std::mutex> lock(s.queue_mu);
     s.queue.push_back(std::move(task));
     s.outstanding.fetch_add(1, std::memory_order_relaxed);
+    s.queued.fetch_add(1, std::memory_order_relaxed);
   }
   s.queue_wake.notify_one();
 }

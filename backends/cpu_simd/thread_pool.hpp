@@ -24,7 +24,11 @@ class ThreadPool {
   using ThreadStarter = std::function<std::thread(std::function<void()> body)>;
 
   // Starts the threads it can: if a worker fails to start, the pool runs with those that did
-  // (size() says how many). Throws Error(device_unavailable) when not even the executor starts.
+  // (size() says how many). Throws Error(device_unavailable) when not even the executor starts,
+  // Error(invalid_argument) when TRINE_POOL_SPIN_US is not an integer in 0..1000000.
+  // An idle thread polls for new work for up to TRINE_POOL_SPIN_US microseconds (default 50; none
+  // when `threads` exceeds the cores this process may use) before it sleeps, so back-to-back
+  // calls do not pay a kernel wake-up.
   explicit ThreadPool(int threads, ThreadStarter start = {});
   // Runs every task still queued, then joins every thread. Never throws.
   ~ThreadPool();
