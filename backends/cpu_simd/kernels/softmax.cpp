@@ -82,11 +82,59 @@ void write_row(const float* x, float* y, i64 n, RowStat st) {
   if (j < n) store_partial(y + j, n - j, finish<Log>(load_partial(x + j, n - j), m, k));
 }
 
+// Softmax of a row that fits in L2, with one exp per element instead of the online pass's two:
+// the max, then y = exp(x - m) with its sum, then y *= 1 / sum, the last pass over y still in
+// cache. Same special values as the online form: -inf weighs 0, +inf or NaN make the row NaN
+// (exp(inf - inf), exp(NaN - m)), a row of only -inf gives 0 * (1/0) = NaN. `next` (the row
+// after, or null) is prefetched during the exp pass, so memory works while the exps are computed.
+void softmax_row_cached(const float* x, float* y, i64 n, const float* next) {
+  batch_f32 bm(-f32_inf);
+  i64 j = 0;
+  for (; j + vec_width <= n; j += vec_width) bm = xsimd::max(bm, batch_f32::load_unaligned(x + j));
+  if (j < n) bm = xsimd::max(bm, load_partial(x + j, n - j, -f32_inf));
+  const batch_f32 m(hmax_nan(bm));
+  const batch_f32 ninf(-f32_inf), zero(0.0f);
+  auto term = [&](const batch_f32& v) { return xsimd::select(v == ninf, zero, xsimd::exp(v - m)); };
+  batch_f32 s0(0.0f), s1(0.0f);
+  for (j = 0; j + 2 * vec_width <= n; j += 2 * vec_width) {
+    if (next) {
+      for (i64 l = 0; l < 2 * vec_width; l += 16) __builtin_prefetch(next + j + l, 0, 3);  // each 64-byte line
+    }
+    const batch_f32 e0 = term(batch_f32::load_unaligned(x + j)), e1 = term(batch_f32::load_unaligned(x + j + vec_width));
+    s0 += e0;
+    s1 += e1;
+    e0.store_unaligned(y + j);
+    e1.store_unaligned(y + j + vec_width);
+  }
+  for (; j + vec_width <= n; j += vec_width) {
+    const batch_f32 e = term(batch_f32::load_unaligned(x + j));
+    s0 += e;
+    e.store_unaligned(y + j);
+  }
+  if (j < n) {
+    const batch_f32 e = term(load_partial(x + j, n - j, -f32_inf));
+    s0 += e;
+    store_partial(y + j, n - j, e);
+  }
+  const batch_f32 k(1.0f / xsimd::hadd(s0 + s1));
+  for (j = 0; j + vec_width <= n; j += vec_width) (batch_f32::load_unaligned(y + j) * k).store_unaligned(y + j);
+  if (j < n) store_partial(y + j, n - j, load_partial(y + j, n - j) * k);
+}
+
+// Rows up to this long take softmax_row_cached: x, then y, stay in L2 between its passes.
+constexpr i64 cached_row_len = i64{1} << 14;
+
 template <bool Log>
 void softmax_rows(const float* x, float* y, i64 outer, i64 n) {
   if (n <= segment_len) {
     parallel_for(outer, grain_for(n, grain_costly), [&](i64 b, i64 e) {
-      for (i64 r = b; r < e; ++r) write_row<Log>(x + r * n, y + r * n, n, row_stat(x + r * n, n));
+      for (i64 r = b; r < e; ++r) {
+        if (!Log && n <= cached_row_len) {
+          softmax_row_cached(x + r * n, y + r * n, n, r + 1 < e ? x + (r + 1) * n : nullptr);
+        } else {
+          write_row<Log>(x + r * n, y + r * n, n, row_stat(x + r * n, n));
+        }
+      }
     });
     return;
   }
