@@ -271,6 +271,15 @@ TEST_CASE("conv2d: stride, padding, dilation, groups, bias", "[ops][conv2d]") {
       {1, 3, 2, 2, 2, 3, 3, {1, 1, 1, 1}, true},    // kernel larger than the input, fits with padding
       {1, 3, 64, 64, 16, 7, 7, {2, 3, 1, 1}, true},
       {2, 32, 56, 56, 64, 3, 3, {1, 1, 1, 1}, true},  // large
+      // depthwise (groups == channels): the cpu's direct kernel; widths around the vector widths
+      {1, 2, 5, 5, 2, 3, 3, {1, 1, 1, 2}, true},
+      {2, 7, 9, 17, 7, 3, 3, {1, 1, 1, 7}, false},
+      {1, 13, 8, 33, 13, 3, 3, {2, 1, 1, 13}, true},         // stride 2, odd width
+      {1, 5, 16, 31, 5, 5, 5, {{1, 2}, {2, 1}, 1, 5}, true},  // stride 1 x 2, asymmetric padding
+      {1, 4, 15, 16, 8, 3, 3, {1, 2, 2, 4}, true},           // dilation 2, channel multiplier 2
+      {1, 3, 20, 65, 3, 7, 7, {2, 3, 1, 3}, false},          // 7x7 stride 2
+      {1, 6, 1, 1, 6, 1, 1, {1, 0, 1, 6}, true},
+      {1, 64, 28, 28, 64, 3, 3, {1, 1, 1, 64}, true},  // large
   };
   for (const auto& c : cases) {
     std::vector<Tensor> in{make_input({c.n, c.c, c.h, c.w}, seq()),

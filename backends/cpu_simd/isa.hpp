@@ -47,4 +47,8 @@ void register_reduce(KernelTable& t);       // kernels/reduce.cpp
 void register_attention(KernelTable& t);    // kernels/attention.cpp
 void register_rope(KernelTable& t);         // kernels/rope.cpp
 void register_convert(KernelTable& t);      // kernels/convert.cpp: convert, transpose
+
+// kernels/conv2d_depthwise.cpp, called by conv2d.cpp: groups == C > 1, K a multiple of C.
+bool conv2d_is_depthwise(const Conv2dArgs& a);
+void conv2d_depthwise(const Conv2dArgs& a);
 }  // namespace trine::cpu::TRINE_ISA_NS

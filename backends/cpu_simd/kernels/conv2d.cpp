@@ -87,6 +87,10 @@ void add_bias(float* y, const float* bias, i64 rows, i64 cols) {
 }
 
 void conv2d_kernel(const Conv2dArgs& a) {
+  if (conv2d_is_depthwise(a)) {
+    conv2d_depthwise(a);
+    return;
+  }
   const i64 G = a.groups, Cg = a.C / G, Kg = a.K / G;
   const i64 crs = Cg * a.R * a.S, pq = a.P * a.Q, hw = a.H * a.W;
   const bool pointwise = a.R == 1 && a.S == 1 && a.stride_h == 1 && a.stride_w == 1 && a.pad_h == 0 && a.pad_w == 0 &&

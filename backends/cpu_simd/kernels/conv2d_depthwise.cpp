@@ -1,0 +1,157 @@
+// Depthwise conv2d (groups == C, K a multiple of C): a direct kernel, one output plane at a time.
+// The input plane is first copied into a zero-padded buffer, split into `stride_w` column phases,
+// so every tap of every output row is one contiguous run: y[p, q..] += w[r, s] * phase[row][q..],
+// vectorized along q with no bounds checks. The im2col + GEMM path would multiply a 1 x R*S filter
+// by a R*S x P*Q matrix per channel, most of its time spent packing.
+#include "backends/cpu_simd/isa.hpp"
+
+#include <immintrin.h>
+
+#include <vector>
+
+#include "backends/cpu_simd/kernels/simd_common.hpp"
+
+namespace trine::cpu::TRINE_ISA_NS {
+namespace {
+
+constexpr i64 w = vec_width;
+
+i64 round_up(i64 n, i64 m) { return (n + m - 1) / m * m; }
+
+// The padded plane, phase by phase: phase f, row i, column t holds padded column t * sw + f of
+// padded row i, i.e. input (i - pad_h, t * sw + f - pad_w), or 0 outside the input. The layout
+// is the same for every plane of a call, so the zeros are written once per buffer and each plane
+// only overwrites the input's own cells.
+struct PhasePlane {
+  i64 rows = 0, cols = 0;  // per phase; cols is a multiple of the vector width plus slack
+  std::vector<float, xsimd::aligned_allocator<float, 64>> data;
+
+  float* row(i64 phase, i64 i) { return data.data() + (phase * rows + i) * cols; }
+  const float* row(i64 phase, i64 i) const { return data.data() + (phase * rows + i) * cols; }
+};
+
+#if defined(TRINE_ISA_AVX512)
+// Even and odd elements of the 2 * vec_width floats at p.
+void deinterleave(const float* p, float* even, float* odd) {
+  const __m512 a = _mm512_loadu_ps(p), b = _mm512_loadu_ps(p + 16);
+  const __m512i ie = _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30);
+  const __m512i io = _mm512_setr_epi32(1, 3, 5, 7, 9, 11, 13, 15, 17, 19, 21, 23, 25, 27, 29, 31);
+  _mm512_storeu_ps(even, _mm512_permutex2var_ps(a, ie, b));
+  _mm512_storeu_ps(odd, _mm512_permutex2var_ps(a, io, b));
+}
+#elif defined(TRINE_ISA_AVX2)
+void deinterleave(const float* p, float* even, float* odd) {
+  const __m256 a = _mm256_loadu_ps(p), b = _mm256_loadu_ps(p + 8);
+  // Within 128-bit lanes: [a0 a2 b0 b2 | a4 a6 b4 b6]; then 64-bit blocks 0, 2, 1, 3.
+  const __m256 e = _mm256_shuffle_ps(a, b, 0x88), o = _mm256_shuffle_ps(a, b, 0xdd);
+  _mm256_storeu_ps(even, _mm256_castpd_ps(_mm256_permute4x64_pd(_mm256_castps_pd(e), 0xd8)));
+  _mm256_storeu_ps(odd, _mm256_castpd_ps(_mm256_permute4x64_pd(_mm256_castps_pd(o), 0xd8)));
+}
+#else
+void deinterleave(const float* p, float* even, float* odd) {
+  const __m128 a = _mm_loadu_ps(p), b = _mm_loadu_ps(p + 4);
+  _mm_storeu_ps(even, _mm_shuffle_ps(a, b, 0x88));
+  _mm_storeu_ps(odd, _mm_shuffle_ps(a, b, 0xdd));
+}
+#endif
+
+// Input row `src` (W floats) into padded row i of every phase.
+void fill_row(const Conv2dArgs& a, const float* src, i64 i, PhasePlane& pp) {
+  const i64 sw = a.stride_w, pw = a.pad_w;
+  if (sw == 1) {
+    std::copy_n(src, std::min(a.W, pp.cols - pw), pp.row(0, i) + pw);
+    return;
+  }
+  if (sw == 2) {
+    // Padded column c + pw: phase (c + pw) % 2, index (c + pw) / 2. Even input columns 2j go to
+    // phase pw % 2 at j + pw / 2, odd ones 2j + 1 to the other phase at j + (pw + 1) / 2.
+    float* de = pp.row(pw % 2, i) + pw / 2;
+    float* dodd = pp.row((pw + 1) % 2, i) + (pw + 1) / 2;
+    const i64 limit = std::min(a.W, 2 * (pp.cols - (pw + 1) / 2));
+    i64 c = 0;
+    for (; c + 2 * w <= limit; c += 2 * w) deinterleave(src + c, de + c / 2, dodd + c / 2);
+    for (; c < limit; ++c) ((c % 2 == 0) ? de : dodd)[c / 2] = src[c];
+    return;
+  }
+  for (i64 c = 0; c < a.W; ++c) {
+    const i64 t = (c + pw) / sw;
+    if (t < pp.cols) pp.row((c + pw) % sw, i)[t] = src[c];
+  }
+}
+
+void fill_phases(const Conv2dArgs& a, const float* x, PhasePlane& pp) {
+  const i64 h0 = std::max<i64>(0, -a.pad_h), h1 = std::min(a.H, pp.rows - a.pad_h);
+  for (i64 h = h0; h < h1; ++h) fill_row(a, x + h * a.W, h + a.pad_h, pp);
+}
+
+// Output row p of one plane: y[q] = bias + sum over taps, NB vectors of q at a time.
+template <int NB>
+void row_block(const Conv2dArgs& a, const PhasePlane& pp, const float* wk, float bias, i64 p, i64 q0, float* y) {
+  batch_f32 acc[NB];
+#pragma GCC unroll 8
+  for (int b = 0; b < NB; ++b) acc[b] = batch_f32(bias);
+  for (i64 r = 0; r < a.R; ++r) {
+    const i64 i = p * a.stride_h + r * a.dil_h;
+    for (i64 s = 0; s < a.S; ++s) {
+      const i64 col = s * a.dil_w;
+      const float* src = pp.row(col % a.stride_w, i) + col / a.stride_w + q0;
+      const batch_f32 wv(wk[r * a.S + s]);
+#pragma GCC unroll 8
+      for (int b = 0; b < NB; ++b) acc[b] = xsimd::fma(wv, batch_f32::load_unaligned(src + b * w), acc[b]);
+    }
+  }
+  const i64 left = a.Q - q0;
+#pragma GCC unroll 8
+  for (int b = 0; b < NB; ++b) {
+    if ((b + 1) * w <= left) {
+      acc[b].store_unaligned(y + q0 + b * w);
+    } else if (b * w < left) {
+      store_partial(y + q0 + b * w, left - b * w, acc[b]);
+    }
+  }
+}
+
+void plane(const Conv2dArgs& a, const float* x, const float* wk, float bias, float* y, PhasePlane& pp) {
+  fill_phases(a, x, pp);
+  for (i64 p = 0; p < a.P; ++p) {
+    float* yr = y + p * a.Q;
+    i64 q0 = 0;
+    for (; q0 + 4 * w <= a.Q; q0 += 4 * w) row_block<4>(a, pp, wk, bias, p, q0, yr);
+    const i64 rest = a.Q - q0;
+    if (rest > 2 * w) {
+      row_block<4>(a, pp, wk, bias, p, q0, yr);
+    } else if (rest > w) {
+      row_block<2>(a, pp, wk, bias, p, q0, yr);
+    } else if (rest > 0) {
+      row_block<1>(a, pp, wk, bias, p, q0, yr);
+    }
+  }
+}
+
+}  // namespace
+
+bool conv2d_is_depthwise(const Conv2dArgs& a) { return a.groups == a.C && a.groups > 1 && a.K % a.C == 0; }
+
+void conv2d_depthwise(const Conv2dArgs& a) {
+  const i64 mult = a.K / a.C, planes = a.N * a.K;
+  // Padded rows and columns the taps reach. A row's last vector block starts before Q and holds
+  // at most 4 vectors, of which the lanes from Q + 2 * vec_width on are never read (plane() picks
+  // the block size so), so columns up to Q + 2 * vec_width past the taps' reach are enough.
+  const i64 rows = (a.P - 1) * a.stride_h + (a.R - 1) * a.dil_h + 1;
+  const i64 reach = (a.S - 1) * a.dil_w / a.stride_w + 1;
+  const i64 cols = round_up(a.Q + 2 * w + reach, w);
+  const i64 work = a.P * a.Q * a.R * a.S;
+  parallel_for(planes, grain_for(work, grain_cheap), [&](i64 b, i64 e) {
+    PhasePlane pp;
+    pp.rows = rows;
+    pp.cols = cols;
+    pp.data.assign(static_cast<std::size_t>(a.stride_w * rows * cols), 0.0f);
+    for (i64 t = b; t < e; ++t) {
+      const i64 n = t / a.K, k = t % a.K, c = k / mult;
+      plane(a, a.x + (n * a.C + c) * a.H * a.W, a.w + k * a.R * a.S, a.bias ? a.bias[k] : 0.0f,
+            a.y + (n * a.K + k) * a.P * a.Q, pp);
+    }
+  });
+}
+
+}  // namespace trine::cpu::TRINE_ISA_NS
