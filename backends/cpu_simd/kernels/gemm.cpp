@@ -81,28 +81,40 @@ void gemv_rows(const float* a, i64 a_rs, i64 K, const float* x, float* y, i64 i0
 // Column-major A (a_rs == 1): y += x[k] * column k, four columns per pass over a block of y that
 // stays in L1, so A is read as contiguous column segments the prefetchers can follow.
 void gemv_cols(const float* a, i64 a_cs, i64 K, const float* x, float* y, i64 i0, i64 i1) {
-  constexpr i64 row_block = 2048;
+  // A block of y (16 KB) stays in L1 while eight columns at a time stream past it: fewer passes
+  // over y per column, and each column segment long enough for the prefetchers.
+  constexpr i64 row_block = 4096;
   for (i64 ib = i0; ib < i1; ib += row_block) {
     const i64 len = std::min(row_block, i1 - ib);
     float* yb = y + ib;
     for (i64 i = 0; i < len; ++i) yb[i] = 0.0f;
     i64 k = 0;
-    for (; k + 4 <= K; k += 4) {
-      const float* c0 = a + k * a_cs + ib;
-      const float* c1 = c0 + a_cs;
-      const float* c2 = c1 + a_cs;
-      const float* c3 = c2 + a_cs;
-      const batch_f32 x0(x[k]), x1(x[k + 1]), x2(x[k + 2]), x3(x[k + 3]);
+    for (; k + 8 <= K; k += 8) {
+      const float* c[8];
+      batch_f32 xv[8];
+#pragma GCC unroll 8
+      for (int u = 0; u < 8; ++u) {
+        c[u] = a + (k + u) * a_cs + ib;
+        xv[u] = batch_f32(x[k + u]);
+      }
       i64 i = 0;
       for (; i + w <= len; i += w) {
-        batch_f32 yv = batch_f32::load_unaligned(yb + i);
-        yv = xsimd::fma(x0, batch_f32::load_unaligned(c0 + i), yv);
-        yv = xsimd::fma(x1, batch_f32::load_unaligned(c1 + i), yv);
-        yv = xsimd::fma(x2, batch_f32::load_unaligned(c2 + i), yv);
-        yv = xsimd::fma(x3, batch_f32::load_unaligned(c3 + i), yv);
-        yv.store_unaligned(yb + i);
+        batch_f32 y0 = batch_f32::load_unaligned(yb + i), y1(0.0f);
+        y0 = xsimd::fma(xv[0], batch_f32::load_unaligned(c[0] + i), y0);
+        y1 = xsimd::fma(xv[1], batch_f32::load_unaligned(c[1] + i), y1);
+        y0 = xsimd::fma(xv[2], batch_f32::load_unaligned(c[2] + i), y0);
+        y1 = xsimd::fma(xv[3], batch_f32::load_unaligned(c[3] + i), y1);
+        y0 = xsimd::fma(xv[4], batch_f32::load_unaligned(c[4] + i), y0);
+        y1 = xsimd::fma(xv[5], batch_f32::load_unaligned(c[5] + i), y1);
+        y0 = xsimd::fma(xv[6], batch_f32::load_unaligned(c[6] + i), y0);
+        y1 = xsimd::fma(xv[7], batch_f32::load_unaligned(c[7] + i), y1);
+        (y0 + y1).store_unaligned(yb + i);
       }
-      for (; i < len; ++i) yb[i] += x[k] * c0[i] + x[k + 1] * c1[i] + x[k + 2] * c2[i] + x[k + 3] * c3[i];
+      for (; i < len; ++i) {
+        float t = yb[i];
+        for (int u = 0; u < 8; ++u) t += x[k + u] * c[u][i];
+        yb[i] = t;
+      }
     }
     for (; k < K; ++k) {
       const float* c0 = a + k * a_cs + ib;
