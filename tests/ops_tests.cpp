@@ -271,6 +271,8 @@ TEST_CASE("conv2d: stride, padding, dilation, groups, bias", "[ops][conv2d]") {
       {1, 3, 2, 2, 2, 3, 3, {1, 1, 1, 1}, true},    // kernel larger than the input, fits with padding
       {1, 3, 64, 64, 16, 7, 7, {2, 3, 1, 1}, true},
       {2, 32, 56, 56, 64, 3, 3, {1, 1, 1, 1}, true},  // large
+      {1, 4, 21, 45, 6, 5, 5, {{1, 2}, {2, 2}, 1, 2}, true},  // column stride 2 (vector even-lane gather), groups
+      {1, 3, 17, 29, 4, 3, 3, {3, 1, 1, 1}, false},           // stride 3
       // depthwise (groups == channels): the cpu's direct kernel; widths around the vector widths
       {1, 2, 5, 5, 2, 3, 3, {1, 1, 1, 2}, true},
       {2, 7, 9, 17, 7, 3, 3, {1, 1, 1, 7}, false},

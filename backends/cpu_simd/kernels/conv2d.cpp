@@ -3,6 +3,7 @@
 #include "backends/cpu_simd/isa.hpp"
 
 #include "backends/cpu_simd/gemm/driver.hpp"
+#include "backends/cpu_simd/kernels/lanes.hpp"
 
 namespace trine::cpu::TRINE_ISA_NS {
 namespace {
@@ -11,31 +12,66 @@ namespace {
 // B panels. Row k is (channel c, kernel row r, kernel col s); column j is output pixel (p, q).
 struct Im2colPacker {
   const float* x = nullptr;  // the group's first input channel of this image
+  const float* x_end = nullptr;  // end of the whole input: reads up to here are safe
   i64 H = 0, W = 0, R = 0, S = 0, Q = 0;
   i64 stride_h = 1, stride_w = 1, pad_h = 0, pad_w = 0, dil_h = 1, dil_w = 1;
 
-  // out[0, n) = im2col row (c, r, s) at pixels j0.. (p0, q0 being pixel j0).
-  void fill_row(const float* plane, i64 r, i64 s, i64 p0, i64 q0, i64 n, float* __restrict out) const {
+  static i64 round_up_w(i64 n) { return (n + vec_width - 1) / vec_width * vec_width; }
+
+  // The runs below write whole vectors: dst may be written up to `room` floats, past n, because
+  // the next run of the same panel row (or the packer's final zero fill) overwrites that part.
+  // Sources are read in whole vectors only while that stays inside the input.
+  static void zero_fast(float* dst, i64 n, i64 room) {
+    if (round_up_w(n) <= room) {
+      for (i64 u = 0; u < n; u += vec_width) batch_f32(0.0f).store_unaligned(dst + u);
+      return;
+    }
+    zero_run(dst, n);
+  }
+  void copy_fast(float* dst, const float* src, i64 n, i64 room) const {
+    const i64 nv = round_up_w(n);
+    if (nv <= room && src + nv <= x_end) {
+      for (i64 u = 0; u < n; u += vec_width) batch_f32::load_unaligned(src + u).store_unaligned(dst + u);
+      return;
+    }
+    copy_run(dst, src, n);
+  }
+  // dst[u] = src[2u] for u < n.
+  void even_fast(float* dst, const float* src, i64 n, i64 room) const {
+    const i64 nv = round_up_w(n);
+    i64 u = 0;
+    if (nv <= room && src + 2 * nv <= x_end) {
+      for (; u < n; u += vec_width) store_even(src + 2 * u, dst + u);
+      return;
+    }
+    for (; u + vec_width <= n && src + 2 * (u + vec_width) <= x_end; u += vec_width) store_even(src + 2 * u, dst + u);
+    for (; u < n; ++u) dst[u] = src[2 * u];
+  }
+
+  // out[0, n) = im2col row (c, r, s) at pixels j0.. (p0, q0 being pixel j0); out has `room`
+  // writable floats.
+  void fill_row(const float* plane, i64 r, i64 s, i64 p0, i64 q0, i64 n, float* __restrict out, i64 room) const {
     i64 p = p0, q = q0, t = 0;
     while (t < n) {
       const i64 seg = std::min(n - t, Q - q);  // pixels left in output row p
       const i64 h = p * stride_h - pad_h + r * dil_h;
       if (h < 0 || h >= H) {
-        zero_run(out + t, seg);
+        zero_fast(out + t, seg, room - t);
       } else {
         const float* __restrict row = plane + h * W;
-        const i64 w0 = q * stride_w - pad_w + s * dil_w;
-        if (stride_w == 1) {  // a contiguous run of the input row with zeros either side
-          const i64 lo = std::clamp<i64>(-w0, 0, seg), hi = std::clamp<i64>(W - w0, lo, seg);
-          zero_run(out + t, lo);
-          copy_run(out + t + lo, row + w0 + lo, hi - lo);
-          zero_run(out + t + hi, seg - hi);
+        const i64 w0 = q * stride_w - pad_w + s * dil_w;  // input column of pixel q
+        // Pixels [lo, hi) of the run read inside the row; the others are padding.
+        const i64 lo = std::clamp<i64>((-w0 + stride_w - 1) / stride_w * (w0 < 0), 0, seg);
+        const i64 hi = std::clamp<i64>(w0 <= W - 1 ? (W - 1 - w0) / stride_w + 1 : 0, lo, seg);
+        zero_fast(out + t, lo, room - t);
+        if (stride_w == 1) {
+          copy_fast(out + t + lo, row + w0 + lo, hi - lo, room - t - lo);
+        } else if (stride_w == 2) {
+          even_fast(out + t + lo, row + w0 + 2 * lo, hi - lo, room - t - lo);
         } else {
-          for (i64 u = 0; u < seg; ++u) {
-            const i64 wi = w0 + u * stride_w;
-            out[t + u] = (wi >= 0 && wi < W) ? row[wi] : 0.0f;
-          }
+          for (i64 u = lo; u < hi; ++u) out[t + u] = row[w0 + u * stride_w];
         }
+        zero_fast(out + t + hi, seg - hi, room - t - hi);
       }
       t += seg;
       q = 0;
@@ -43,7 +79,6 @@ struct Im2colPacker {
     }
   }
 
-  // Runs are at most nr long; whole vectors first keeps the common interior run to a few moves.
   static void copy_run(float* __restrict dst, const float* __restrict src, i64 n) {
     i64 u = 0;
     for (; u + vec_width <= n; u += vec_width) batch_f32::load_unaligned(src + u).store_unaligned(dst + u);
@@ -65,7 +100,7 @@ struct Im2colPacker {
       i64 c = k0 / rs, r = (k0 % rs) / S, s = k0 % S;
       for (i64 k = 0; k < kc; ++k) {
         float* out = panel + k * nr;
-        fill_row(x + c * H * W, r, s, p0, q0, nn, out);
+        fill_row(x + c * H * W, r, s, p0, q0, nn, out, nr);
         zero_run(out + nn, nr - nn);
         if (++s == S) {
           s = 0;
@@ -112,8 +147,8 @@ void conv2d_kernel(const Conv2dArgs& a) {
       };
       gemm_run(Kg, pq, crs, pack_a, pack_b, yg, pq, max_threads);
     } else {
-      const Im2colPacker pack_b{xg,         a.H,        a.W,     a.R,     a.S,     a.Q,
-                                a.stride_h, a.stride_w, a.pad_h, a.pad_w, a.dil_h, a.dil_w};
+      const Im2colPacker pack_b{xg,         a.x + a.N * a.C * hw, a.H,     a.W,     a.R,     a.S,    a.Q,
+                                a.stride_h, a.stride_w,           a.pad_h, a.pad_w, a.dil_h, a.dil_w};
       gemm_run(Kg, pq, crs, pack_a, pack_b, yg, pq, max_threads);
     }
     if (a.bias) add_bias(yg, a.bias + g * Kg, Kg, pq);

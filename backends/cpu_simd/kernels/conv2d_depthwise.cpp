@@ -5,10 +5,9 @@
 // by a R*S x P*Q matrix per channel, most of its time spent packing.
 #include "backends/cpu_simd/isa.hpp"
 
-#include <immintrin.h>
-
 #include <vector>
 
+#include "backends/cpu_simd/kernels/lanes.hpp"
 #include "backends/cpu_simd/kernels/simd_common.hpp"
 
 namespace trine::cpu::TRINE_ISA_NS {
@@ -29,31 +28,6 @@ struct PhasePlane {
   float* row(i64 phase, i64 i) { return data.data() + (phase * rows + i) * cols; }
   const float* row(i64 phase, i64 i) const { return data.data() + (phase * rows + i) * cols; }
 };
-
-#if defined(TRINE_ISA_AVX512)
-// Even and odd elements of the 2 * vec_width floats at p.
-void deinterleave(const float* p, float* even, float* odd) {
-  const __m512 a = _mm512_loadu_ps(p), b = _mm512_loadu_ps(p + 16);
-  const __m512i ie = _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30);
-  const __m512i io = _mm512_setr_epi32(1, 3, 5, 7, 9, 11, 13, 15, 17, 19, 21, 23, 25, 27, 29, 31);
-  _mm512_storeu_ps(even, _mm512_permutex2var_ps(a, ie, b));
-  _mm512_storeu_ps(odd, _mm512_permutex2var_ps(a, io, b));
-}
-#elif defined(TRINE_ISA_AVX2)
-void deinterleave(const float* p, float* even, float* odd) {
-  const __m256 a = _mm256_loadu_ps(p), b = _mm256_loadu_ps(p + 8);
-  // Within 128-bit lanes: [a0 a2 b0 b2 | a4 a6 b4 b6]; then 64-bit blocks 0, 2, 1, 3.
-  const __m256 e = _mm256_shuffle_ps(a, b, 0x88), o = _mm256_shuffle_ps(a, b, 0xdd);
-  _mm256_storeu_ps(even, _mm256_castpd_ps(_mm256_permute4x64_pd(_mm256_castps_pd(e), 0xd8)));
-  _mm256_storeu_ps(odd, _mm256_castpd_ps(_mm256_permute4x64_pd(_mm256_castps_pd(o), 0xd8)));
-}
-#else
-void deinterleave(const float* p, float* even, float* odd) {
-  const __m128 a = _mm_loadu_ps(p), b = _mm_loadu_ps(p + 4);
-  _mm_storeu_ps(even, _mm_shuffle_ps(a, b, 0x88));
-  _mm_storeu_ps(odd, _mm_shuffle_ps(a, b, 0xdd));
-}
-#endif
 
 // Input row `src` (W floats) into padded row i of every phase.
 void fill_row(const Conv2dArgs& a, const float* src, i64 i, PhasePlane& pp) {
