@@ -297,3 +297,19 @@ TEST_CASE("transpose kernel: every dtype pair, edges of every vector width, padd
     }
   }
 }
+
+TEST_CASE("bf16 x bf16 matmul: subnormal inputs flush to zero exactly where the AVX512-BF16 kernel runs", "[kernels]") {
+  // 2^-133 is a bf16 subnormal (bits 0x0001). vdpbf16ps reads it as 0; the f32 path (other ISAs,
+  // CPUs without avx512_bf16) keeps it. Either way the behaviour is pinned, and it shows which
+  // path ran: docs/ops.md documents both.
+  const float tiny = std::ldexp(1.0f, -133);
+  const std::vector<float> av{tiny, 1.0f, 0.5f, 2.0f}, bv{1.0f, 0.0f, 0.0f, 1.0f};
+  const auto a = trine::Tensor::from(av, {2, 2}, trine::DType::bf16), b = trine::Tensor::from(bv, {2, 2}, trine::DType::bf16);
+  const std::vector<float> c = trine::matmul(a, b).to_vector();
+  const bool native = trine::debug::cpu_isa() == "avx512" && __builtin_cpu_supports("avx512bf16");
+  INFO("isa " << trine::debug::cpu_isa() << ", avx512_bf16 " << __builtin_cpu_supports("avx512bf16"));
+  CHECK(c[0] == (native ? 0.0f : tiny));
+  CHECK(c[1] == 1.0f);
+  CHECK(c[2] == 0.5f);
+  CHECK(c[3] == 2.0f);
+}

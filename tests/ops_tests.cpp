@@ -66,6 +66,15 @@ TEST_CASE("matmul over a shape grid, batches, transposes and dtypes", "[ops][mat
   run({31, 64}, {64, 33}, {}, View::contiguous, View::transposed, DType::bf16, DType::bf16);
   run({2, 7, 65}, {65, 9}, {}, View::contiguous, View::contiguous, DType::f16, DType::f32);
   run({128, 256}, {256, 96}, {}, View::contiguous, View::contiguous, DType::bf16, DType::f16);
+  // bf16 x bf16 (the cpu's AVX512-BF16 kernel where the CPU has it): odd K, partial tiles of 12 x 32,
+  // transposes, strided views, broadcast batches, two KC passes (K > 1024) and two A blocks
+  run({7, 17}, {17, 33}, {}, View::contiguous, View::contiguous, DType::bf16, DType::bf16);
+  run({1, 129}, {129, 2}, {}, View::contiguous, View::contiguous, DType::bf16, DType::bf16);
+  run({33, 64}, {300, 64}, {false, true}, View::strided, View::contiguous, DType::bf16, DType::bf16);
+  run({65, 31}, {65, 40}, {true, false}, View::contiguous, View::transposed, DType::bf16, DType::bf16);
+  run({2, 3, 13, 7}, {7, 29}, {}, View::contiguous, View::contiguous, DType::bf16, DType::bf16);
+  run({40, 1100}, {1100, 70}, {}, View::contiguous, View::contiguous, DType::bf16, DType::bf16);
+  run({300, 64}, {64, 45}, {}, View::contiguous, View::contiguous, DType::bf16, DType::bf16);
   // K == 0: an empty sum is zero
   run({3, 0}, {0, 4}, {});
   run({0, 5}, {5, 4}, {});

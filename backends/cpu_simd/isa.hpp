@@ -48,6 +48,11 @@ void register_attention(KernelTable& t);    // kernels/attention.cpp
 void register_rope(KernelTable& t);         // kernels/rope.cpp
 void register_convert(KernelTable& t);      // kernels/convert.cpp: convert, transpose
 
+// kernels/gemm_bf16.cpp, called by gemm.cpp: bf16 x bf16 products on the CPU's bf16 dot products.
+// gemm_bf16_native() is true only in the avx512 build on a CPU with avx512_bf16.
+bool gemm_bf16_native();
+void gemm_bf16(const GemmArgs& g);
+
 // kernels/conv2d_depthwise.cpp, called by conv2d.cpp: groups == C > 1, K a multiple of C.
 bool conv2d_is_depthwise(const Conv2dArgs& a);
 void conv2d_depthwise(const Conv2dArgs& a);

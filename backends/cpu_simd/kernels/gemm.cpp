@@ -285,6 +285,10 @@ void gemm_col_vector(const GemmArgs& g) {
 
 void gemm_kernel(const GemmArgs& g) {
   if (g.batch <= 0 || g.M <= 0 || g.N <= 0) return;
+  if (g.a_dtype == DType::bf16 && g.b_dtype == DType::bf16 && gemm_bf16_native()) {
+    gemm_bf16(g);
+    return;
+  }
   if (g.K > 0 && g.M == 1 && g.b_dtype == DType::f32) {
     gemm_row_vector(g);
     return;
