@@ -282,6 +282,12 @@ TEST_CASE("conv2d: stride, padding, dilation, groups, bias", "[ops][conv2d]") {
       {2, 32, 56, 56, 64, 3, 3, {1, 1, 1, 1}, true},  // large
       {1, 4, 21, 45, 6, 5, 5, {{1, 2}, {2, 2}, 1, 2}, true},  // column stride 2 (vector even-lane gather), groups
       {1, 3, 17, 29, 4, 3, 3, {3, 1, 1, 1}, false},           // stride 3
+      // stride 1 with R*S > 1: the cpu's direct kernel (8 or 4 output channels x 3 vectors of pixels)
+      {1, 5, 20, 23, 8, 3, 3, {1, 1, 1, 1}, true},
+      {2, 3, 18, 17, 12, 5, 5, {1, 2, 1, 1}, false},          // 12 channels: a partial block of 8 with AVX-512
+      {1, 4, 19, 21, 8, 3, 3, {1, 2, 2, 1}, true},            // dilation 2
+      {1, 6, 16, 33, 10, 3, 3, {1, {0, 1}, 1, 2}, true},      // groups 2 (5 channels each: partial blocks), padding 0 x 1
+      {1, 3, 9, 16, 4, 3, 5, {1, {1, 2}, 1, 1}, false},       // 3 x 5 kernel
       // depthwise (groups == channels): the cpu's direct kernel; widths around the vector widths
       {1, 2, 5, 5, 2, 3, 3, {1, 1, 1, 2}, true},
       {2, 7, 9, 17, 7, 3, 3, {1, 1, 1, 7}, false},

@@ -53,6 +53,10 @@ void register_convert(KernelTable& t);      // kernels/convert.cpp: convert, tra
 bool gemm_bf16_native();
 void gemm_bf16(const GemmArgs& g);
 
+// kernels/conv2d_direct.cpp, called by conv2d.cpp: stride 1, R*S > 1, any dilation and groups.
+bool conv2d_direct_fits(const Conv2dArgs& a);
+void conv2d_direct(const Conv2dArgs& a);
+
 // kernels/conv2d_depthwise.cpp, called by conv2d.cpp: groups == C > 1, K a multiple of C.
 bool conv2d_is_depthwise(const Conv2dArgs& a);
 void conv2d_depthwise(const Conv2dArgs& a);

@@ -126,6 +126,10 @@ void conv2d_kernel(const Conv2dArgs& a) {
     conv2d_depthwise(a);
     return;
   }
+  if (conv2d_direct_fits(a)) {
+    conv2d_direct(a);
+    return;
+  }
   const i64 G = a.groups, Cg = a.C / G, Kg = a.K / G;
   const i64 crs = Cg * a.R * a.S, pq = a.P * a.Q, hw = a.H * a.W;
   const bool pointwise = a.R == 1 && a.S == 1 && a.stride_h == 1 && a.stride_w == 1 && a.pad_h == 0 && a.pad_w == 0 &&
