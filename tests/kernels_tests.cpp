@@ -7,6 +7,7 @@
 #include <bit>
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <fstream>
 #include <limits>
@@ -298,18 +299,54 @@ TEST_CASE("transpose kernel: every dtype pair, edges of every vector width, padd
   }
 }
 
-TEST_CASE("bf16 x bf16 matmul: subnormal inputs flush to zero exactly where the AVX512-BF16 kernel runs", "[kernels]") {
-  // 2^-133 is a bf16 subnormal (bits 0x0001). vdpbf16ps reads it as 0; the f32 path (other ISAs,
-  // CPUs without avx512_bf16) keeps it. Either way the behaviour is pinned, and it shows which
-  // path ran: docs/ops.md documents both.
+TEST_CASE("bf16 x bf16 matmul: subnormal inputs flush to zero exactly where a bf16 kernel runs", "[kernels][bf16]") {
+  // 2^-133 is a bf16 subnormal (bits 0x0001). vdpbf16ps and AMX's tdpbf16ps read it as 0; the f32
+  // path (other ISAs, CPUs without avx512_bf16 or AMX) keeps it. Either way the behaviour is
+  // pinned, and it shows which path ran: docs/ops.md documents both.
   const float tiny = std::ldexp(1.0f, -133);
   const std::vector<float> av{tiny, 1.0f, 0.5f, 2.0f}, bv{1.0f, 0.0f, 0.0f, 1.0f};
   const auto a = trine::Tensor::from(av, {2, 2}, trine::DType::bf16), b = trine::Tensor::from(bv, {2, 2}, trine::DType::bf16);
   const std::vector<float> c = trine::matmul(a, b).to_vector();
-  const bool native = trine::debug::cpu_isa() == "avx512" && __builtin_cpu_supports("avx512bf16");
-  INFO("isa " << trine::debug::cpu_isa() << ", avx512_bf16 " << __builtin_cpu_supports("avx512bf16"));
+  const std::string kind = trine::debug::cpu_bf16_matmul();
+  const bool native = kind != "f32";
+  INFO("isa " << trine::debug::cpu_isa() << ", bf16 kernel " << kind);
   CHECK(c[0] == (native ? 0.0f : tiny));
   CHECK(c[1] == 1.0f);
   CHECK(c[2] == 0.5f);
   CHECK(c[3] == 2.0f);
+}
+
+TEST_CASE("the bf16 x bf16 kernel is one this CPU has, and TRINE_CPU_AMX=0 rules out AMX", "[kernels][bf16]") {
+  const std::string kind = trine::debug::cpu_bf16_matmul(), isa = trine::debug::cpu_isa();
+  INFO("isa " << isa << ", bf16 kernel " << kind);
+  const char* env = std::getenv("TRINE_CPU_AMX");
+  if (isa != "avx512") {
+    CHECK(kind == "f32");  // the vdpbf16ps and AMX kernels exist only in the avx512 build
+  } else if (kind == "amx") {
+    CHECK(__builtin_cpu_supports("amx-tile"));
+    CHECK(__builtin_cpu_supports("amx-bf16"));
+    CHECK(!(env && std::string(env) == "0"));
+  } else if (kind == "avx512_bf16") {
+    CHECK(__builtin_cpu_supports("avx512bf16"));
+  } else {
+    CHECK(kind == "f32");
+    CHECK(!__builtin_cpu_supports("avx512bf16"));
+  }
+  if (env && std::string(env) == "0") CHECK(kind != "amx");
+}
+
+TEST_CASE("TRINE_CPU_AMX set to anything but 0 or 1 is an error naming the variable", "[amx_env_bad][.]") {
+  // Run by ctest with TRINE_CPU_AMX=2. Only the avx512 kernels consult the variable.
+  if (trine::debug::cpu_isa() != "avx512") {
+    WARN("the cpu backend runs " << trine::debug::cpu_isa() << ", whose bf16 matmul never reads TRINE_CPU_AMX");
+    CHECK(trine::debug::cpu_bf16_matmul() == "f32");
+    return;
+  }
+  try {
+    (void)trine::debug::cpu_bf16_matmul();
+    FAIL("no error for TRINE_CPU_AMX=" << std::getenv("TRINE_CPU_AMX"));
+  } catch (const trine::Error& e) {
+    CHECK(e.code() == trine::ErrorCode::invalid_argument);
+    CHECK_THAT(e.what(), Catch::Contains("TRINE_CPU_AMX"));
+  }
 }

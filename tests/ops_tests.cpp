@@ -75,6 +75,8 @@ TEST_CASE("matmul over a shape grid, batches, transposes and dtypes", "[ops][mat
   run({2, 3, 13, 7}, {7, 29}, {}, View::contiguous, View::contiguous, DType::bf16, DType::bf16);
   run({40, 1100}, {1100, 70}, {}, View::contiguous, View::contiguous, DType::bf16, DType::bf16);
   run({300, 64}, {64, 45}, {}, View::contiguous, View::contiguous, DType::bf16, DType::bf16);
+  // AMX (32 x 32 blocks, k in steps of 32): two threads, three KC passes, partial blocks both ways
+  run({129, 1500}, {1500, 97}, {}, View::contiguous, View::contiguous, DType::bf16, DType::bf16);
   // K == 0: an empty sum is zero
   run({3, 0}, {0, 4}, {});
   run({0, 5}, {5, 4}, {});

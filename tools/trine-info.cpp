@@ -19,6 +19,7 @@ int main() {
       std::printf("  %-9s %s\n            %s\n", d.device.str().c_str(), d.name.c_str(), d.capabilities.c_str());
     }
     std::printf("cpu isa: %s (%s)\n", trine::debug::cpu_isa().c_str(), trine::debug::cpu_isa_reason().c_str());
+    std::printf("cpu bf16 x bf16 matmul: %s\n", trine::debug::cpu_bf16_matmul().c_str());
     // Where automatic placement may put ops, and from which numbers (docs/dispatch.md).
     const auto& profile = trine::dispatch::active_profile();
     std::printf("dispatch: cost model from %s", profile.source.c_str());

@@ -334,5 +334,9 @@ std::string cpu_isa_reason() {
   const auto& c = cpu::isa_choice();
   return c.error.empty() ? c.reason : c.error;
 }
+std::string cpu_bf16_matmul() {
+  const auto& c = cpu::isa_choice();
+  return c.error.empty() ? c.table->bf16_gemm_kind() : "none";
+}
 
 }  // namespace trine::debug

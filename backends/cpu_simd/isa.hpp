@@ -52,6 +52,7 @@ void register_convert(KernelTable& t);      // kernels/convert.cpp: convert, tra
 // gemm_bf16_native() is true only in the avx512 build on a CPU with avx512_bf16.
 bool gemm_bf16_native();
 void gemm_bf16(const GemmArgs& g);
+const char* gemm_bf16_kind();  // "amx", "avx512_bf16" or "f32"; TRINE_CPU_AMX=0 rules out "amx"
 
 // kernels/conv2d_direct.cpp, called by conv2d.cpp: stride 1, R*S > 1, any dilation and groups.
 bool conv2d_direct_fits(const Conv2dArgs& a);

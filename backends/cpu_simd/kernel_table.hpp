@@ -121,6 +121,10 @@ struct KernelTable {
   // side's dtype), converted as above: the tile of a transposed copy or cast. One thread.
   void (*transpose)(DType from, DType to, const void* src, i64 src_ld, void* dst, i64 dst_ld, i64 rows,
                     i64 cols) = nullptr;
+
+  // Which kernel gemm runs for bf16 x bf16 on this CPU: "amx", "avx512_bf16" or "f32" (converted
+  // while packing), for trine-info and the tests.
+  const char* (*bf16_gemm_kind)() = nullptr;
 };
 
 // Every entry of KernelTable once, for the checks below. The static_assert fails when an entry is
@@ -131,7 +135,7 @@ struct KernelTable {
   X(unary) X(scale) X(binary) X(bias_act) \
   X(softmax) X(reduce) X(layernorm) X(rmsnorm) \
   X(conv2d) X(attention) X(rope) \
-  X(convert) X(transpose)
+  X(convert) X(transpose) X(bf16_gemm_kind)
 // clang-format on
 #define TRINE_CPU_COUNT_ENTRY(name) +1
 static_assert(sizeof(KernelTable) ==

@@ -228,8 +228,9 @@ void bf16_lines(const Options& o, dnnl::engine& eng, dnnl::stream& strm) {
                                         {"trine f32", [&] { Tensor y = trine::matmul(a.t, b.t); }},
                                         {"oneDNN bf16", onednn}});
   const double flops = 2.0 * n * n * n;
-  const std::string cpu = std::string("avx512_bf16 ") + (__builtin_cpu_supports("avx512bf16") ? "yes" : "no") + ", amx " +
-                          (__builtin_cpu_supports("amx-tile") ? "yes" : "no");
+  const std::string cpu = "trine's bf16 kernel: " + trine::debug::cpu_bf16_matmul() + "; CPU: avx512_bf16 " +
+                          (__builtin_cpu_supports("avx512bf16") ? "yes" : "no") + ", amx " +
+                          (__builtin_cpu_supports("amx-bf16") ? "yes" : "no");
   row(line + " vs trine f32 (" + cpu + ")", fmt("%.0f GFLOP/s", flops / t.per_call(0).median / 1e9),
       fmt("%.0f GFLOP/s", flops / t.per_call(1).median / 1e9), ratio_text(t.ratio(1)));
   row(line + " vs oneDNN bf16", fmt("%.0f GFLOP/s", flops / t.per_call(0).median / 1e9),

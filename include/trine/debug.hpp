@@ -21,4 +21,9 @@ std::vector<std::uint8_t> storage_bytes(const Tensor& t);
 std::string cpu_isa();
 std::string cpu_isa_reason();
 
+// Which cpu kernel multiplies bf16 x bf16: "amx" (AMX tiles), "avx512_bf16" (vdpbf16ps), or "f32"
+// (converted to f32 while packing). The first two treat bf16 subnormals as zero (docs/ops.md).
+// TRINE_CPU_AMX=0 rules out "amx"; Error(invalid_argument) if it is set to anything but 0 or 1.
+std::string cpu_bf16_matmul();
+
 }  // namespace trine::debug

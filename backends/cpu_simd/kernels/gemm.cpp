@@ -312,6 +312,7 @@ void register_gemm(KernelTable& t) {
   t.gemm = gemm_kernel;
   t.gemv = gemv_kernel;
   t.dot = dot_kernel;
+  t.bf16_gemm_kind = gemm_bf16_kind;
 }
 
 }  // namespace trine::cpu::TRINE_ISA_NS

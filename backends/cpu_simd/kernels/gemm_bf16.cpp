@@ -1,17 +1,27 @@
-// bf16 x bf16 GEMM with the CPU's bf16 dot products (AVX512-BF16, vdpbf16ps): each instruction
-// multiplies 16 pairs of bf16 (exact in f32) and adds them to 16 f32 sums, twice the multiply-adds
-// of an f32 FMA. Operands are packed as they are, with no conversion: A panels of 12 rows and B
-// panels of 32 columns, k in pairs (one 32-bit lane holds elements k and k+1), odd K padded with
-// zero. The loops and thread split are the f32 GEMM's, over 16-bit panels.
+// bf16 x bf16 GEMM with the CPU's bf16 instructions, two kernels:
+// - AMX (tdpbf16ps on 16 x 64-byte tiles), where the CPU has AMX-BF16 and Linux grants the
+//   process the tile state: a 32 x 32 block of C in four tiles, about 15x the f32 FMA kernel's
+//   multiply-adds per cycle at its peak;
+// - AVX512-BF16 (vdpbf16ps) otherwise: each instruction multiplies 16 pairs of bf16 (exact in f32)
+//   and adds them to 16 f32 sums, twice the multiply-adds of an f32 FMA.
+// Operands are packed as they are, with no conversion: B in panels of 32 columns, k in pairs (one
+// 32-bit lane holds elements k and k+1), for both kernels; A in panels of 12 rows, k in pairs, for
+// vdpbf16ps and of 32 rows, k in runs of 32, for AMX; odd K padded with zero. The loops and thread
+// split are the f32 GEMM's, over 16-bit panels.
 //
-// The instruction treats bf16 subnormal inputs as zero and flushes subnormal results (as oneDNN's
+// Both instructions treat bf16 subnormal inputs as zero and flush subnormal results (as oneDNN's
 // bf16 kernels do on the same hardware); docs/ops.md states it. Only the avx512 build of this file
-// holds the kernel, and it runs only where the CPU reports avx512_bf16.
+// holds the kernels. TRINE_CPU_AMX=0 rules AMX out.
 #include "backends/cpu_simd/isa.hpp"
 
 #include <immintrin.h>
 
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <cstdlib>
 #include <cstring>
+#include <string>
 #include <vector>
 
 #include "backends/cpu_simd/gemm/driver.hpp"
@@ -85,12 +95,16 @@ void pack_a(const Bf16Matrix& a, i64 i0, i64 m, i64 k0, i64 kc, std::uint16_t* d
 }
 
 // k [k0, k0 + kc) x columns [j0, j0 + n) into panels of bnr columns: panel[(p * bnr + j) * 2 + e]
-// = B(k0 + 2p + e, column j), zero past n and past kc.
-void pack_b(const Bf16Matrix& b, i64 k0, i64 kc, i64 j0, i64 n, std::uint16_t* dst) {
+// = B(k0 + 2p + e, column j), zero past n and past kc. Panels hold kp_pad >= (kc + 1) / 2 pairs,
+// the pairs past kc zero (the AMX kernel steps k 16 pairs at a time).
+void pack_b(const Bf16Matrix& b, i64 k0, i64 kc, i64 j0, i64 n, std::uint16_t* dst, i64 kp_pad) {
   const i64 kp = (kc + 1) / 2;
+  if (kp_pad > kp) {
+    for (i64 jr = 0; jr < n; jr += bnr) std::fill_n(dst + (jr * kp_pad + kp * bnr) * 2, (kp_pad - kp) * bnr * 2, 0);
+  }
   if (b.cs == 1) {  // rows contiguous in n: interleave two rows 16 columns at a time
     for (i64 jr = 0; jr < n; jr += bnr) {
-      std::uint16_t* panel = dst + jr * kp * 2;
+      std::uint16_t* panel = dst + jr * kp_pad * 2;
       const i64 cols = std::min(bnr, n - jr);
       for (i64 p = 0; p < kp; ++p) {
         std::uint16_t* out = panel + p * bnr * 2;
@@ -114,7 +128,7 @@ void pack_b(const Bf16Matrix& b, i64 k0, i64 kc, i64 j0, i64 n, std::uint16_t* d
     return;
   }
   for (i64 jr = 0; jr < n; jr += bnr) {
-    std::uint16_t* panel = dst + jr * kp * 2;
+    std::uint16_t* panel = dst + jr * kp_pad * 2;
     const i64 cols = std::min(bnr, n - jr);
     for (i64 p = 0; p < kp; ++p) {
       std::uint16_t* out = panel + p * bnr * 2;
@@ -194,7 +208,7 @@ void blocked(const Bf16Matrix& a, const Bf16Matrix& b, i64 K, float* c, i64 c_rs
     const i64 nc = std::min(nc_blk, n1 - jc);
     for (i64 pc = 0; pc < K; pc += kc_blk) {
       const i64 kc = std::min(kc_blk, K - pc), kp = (kc + 1) / 2;
-      pack_b(b, pc, kc, jc, nc, bp);
+      pack_b(b, pc, kc, jc, nc, bp, kp);
       for (i64 ic = m0; ic < m1; ic += mc_blk) {
         const i64 mc = std::min(mc_blk, m1 - ic);
         pack_a(a, ic, mc, pc, kc, ap);
@@ -209,27 +223,221 @@ void blocked(const Bf16Matrix& a, const Bf16Matrix& b, i64 K, float* c, i64 c_rs
   }
 }
 
+// ---- AMX (tiles of 16 rows x 64 bytes, tdpbf16ps): where the CPU has AMX-BF16 and the OS grants
+// the tile state. One instruction multiplies a 16 x 32 bf16 tile of A by a 32 x 16 one of B (k in
+// pairs, the same layout pack_b writes) into a 16 x 16 f32 tile: 8192 multiply-adds. The kernel
+// keeps a 32 x 32 block of C in four tiles, A's two row halves and B's two column halves in the
+// other four of the eight. Same loops as above, over these panels.
+
+constexpr i64 amr = 32, anr = bnr, ak = 32;  // C block, and k per step (16 pairs)
+static_assert(anr == 32, "the AMX kernel reads pack_b's 32-column panels as two 16-column tiles");
+
+// Rows [i0, i0 + m) x k [k0, k0 + kc) into panels of amr rows, k in steps of ak:
+// panel[(s * amr + i) * ak + e] = A(row i, k0 + s * ak + e), zero past m and past kc.
+void pack_a_amx(const Bf16Matrix& a, i64 i0, i64 m, i64 k0, i64 kc, std::uint16_t* dst) {
+  const i64 steps = (kc + ak - 1) / ak;
+  for (i64 ir = 0; ir < m; ir += amr) {
+    std::uint16_t* panel = dst + ir * steps * ak;
+    const i64 rows = std::min(amr, m - ir);
+    for (i64 i = 0; i < amr; ++i) {
+      for (i64 st = 0; st < steps; ++st) {
+        std::uint16_t* out = panel + (st * amr + i) * ak;
+        const i64 n = i < rows ? std::min(ak, kc - st * ak) : 0;
+        if (n > 0 && a.cs == 1) {  // one masked 64-byte load (a variable-size memcpy became rep movs)
+          const std::uint16_t* src = a.base + a.offset + (i0 + ir + i) * a.rs + k0 + st * ak;
+          const auto mask = static_cast<__mmask32>(n == ak ? ~0u : (1u << n) - 1);
+          _mm512_store_si512(out, _mm512_maskz_loadu_epi16(mask, src));
+          continue;
+        }
+        for (i64 e = 0; e < n; ++e) out[e] = a.at(i0 + ir + i, k0 + st * ak + e);
+        std::fill(out + n, out + ak, std::uint16_t{0});
+      }
+    }
+  }
+}
+
+struct alignas(64) TileConfig {
+  std::uint8_t palette = 1, start_row = 0;
+  std::uint8_t reserved[14] = {};
+  std::uint16_t colsb[16] = {};
+  std::uint8_t rows[16] = {};
+};
+
+// Tiles 0-3: C (16 x 16 f32); 4, 5: A rows 0-15, 16-31 (16 x 32 bf16); 6, 7: B columns 0-15, 16-31
+// (16 pairs x 16 columns). Every tile is 16 rows of 64 bytes.
+//
+// GCC's tile intrinsics are asm statements that name only their pointer registers (and
+// _tile_loadconfig only the configuration's first 8 bytes), not the memory behind them: the
+// configuration is loaded here with the whole struct as the operand, and micro_amx is an
+// out-of-line call fenced by memory clobbers, so no load or store of the packed panels or of C
+// can move across the tile instructions.
+void amx_configure() {
+  TileConfig cfg;
+  for (int t = 0; t < 8; ++t) cfg.colsb[t] = 64, cfg.rows[t] = 16;
+  asm volatile("ldtilecfg %0" : : "m"(cfg) : "memory");
+}
+
+__attribute__((target("amx-tile"))) void amx_release() { _tile_release(); }
+
+// A full 32 x 32 block of C (row pitch c_rs floats) = or += a_panel . b_panel over `steps` steps of
+// 32 k. b_panel's rows are pairs of 32 columns (128 bytes); a_panel's are 32 k of one row.
+__attribute__((target("amx-tile,amx-bf16,avx512f"), noinline)) void micro_amx(i64 steps, const std::uint16_t* a,
+                                                                             const std::uint16_t* b, float* c, i64 c_rs,
+                                                                             bool accumulate) {
+  // C is in L3 or memory between KC passes and its rows are a large power-of-two stride apart:
+  // loading it into the tiles first stalls the whole block. Instead the tiles start at zero, the
+  // C rows are prefetched now, and the block is added to them with vector loads at the end, when
+  // they have arrived.
+  if (accumulate) {
+#pragma GCC unroll 32
+    for (int i = 0; i < amr; ++i) {
+      __builtin_prefetch(c + i * c_rs, 1, 2);
+      __builtin_prefetch(c + i * c_rs + 16, 1, 2);
+    }
+  }
+  alignas(64) float tile[amr * anr];
+  asm volatile("" : : : "memory");
+  _tile_zero(0);
+  _tile_zero(1);
+  _tile_zero(2);
+  _tile_zero(3);
+  for (i64 st = 0; st < steps; ++st) {
+    _tile_loadd(4, a, 64);
+    _tile_loadd(6, b, 128);
+    _tile_loadd(7, b + 32, 128);
+    _tile_loadd(5, a + 16 * ak, 64);
+    _tile_dpbf16ps(0, 4, 6);
+    _tile_dpbf16ps(1, 4, 7);
+    _tile_dpbf16ps(2, 5, 6);
+    _tile_dpbf16ps(3, 5, 7);
+    a += amr * ak;
+    b += 16 * anr * 2;
+  }
+  if (!accumulate) {
+    const long cs = static_cast<long>(c_rs * sizeof(float));
+    _tile_stored(0, c, cs);
+    _tile_stored(1, c + 16, cs);
+    _tile_stored(2, c + 16 * c_rs, cs);
+    _tile_stored(3, c + 16 * c_rs + 16, cs);
+    asm volatile("" : : : "memory");
+    return;
+  }
+  constexpr long ts = anr * sizeof(float);
+  _tile_stored(0, tile, ts);
+  _tile_stored(1, tile + 16, ts);
+  _tile_stored(2, tile + 16 * anr, ts);
+  _tile_stored(3, tile + 16 * anr + 16, ts);
+  asm volatile("" : : : "memory");
+#pragma GCC unroll 4
+  for (int i = 0; i < amr; ++i) {
+    float* row = c + i * c_rs;
+    _mm512_storeu_ps(row, _mm512_add_ps(_mm512_loadu_ps(row), _mm512_load_ps(tile + i * anr)));
+    _mm512_storeu_ps(row + 16, _mm512_add_ps(_mm512_loadu_ps(row + 16), _mm512_load_ps(tile + i * anr + 16)));
+  }
+}
+
+struct AmxBlocks {
+  i64 kc = 512, mc = 256, nc = 4096;
+};
+
+// Measured on a Xeon with AMX (2 MiB L2, bf16 n = 256..2048, one thread): kc 256 / 512 / 1024 within
+// 5% of each other; mc 128-256 rows 20-25% faster than 512-1024 (the A block and the B micro-panel
+// both stay in L2 with room to spare); nc 512-1024 no better than 4096.
+const AmxBlocks& amx_blocks() {
+  static const AmxBlocks b = [] {
+    AmxBlocks c;
+    const i64 l2 = std::clamp<i64>(gemm_cache_size(_SC_LEVEL2_CACHE_SIZE, 1 << 20), 256 << 10, 4 << 20);
+    c.mc = std::clamp<i64>(l2 / 8 / (c.kc * 2) / amr * amr, amr * 2, 1024);
+    return c;
+  }();
+  return b;
+}
+
+void blocked_amx(const Bf16Matrix& a, const Bf16Matrix& b, i64 K, float* c, i64 c_rs, i64 m0, i64 m1, i64 n0, i64 n1) {
+  const AmxBlocks& blk = amx_blocks();
+  const i64 kc_blk = gemm_even_block(K, blk.kc, ak), mc_blk = gemm_even_block(m1 - m0, blk.mc, amr);
+  const i64 nc_blk = gemm_even_block(n1 - n0, blk.nc, anr);
+  const i64 kc_pad = gemm_round_up(kc_blk, ak);
+  Bf16Scratch& s = bf16_scratch();
+  auto* ap = reinterpret_cast<std::uint16_t*>(s.a.get((mc_blk + amr) * kc_pad / 2));
+  auto* bp = reinterpret_cast<std::uint16_t*>(s.b.get((nc_blk + anr) * kc_pad / 2));
+  alignas(64) float edge[amr * anr];
+  amx_configure();
+  for (i64 jc = n0; jc < n1; jc += nc_blk) {
+    const i64 nc = std::min(nc_blk, n1 - jc);
+    for (i64 pc = 0; pc < K; pc += kc_blk) {
+      const i64 kc = std::min(kc_blk, K - pc), steps = (kc + ak - 1) / ak;
+      pack_b(b, pc, kc, jc, nc, bp, steps * ak / 2);
+      for (i64 ic = m0; ic < m1; ic += mc_blk) {
+        const i64 mc = std::min(mc_blk, m1 - ic);
+        pack_a_amx(a, ic, mc, pc, kc, ap);
+        for (i64 jr = 0; jr < nc; jr += anr) {
+          for (i64 ir = 0; ir < mc; ir += amr) {
+            const std::uint16_t* pa = ap + ir * steps * ak;
+            const std::uint16_t* pb = bp + jr * steps * ak;
+            float* cb = c + (ic + ir) * c_rs + jc + jr;
+            const i64 m = std::min(amr, mc - ir), n = std::min(anr, nc - jr);
+            if (m == amr && n == anr) {
+              micro_amx(steps, pa, pb, cb, c_rs, pc > 0);
+              continue;
+            }
+            // A corner of C: through a full block, the panels' zero padding filling the rest.
+            if (pc > 0) {
+              for (i64 i = 0; i < m; ++i) std::copy_n(cb + i * c_rs, n, edge + i * anr);
+            }
+            micro_amx(steps, pa, pb, edge, anr, pc > 0);
+            for (i64 i = 0; i < m; ++i) std::copy_n(edge + i * anr, n, cb + i * c_rs);
+          }
+        }
+      }
+    }
+  }
+  amx_release();
+}
+
+// AMX-BF16 on the CPU, the tile state granted by the kernel (Linux asks each process to request
+// it: arch_prctl(ARCH_REQ_XCOMP_PERM, XFEATURE_XTILEDATA)), and not switched off with
+// TRINE_CPU_AMX=0.
+bool amx_usable() {
+  static const bool ok = [] {
+    if (const char* env = std::getenv("TRINE_CPU_AMX"); env && *env) {
+      const std::string v(env);
+      if (v != "0" && v != "1") {
+        throw Error(ErrorCode::invalid_argument, "[cpu] TRINE_CPU_AMX must be 0 or 1, got '" + v + "'");
+      }
+      if (v == "0") return false;
+    }
+    if (!__builtin_cpu_supports("amx-tile") || !__builtin_cpu_supports("amx-bf16")) return false;
+    constexpr long arch_req_xcomp_perm = 0x1023, xfeature_xtiledata = 18;
+    return syscall(SYS_arch_prctl, arch_req_xcomp_perm, xfeature_xtiledata) == 0;
+  }();
+  return ok;
+}
+
 // One product over up to `threads` rectangles of C: split N when it is the longer side, else M.
 void product(const Bf16Matrix& a, const Bf16Matrix& b, i64 M, i64 N, i64 K, float* c, i64 c_rs, int threads) {
+  const bool amx = amx_usable();
+  const auto run = amx ? blocked_amx : blocked;
+  const i64 mr = amx ? amr : bmr, nr = amx ? anr : bnr;
   if (K <= 0) {
     for (i64 i = 0; i < M; ++i) std::fill_n(c + i * c_rs, N, 0.0f);
     return;
   }
   const i64 slots = std::clamp<i64>(M * N * K / (2 * gemm_min_work_per_thread), 1, threads);
   if (slots == 1) {
-    blocked(a, b, K, c, c_rs, 0, M, 0, N);
+    run(a, b, K, c, c_rs, 0, M, 0, N);
     return;
   }
   const bool split_n = N >= M;
-  const i64 unit = split_n ? bnr : bmr, len = split_n ? N : M;
+  const i64 unit = split_n ? nr : mr, len = split_n ? N : M;
   const i64 part = gemm_round_up(gemm_ceil_div(len, slots), unit);
   parallel_for(gemm_ceil_div(len, part), 1, [&](i64 s0, i64 s1) {
     for (i64 s = s0; s < s1; ++s) {
       const i64 lo = s * part, hi = std::min(len, lo + part);
       if (split_n) {
-        blocked(a, b, K, c, c_rs, 0, M, lo, hi);
+        run(a, b, K, c, c_rs, 0, M, lo, hi);
       } else {
-        blocked(a, b, K, c, c_rs, lo, hi, 0, N);
+        run(a, b, K, c, c_rs, lo, hi, 0, N);
       }
     }
   });
@@ -238,13 +446,18 @@ void product(const Bf16Matrix& a, const Bf16Matrix& b, i64 M, i64 N, i64 K, floa
 }  // namespace
 
 bool gemm_bf16_native() {
-  static const bool ok = __builtin_cpu_supports("avx512bf16");
+  static const bool ok = __builtin_cpu_supports("avx512bf16") || amx_usable();
   return ok;
+}
+
+const char* gemm_bf16_kind() {
+  if (amx_usable()) return "amx";
+  return __builtin_cpu_supports("avx512bf16") ? "avx512_bf16" : "f32";
 }
 
 void gemm_bf16(const GemmArgs& g) {
   TRINE_ASSERT(gemm_bf16_native() && g.a_dtype == DType::bf16 && g.b_dtype == DType::bf16,
-               "[gemm] the bf16 kernel was called without bf16 inputs or without avx512_bf16");
+               "[gemm] the bf16 kernel was called without bf16 inputs or without avx512_bf16 / AMX");
   auto matrix = [](const void* p, const i64* offsets, i64 b, i64 rs, i64 cs) {
     return Bf16Matrix{static_cast<const std::uint16_t*>(p), offsets ? offsets[b] : 0, rs, cs};
   };
@@ -266,6 +479,8 @@ void gemm_bf16(const GemmArgs& g) {
 #else
 
 bool gemm_bf16_native() { return false; }
+
+const char* gemm_bf16_kind() { return "f32"; }
 
 void gemm_bf16(const GemmArgs&) {
   TRINE_ASSERT(false, "[gemm] the bf16 kernel exists only in the avx512 build");
