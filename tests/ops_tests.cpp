@@ -66,6 +66,9 @@ TEST_CASE("matmul over a shape grid, batches, transposes and dtypes", "[ops][mat
   run({31, 64}, {64, 33}, {}, View::contiguous, View::transposed, DType::bf16, DType::bf16);
   run({2, 7, 65}, {65, 9}, {}, View::contiguous, View::contiguous, DType::f16, DType::f32);
   run({128, 256}, {256, 96}, {}, View::contiguous, View::contiguous, DType::bf16, DType::f16);
+  // 16-bit operands widened to f32 while packing: row-major A past one 256-k chunk, column-major A
+  run({19, 300}, {300, 40}, {}, View::contiguous, View::contiguous, DType::f16, DType::bf16);
+  run({64, 31}, {64, 33}, {true, false}, View::contiguous, View::contiguous, DType::f16, DType::f16);
   // bf16 x bf16 (the cpu's AVX512-BF16 kernel where the CPU has it): odd K, partial tiles of 12 x 32,
   // transposes, strided views, broadcast batches, two KC passes (K > 1024) and two A blocks
   run({7, 17}, {17, 33}, {}, View::contiguous, View::contiguous, DType::bf16, DType::bf16);

@@ -2,6 +2,8 @@
 // micro-kernel reads, plus the per-thread aligned scratch the packed blocks live in.
 #pragma once
 
+#include <immintrin.h>
+
 #include <bit>
 #include <cstdint>
 #include <cstdlib>
@@ -64,6 +66,42 @@ inline float load_as_f32(const void* base, i64 idx) {
   }
 }
 
+// dst[0, n) = src[0, n) widened to f32 (D f16 or bf16), 8 or 16 at a time: F16C's vcvtph2ps for
+// f16 (the sse4_2 build has no F16C and converts one at a time), a 16-bit shift for bf16. Exact:
+// every f16 and bf16 value is an f32.
+template <DType D>
+inline void widen_run(const std::uint16_t* src, float* dst, i64 n) {
+  static_assert(D != DType::f32);
+  i64 i = 0;
+#if defined(TRINE_ISA_AVX512)
+  for (; i + 16 <= n; i += 16) {
+    const __m256i h = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(src + i));
+    if constexpr (D == DType::f16) {
+      _mm512_storeu_ps(dst + i, _mm512_cvtph_ps(h));
+    } else {
+      _mm512_storeu_si512(dst + i, _mm512_slli_epi32(_mm512_cvtepu16_epi32(h), 16));
+    }
+  }
+#elif defined(TRINE_ISA_AVX2)
+  for (; i + 8 <= n; i += 8) {
+    const __m128i h = _mm_loadu_si128(reinterpret_cast<const __m128i*>(src + i));
+    if constexpr (D == DType::f16) {
+      _mm256_storeu_ps(dst + i, _mm256_cvtph_ps(h));
+    } else {
+      _mm256_storeu_si256(reinterpret_cast<__m256i*>(dst + i), _mm256_slli_epi32(_mm256_cvtepu16_epi32(h), 16));
+    }
+  }
+#else
+  if constexpr (D == DType::bf16) {
+    for (; i + 4 <= n; i += 4) {
+      const __m128i h = _mm_loadl_epi64(reinterpret_cast<const __m128i*>(src + i));
+      _mm_storeu_si128(reinterpret_cast<__m128i*>(dst + i), _mm_slli_epi32(_mm_cvtepu16_epi32(h), 16));
+    }
+  }
+#endif
+  for (; i < n; ++i) dst[i] = load_as_f32<D>(src, i);
+}
+
 // A strided matrix view: element (r, c) at base + offset + r*rs + c*cs, in elements of dtype.
 struct StridedMatrix {
   const void* base = nullptr;
@@ -80,6 +118,29 @@ void pack_a_typed(const StridedMatrix& a, i64 i0, i64 m, i64 k0, i64 kc, float* 
     const i64 mm = std::min<i64>(mr, m - ip);
     float* p = dst + ip * kc;
     const i64 origin = a.offset + (i0 + ip) * a.rs + k0 * a.cs;
+    if constexpr (D != DType::f32) {
+      if (a.cs == 1 && mm == mr) {
+        // Row-major 16-bit A: widen the mr rows' runs of k to f32 first, in chunks of 256 k, then
+        // interleave them as the f32 path does.
+        alignas(64) float rows[mr * 256];
+        const auto* base = static_cast<const std::uint16_t*>(a.base);
+        for (i64 k0c = 0; k0c < kc; k0c += 256) {
+          const i64 kn = std::min<i64>(256, kc - k0c);
+          for (int i = 0; i < mr; ++i) widen_run<D>(base + origin + i * a.rs + k0c, rows + i * 256, kn);
+          for (i64 k = 0; k < kn; ++k) {
+#pragma GCC unroll 16
+            for (int i = 0; i < mr; ++i) p[(k0c + k) * mr + i] = rows[i * 256 + k];
+          }
+        }
+        continue;
+      }
+      if (a.rs == 1 && mm == mr) {
+        // Column-major 16-bit A: each k is mr contiguous elements.
+        const auto* base = static_cast<const std::uint16_t*>(a.base);
+        for (i64 k = 0; k < kc; ++k) widen_run<D>(base + origin + k * a.cs, p + k * mr, mr);
+        continue;
+      }
+    }
     if (a.cs == 1 && mm == mr) {
       // Row-major A: read mr rows side by side, each contiguous in k.
       const i64 rs = a.rs;
@@ -122,6 +183,12 @@ void pack_b_typed(const StridedMatrix& b, i64 k0, i64 kc, i64 j0, i64 n, float* 
             batch_f32::load_unaligned(row + v * vec_width).store_aligned(p + k * nr + v * vec_width);
           }
         }
+        continue;
+      }
+    } else {
+      if (b.cs == 1 && nn == nr) {  // rows contiguous in n: widen each row's nr elements
+        const auto* src = static_cast<const std::uint16_t*>(b.base) + origin;
+        for (i64 k = 0; k < kc; ++k) widen_run<D>(src + k * b.rs, p + k * nr, nr);
         continue;
       }
     }
