@@ -12,6 +12,13 @@ namespace {
 // still spreads over the pool.
 constexpr i64 segment_len = i64{1} << 16;
 
+// How far ahead (floats) the costly activations prefetch their input. Their arithmetic (an exp,
+// an erfc: 8-30 cycles a vector) kept the hardware prefetcher from running far enough ahead, so
+// memory stalls added to the compute instead of overlapping it. Measured on a Xeon (16M floats,
+// one thread, against a STREAM copy): sigmoid 0.77 -> 1.02-1.06, gelu 0.43 -> 0.72-0.74; 256,
+// 1024 and 2048 floats ahead measured the same.
+constexpr i64 prefetch_ahead = 512;
+
 constexpr bool act_costly(Activation a) {
   return !(a == Activation::identity || a == Activation::relu || a == Activation::leaky_relu || a == Activation::clip);
 }
@@ -76,6 +83,7 @@ template <Activation A, bool HasBias>
 void act_span(const float* x, const float* bias, float* y, i64 n, float alpha, float beta) {
   i64 i = 0;
   for (; i + vec_width <= n; i += vec_width) {
+    if constexpr (act_costly(A)) __builtin_prefetch(x + i + prefetch_ahead);
     batch_f32 v = batch_f32::load_unaligned(x + i);
     if constexpr (HasBias) v += batch_f32::load_unaligned(bias + i);
     act<A>(v, alpha, beta).store_unaligned(y + i);
