@@ -286,6 +286,7 @@ TEST_CASE("conv2d: stride, padding, dilation, groups, bias", "[ops][conv2d]") {
       {1, 3, 64, 64, 16, 7, 7, {2, 3, 1, 1}, true},
       {2, 32, 56, 56, 64, 3, 3, {1, 1, 1, 1}, true},  // large
       {1, 4, 21, 45, 6, 5, 5, {{1, 2}, {2, 2}, 1, 2}, true},  // column stride 2 (vector even-lane gather), groups
+      {1, 4, 21, 45, 2, 5, 5, {{1, 2}, {2, 2}, 1, 2}, true},  // the same with 1 output channel per group: im2col on every ISA
       {1, 3, 17, 29, 4, 3, 3, {3, 1, 1, 1}, false},           // stride 3
       // stride 1 with R*S > 1: the cpu's direct kernel (8 or 4 output channels x 3 vectors of pixels)
       {1, 5, 20, 23, 8, 3, 3, {1, 1, 1, 1}, true},
@@ -293,6 +294,13 @@ TEST_CASE("conv2d: stride, padding, dilation, groups, bias", "[ops][conv2d]") {
       {1, 4, 19, 21, 8, 3, 3, {1, 2, 2, 1}, true},            // dilation 2
       {1, 6, 16, 33, 10, 3, 3, {1, {0, 1}, 1, 2}, true},      // groups 2 (5 channels each: partial blocks), padding 0 x 1
       {1, 3, 9, 16, 4, 3, 5, {1, {1, 2}, 1, 1}, false},       // 3 x 5 kernel
+      // stride_w 2: the direct kernel over even/odd column phases, a row at a time; rows of 35,
+      // 20 and 60 outputs end in 3, 2 and 3 + 1 vectors with AVX-512 (fewer lanes: other splits)
+      {1, 3, 45, 70, 8, 7, 7, {2, 3, 1, 1}, true},            // the 7x7 stride-2 stem, small
+      {2, 5, 11, 40, 12, 3, 3, {2, 1, 1, 1}, false},
+      {1, 4, 9, 120, 8, 3, 3, {2, 1, 1, 1}, true},
+      {1, 4, 15, 50, 6, 3, 3, {2, 1, {1, 2}, 1}, true},       // dilation 2 along rows: every tap in phase 0
+      {1, 6, 20, 41, 10, 3, 4, {{3, 2}, {0, 2}, {2, 3}, 2}, true},  // stride 3 x 2, dilation 2 x 3, groups
       // depthwise (groups == channels): the cpu's direct kernel; widths around the vector widths
       {1, 2, 5, 5, 2, 3, 3, {1, 1, 1, 2}, true},
       {2, 7, 9, 17, 7, 3, 3, {1, 1, 1, 7}, false},
