@@ -58,46 +58,61 @@ void fill_phases(const Conv2dArgs& a, const float* x, PhasePlane& pp) {
   for (i64 h = h0; h < h1; ++h) fill_row(a, x + h * a.W, h + a.pad_h, pp);
 }
 
-// Output row p of one plane: y[q] = bias + sum over taps, NB vectors of q at a time.
+// Where tap (r, s) starts, relative to the start of the output row's first padded row in phase 0:
+// taps[r * S + s] = offset of phase (s*dil_w) % stride_w, row r*dil_h, column (s*dil_w) / stride_w.
+// Computed once per call: a division by the runtime stride for every tap of every output row cost
+// more than the arithmetic of the row.
+std::vector<i64> tap_offsets(const Conv2dArgs& a, const PhasePlane& pp) {
+  std::vector<i64> t(static_cast<std::size_t>(a.R * a.S));
+  for (i64 r = 0; r < a.R; ++r) {
+    for (i64 s = 0; s < a.S; ++s) {
+      const i64 col = s * a.dil_w;
+      t[r * a.S + s] = ((col % a.stride_w) * pp.rows + r * a.dil_h) * pp.cols + col / a.stride_w;
+    }
+  }
+  return t;
+}
+
+// Output row p of one plane: y[q] = bias + sum over taps, NB vectors of q at a time; `row` is the
+// output row's first padded row (phase 0) plus q0.
 template <int NB>
-void row_block(const Conv2dArgs& a, const PhasePlane& pp, const float* wk, float bias, i64 p, i64 q0, float* y) {
+void row_block(i64 taps, const i64* offsets, const float* row, const float* wk, float bias, i64 left, float* y) {
   batch_f32 acc[NB];
 #pragma GCC unroll 8
   for (int b = 0; b < NB; ++b) acc[b] = batch_f32(bias);
-  for (i64 r = 0; r < a.R; ++r) {
-    const i64 i = p * a.stride_h + r * a.dil_h;
-    for (i64 s = 0; s < a.S; ++s) {
-      const i64 col = s * a.dil_w;
-      const float* src = pp.row(col % a.stride_w, i) + col / a.stride_w + q0;
-      const batch_f32 wv(wk[r * a.S + s]);
+  for (i64 t = 0; t < taps; ++t) {
+    const float* src = row + offsets[t];
+    const batch_f32 wv(wk[t]);
 #pragma GCC unroll 8
-      for (int b = 0; b < NB; ++b) acc[b] = xsimd::fma(wv, batch_f32::load_unaligned(src + b * w), acc[b]);
-    }
+    for (int b = 0; b < NB; ++b) acc[b] = xsimd::fma(wv, batch_f32::load_unaligned(src + b * w), acc[b]);
   }
-  const i64 left = a.Q - q0;
 #pragma GCC unroll 8
   for (int b = 0; b < NB; ++b) {
     if ((b + 1) * w <= left) {
-      acc[b].store_unaligned(y + q0 + b * w);
+      acc[b].store_unaligned(y + b * w);
     } else if (b * w < left) {
-      store_partial(y + q0 + b * w, left - b * w, acc[b]);
+      store_partial(y + b * w, left - b * w, acc[b]);
     }
   }
 }
 
-void plane(const Conv2dArgs& a, const float* x, const float* wk, float bias, float* y, PhasePlane& pp) {
+void plane(const Conv2dArgs& a, const float* x, const float* wk, float bias, float* y, PhasePlane& pp,
+           const std::vector<i64>& offsets) {
   fill_phases(a, x, pp);
+  const i64 taps = a.R * a.S;
+  const i64* off = offsets.data();
   for (i64 p = 0; p < a.P; ++p) {
     float* yr = y + p * a.Q;
+    const float* row = pp.row(0, p * a.stride_h);
     i64 q0 = 0;
-    for (; q0 + 4 * w <= a.Q; q0 += 4 * w) row_block<4>(a, pp, wk, bias, p, q0, yr);
+    for (; q0 + 4 * w <= a.Q; q0 += 4 * w) row_block<4>(taps, off, row + q0, wk, bias, a.Q - q0, yr + q0);
     const i64 rest = a.Q - q0;
     if (rest > 2 * w) {
-      row_block<4>(a, pp, wk, bias, p, q0, yr);
+      row_block<4>(taps, off, row + q0, wk, bias, rest, yr + q0);
     } else if (rest > w) {
-      row_block<2>(a, pp, wk, bias, p, q0, yr);
+      row_block<2>(taps, off, row + q0, wk, bias, rest, yr + q0);
     } else if (rest > 0) {
-      row_block<1>(a, pp, wk, bias, p, q0, yr);
+      row_block<1>(taps, off, row + q0, wk, bias, rest, yr + q0);
     }
   }
 }
@@ -120,10 +135,11 @@ void conv2d_depthwise(const Conv2dArgs& a) {
     pp.rows = rows;
     pp.cols = cols;
     pp.data.assign(static_cast<std::size_t>(a.stride_w * rows * cols), 0.0f);
+    const std::vector<i64> offsets = tap_offsets(a, pp);
     for (i64 t = b; t < e; ++t) {
       const i64 n = t / a.K, k = t % a.K, c = k / mult;
       plane(a, a.x + (n * a.C + c) * a.H * a.W, a.w + k * a.R * a.S, a.bias ? a.bias[k] : 0.0f,
-            a.y + (n * a.K + k) * a.P * a.Q, pp);
+            a.y + (n * a.K + k) * a.P * a.Q, pp, offsets);
     }
   });
 }
