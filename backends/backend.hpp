@@ -135,6 +135,14 @@ class Backend {
     return std::nullopt;
   }
 
+  // Optional: one empty submission on device `index` (no commands), waited for, so a benchmark can
+  // time the driver's floor under a sync call (trine::debug::bare_submit). False when the backend
+  // has no submissions of its own to time.
+  virtual bool bare_submit(int index) {
+    (void)index;
+    return false;
+  }
+
   // Whether this backend runs this (already validated) call. False routes the call elsewhere or,
   // when the device was pinned, fails with Error(unsupported) naming the op. The call's tensors may
   // be phantoms (a storage with its size but no memory): answer from shapes, dtypes and sizes. A

@@ -122,6 +122,23 @@ TEST_CASE("vulkan device 0 is present and describes itself", "[vulkan]") {
   require_no_validation_messages();
 }
 
+TEST_CASE("vulkan: an empty submission can be timed on the device, and only where there is one", "[vulkan]") {
+  require_vulkan();
+  // Work in flight before it stays correct: the empty submission goes through the same timeline.
+  const Tensor x = Tensor::full({1000}, -2.0f, DType::f32, k_vk);
+  auto pending = async::relu(x);
+  for (int i = 0; i < 3; ++i) CHECK_NOTHROW(debug::bare_submit(k_vk));
+  CHECK(pending.get().to_vector() == std::vector<float>(1000, 0.0f));
+  try {
+    debug::bare_submit(Device::cpu());
+    FAIL("the cpu has no submission to time");
+  } catch (const Error& e) {
+    CHECK(e.code() == ErrorCode::unsupported);
+    CHECK_THAT(e.what(), Catch::Contains("[bare_submit] cpu"));
+  }
+  require_no_validation_messages();
+}
+
 TEST_CASE("vulkan: uploads and readbacks round-trip, views included", "[vulkan]") {
   require_vulkan();
   for (auto n : k_sizes) {

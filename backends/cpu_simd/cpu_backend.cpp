@@ -334,6 +334,11 @@ std::string cpu_isa_reason() {
   const auto& c = cpu::isa_choice();
   return c.error.empty() ? c.reason : c.error;
 }
+void bare_submit(Device device) {
+  if (!detail::backend_for(device, "bare_submit").bare_submit(device.index)) {
+    throw Error(ErrorCode::unsupported, "[bare_submit] " + device.str() + " has no submission of its own to time");
+  }
+}
 std::string cpu_bf16_matmul() {
   const auto& c = cpu::isa_choice();
   return c.error.empty() ? c.table->bf16_gemm_kind() : "none";

@@ -6,6 +6,8 @@
 #include <cmath>
 #include <exception>
 
+#include "trine/debug.hpp"
+
 namespace trine_bench {
 namespace {
 
@@ -192,6 +194,12 @@ Runner::Fixed Runner::fixed_cost(trine::Device device) {
   const trine::Tensor x = trine::Tensor::random({16}, 1, -1.0f, 1.0f, trine::DType::f32, device);
   f.sync = time_it([&] { (void)trine::relu(x); }, o_.target_s, o_.budget_s);
   f.async = time_it([&] { (void)trine::async::relu(x).get(); }, o_.target_s, o_.budget_s);
+  try {
+    trine::debug::bare_submit(device);  // unsupported: the device has no submission of its own
+    f.bare_submit = time_it([&] { trine::debug::bare_submit(device); }, o_.target_s, o_.budget_s);
+  } catch (const trine::Error& e) {
+    f.bare_submit.status = e.code() == trine::ErrorCode::unsupported ? "unsupported" : std::string("error: ") + e.what();
+  }
   try {
     std::vector<float> host(16, 0.5f);
     trine::Batch batch(device);

@@ -54,6 +54,7 @@ class Runner {
   struct Fixed {
     trine::Device device;
     Timing sync, async, batch_entry;
+    Timing bare_submit;  // an empty submission waited for (trine::debug::bare_submit); unsupported on the cpu
   };
   Fixed fixed_cost(trine::Device device);
 

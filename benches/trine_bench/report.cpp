@@ -111,8 +111,13 @@ std::string summary_text(const Report& r, const Summary& s) {
                        m.device, m.median_abs_log, m.p90_abs_log, m.n);
   }
   for (const auto& f : r.fixed) {
-    out += fmt::format("fixed cost of one call on {} (relu, 16 floats): sync {}, async {}, batch entry {}\n", f.device.str(),
+    out += fmt::format("fixed cost of one call on {} (relu, 16 floats): sync {}, async {}, batch entry {}", f.device.str(),
                        cell(f.sync), cell(f.async), cell(f.batch_entry));
+    if (f.bare_submit.ok()) {
+      out += fmt::format("; an empty submission waited for {}{}", cell(f.bare_submit),
+                         f.sync.ok() ? fmt::format(" (sync call / empty submission {:.1f}x)", f.sync.seconds / f.bare_submit.seconds) : "");
+    }
+    out += "\n";
   }
   for (const auto& c : r.chains) {
     out += fmt::format("64 element-wise ops on {} floats on {}: 64 sync calls {}, one batch {}{}\n", c.n, c.device.str(),
@@ -184,7 +189,8 @@ void write_json(const Report& r, const Summary& s, const std::filesystem::path& 
     j["fixed_cost"].push_back({{"device", f.device.str()},
                                {"sync", timing_json(f.sync)},
                                {"async", timing_json(f.async)},
-                               {"batch_entry", timing_json(f.batch_entry)}});
+                               {"batch_entry", timing_json(f.batch_entry)},
+                               {"bare_submit", timing_json(f.bare_submit)}});
   for (const auto& c : r.chains)
     j["chain64"].push_back(
         {{"device", c.device.str()}, {"n", c.n}, {"sync_calls", timing_json(c.sync_calls)}, {"batch", timing_json(c.batch)}});

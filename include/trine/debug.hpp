@@ -26,4 +26,9 @@ std::string cpu_isa_reason();
 // TRINE_CPU_AMX=0 rules out "amx"; Error(invalid_argument) if it is set to anything but 0 or 1.
 std::string cpu_bf16_matmul();
 
+// One empty submission on `device` (no commands), waited for: the driver's floor under a sync
+// call, for benchmarks (trine-bench prints a sync call's fixed cost next to it). Vulkan devices
+// only; Error(unsupported) elsewhere.
+void bare_submit(Device device);
+
 }  // namespace trine::debug
