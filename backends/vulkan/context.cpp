@@ -220,6 +220,20 @@ std::uint64_t DeviceContext::submit(vk::CommandBuffer cb, std::uint64_t wait_val
   return signal;
 }
 
+std::optional<DeviceContext::Recycled> DeviceContext::take_recycled() {
+  std::lock_guard<std::mutex> lock(recycled_mu_);
+  if (recycled_.empty()) return std::nullopt;
+  Recycled r = std::move(recycled_.back());
+  recycled_.pop_back();
+  return r;
+}
+
+void DeviceContext::give_back(Recycled r) noexcept {
+  if (lost() || !*r.pool) return;  // after a device loss nothing is reused
+  std::lock_guard<std::mutex> lock(recycled_mu_);
+  if (recycled_.size() < k_recycled_kept) recycled_.push_back(std::move(r));
+}
+
 std::uint64_t DeviceContext::completed_value() const { return TRINE_VK(timeline_.getCounterValue()); }
 
 bool DeviceContext::wait_value(std::uint64_t value, std::uint64_t timeout_ns) const {

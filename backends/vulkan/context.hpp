@@ -87,6 +87,18 @@ class DeviceContext {
   bool lost() const noexcept { return lost_.load(); }
   void mark_lost() noexcept { lost_.store(true); }
 
+  // A finished submission's command pool (with its one command buffer) and descriptor pools, kept
+  // for the next recording instead of destroyed: creating them anew was part of every sync call.
+  // Reset by whoever takes them. At most k_recycled_kept are kept.
+  struct Recycled {
+    vk::raii::CommandPool pool{nullptr};
+    vk::raii::CommandBuffer cb{nullptr};  // freed before its pool
+    std::vector<vk::raii::DescriptorPool> descriptor_pools;
+  };
+  std::optional<Recycled> take_recycled();
+  void give_back(Recycled r) noexcept;
+  static constexpr std::size_t k_recycled_kept = 16;
+
  private:
   vk::raii::PhysicalDevice physical_;
   DeviceCaps caps_;
@@ -99,6 +111,8 @@ class DeviceContext {
   std::uint64_t next_value_ = 1;
   std::atomic<std::uint64_t> last_value_{0};
   std::atomic<bool> lost_{false};
+  std::mutex recycled_mu_;
+  std::vector<Recycled> recycled_;  // after device_: destroyed before it
 };
 
 class Instance {

@@ -28,13 +28,18 @@ constexpr auto k_device_stages = vk::PipelineStageFlagBits::eComputeShader | vk:
 }  // namespace
 
 struct Recorder::State {
+  explicit State(DeviceContext& c) : ctx(c) {}
   ~State() {
     for (const Temporary& t : temporaries) detail::cached_deallocate(*t.backend, t.device, t.alloc, t.bytes, t.kind);
+    // The submission has finished (or was never submitted): its pools go back for reuse.
+    ctx.give_back(DeviceContext::Recycled{std::move(pool), std::move(cb), std::move(descriptor_pools)});
   }
 
+  DeviceContext& ctx;
   vk::raii::CommandPool pool{nullptr};
   vk::raii::CommandBuffer cb{nullptr};
-  std::vector<vk::raii::DescriptorPool> descriptor_pools;
+  std::vector<vk::raii::DescriptorPool> descriptor_pools;  // [0, pools_used) in use, the rest reset
+  std::size_t pools_used = 0;
   std::uint32_t sets_in_pool = k_sets_per_pool;
   // Back to the memory cache when the submission completes (the state goes after the device is done).
   struct Temporary {
@@ -56,7 +61,7 @@ struct Recorder::State {
   bool finished = false;
 };
 
-Recorder::Recorder(DeviceContext& ctx) : ctx_(ctx), state_(new State) {}
+Recorder::Recorder(DeviceContext& ctx) : ctx_(ctx), state_(new State(ctx)) {}
 Recorder::~Recorder() = default;
 
 const DeviceCaps& Recorder::caps() const noexcept { return ctx_.caps(); }
@@ -69,11 +74,19 @@ void Recorder::begin_if_needed() {
   State& s = *state_;
   if (s.begun) return;
   const auto& dev = ctx_.device();
-  s.pool = TRINE_VK(dev.createCommandPool(
-      vk::CommandPoolCreateInfo(vk::CommandPoolCreateFlagBits::eTransient, ctx_.caps().queue_family)));
-  auto cbs =
-      TRINE_VK(dev.allocateCommandBuffers(vk::CommandBufferAllocateInfo(*s.pool, vk::CommandBufferLevel::ePrimary, 1)));
-  s.cb = std::move(cbs.front());
+  if (auto r = ctx_.take_recycled()) {  // a finished submission's pools, reset
+    TRINE_VK(r->pool.reset({}));
+    for (auto& dp : r->descriptor_pools) TRINE_VK(dp.reset());
+    s.pool = std::move(r->pool);
+    s.cb = std::move(r->cb);
+    s.descriptor_pools = std::move(r->descriptor_pools);
+  } else {
+    s.pool = TRINE_VK(dev.createCommandPool(
+        vk::CommandPoolCreateInfo(vk::CommandPoolCreateFlagBits::eTransient, ctx_.caps().queue_family)));
+    auto cbs = TRINE_VK(
+        dev.allocateCommandBuffers(vk::CommandBufferAllocateInfo(*s.pool, vk::CommandBufferLevel::ePrimary, 1)));
+    s.cb = std::move(cbs.front());
+  }
   TRINE_VK(s.cb.begin(vk::CommandBufferBeginInfo(vk::CommandBufferUsageFlagBits::eOneTimeSubmit)));
   // Work submitted earlier on this queue (the storages' last writers) before anything here: one
   // barrier whose first scope is every earlier command in queue order.
@@ -134,13 +147,16 @@ void Recorder::dispatch(const char* shader, std::initializer_list<Binding> bindi
   const Pipeline p = ctx_.pipelines().get(shader, static_cast<std::uint32_t>(bindings.size()),
                                           std::span<const std::uint32_t>(spec.begin(), spec.size()));
   if (s.sets_in_pool == k_sets_per_pool) {
-    const vk::DescriptorPoolSize size(vk::DescriptorType::eStorageBuffer, k_sets_per_pool * k_max_bindings);
-    s.descriptor_pools.push_back(
-        TRINE_VK(ctx_.device().createDescriptorPool(vk::DescriptorPoolCreateInfo({}, k_sets_per_pool, size))));
+    if (s.pools_used == s.descriptor_pools.size()) {
+      const vk::DescriptorPoolSize size(vk::DescriptorType::eStorageBuffer, k_sets_per_pool * k_max_bindings);
+      s.descriptor_pools.push_back(
+          TRINE_VK(ctx_.device().createDescriptorPool(vk::DescriptorPoolCreateInfo({}, k_sets_per_pool, size))));
+    }
+    ++s.pools_used;
     s.sets_in_pool = 0;
   }
   ++s.sets_in_pool;
-  vk::DescriptorSetAllocateInfo alloc_info(*s.descriptor_pools.back(), p.set_layout);
+  vk::DescriptorSetAllocateInfo alloc_info(*s.descriptor_pools[s.pools_used - 1], p.set_layout);
   vk::DescriptorSet set = TRINE_VK((*ctx_.device()).allocateDescriptorSets(alloc_info)).front();
   std::vector<vk::DescriptorBufferInfo> infos;
   for (const Binding& b : bindings) infos.push_back({*b.alloc->buffer, b.alloc->guard + b.offset, range_of(b)});
