@@ -8,7 +8,9 @@
 #include <string>
 #include <vector>
 
+#include "backends/cuda_ptx/emulator/float_util.hpp"
 #include "tests/emulator_harness.hpp"
+#include "trine/dtype.hpp"
 
 using namespace trine::cuda;
 using trine::test::emu_kernel;
@@ -306,4 +308,21 @@ TEST_CASE("shf funnel shifts", "[emulator][instr]") {
   CHECK(v[1] == 0x80000001u);  // (1:2) >> 1, low word
   CHECK(v[2] == 1u);           // clamped to 32: the high word
   CHECK(v[3] == 0x12345678u);  // << 32: the low word moves up
+}
+
+TEST_CASE("emulator: every f16 and bf16 bit pattern decodes to the f32 the library's conversions give", "[emulator]") {
+  // decode16 builds a normal value's f32 bits directly (the mma path decodes every operand);
+  // NaNs decode to a NaN of the same sign, every other value exactly.
+  int bad = 0;
+  for (std::uint32_t b = 0; b < 65536; ++b) {
+    const auto bits = static_cast<std::uint16_t>(b);
+    for (const bool bf : {false, true}) {
+      const float got = bf ? emu::bf16_to_f32(bits) : emu::f16_to_f32(bits);
+      const float want = bf ? trine::bf16_to_f32(bits) : trine::f16_to_f32(bits);
+      const bool ok = std::isnan(want) ? (std::isnan(got) && std::signbit(got) == std::signbit(want))
+                                       : std::bit_cast<std::uint32_t>(got) == std::bit_cast<std::uint32_t>(want);
+      if (!ok && ++bad <= 5) UNSCOPED_INFO((bf ? "bf16 " : "f16 ") << std::hex << b << ": " << got << " want " << want);
+    }
+  }
+  CHECK(bad == 0);
 }
