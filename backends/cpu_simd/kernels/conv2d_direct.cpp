@@ -107,7 +107,9 @@ void pack_weights(const Geometry& g, const float* wg, i64 k0, float* wp) {
 
 // Stride 1: out[i * g.span + j0 + v * w] for i < kb, v < nv, the kb channels of wp over all input
 // channels for the pixels j0 .. j0 + nv*w of the padded plane.
+template <int FixedS>
 void block_plane(const Conv2dArgs& a, const Geometry& g, const float* xp, const float* wp, i64 j0, float* out) {
+  const i64 S = FixedS > 0 ? FixedS : a.S;
   batch_f32 acc[kb][nv];
 #pragma GCC unroll 16
   for (int i = 0; i < kb; ++i)
@@ -118,7 +120,8 @@ void block_plane(const Conv2dArgs& a, const Geometry& g, const float* xp, const 
     const float* xc = xp + c * g.plane + j0;
     for (i64 r = 0; r < a.R; ++r) {
       const float* xr = xc + r * a.dil_h * g.Wp;
-      for (i64 s = 0; s < a.S; ++s) {
+#pragma GCC unroll 4
+      for (i64 s = 0; s < S; ++s) {
         const float* src = xr + s * a.dil_w;
         batch_f32 xv[nv];
 #pragma GCC unroll 4
@@ -246,7 +249,13 @@ void conv2d_direct(const Conv2dArgs& a) {
       const i64 count = std::min(kb, g.Kg - k0);
       float* y = a.y + n * a.K * a.P * a.Q;
       if (!g.phases) {
-        for (i64 j0 = 0; j0 < g.span; j0 += nv * w) block_plane(a, g, xp, wp, j0, out);
+        for (i64 j0 = 0; j0 < g.span; j0 += nv * w) {
+          if (a.S == 3) {
+            block_plane<3>(a, g, xp, wp, j0, out);
+          } else {
+            block_plane<0>(a, g, xp, wp, j0, out);
+          }
+        }
         write_out(a, out, g.Wp, g.span, 0, a.P, grp * g.Kg + k0, count, y);
         continue;
       }
