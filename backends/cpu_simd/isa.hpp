@@ -47,6 +47,8 @@ void register_reduce(KernelTable& t);       // kernels/reduce.cpp
 void register_attention(KernelTable& t);    // kernels/attention.cpp
 void register_rope(KernelTable& t);         // kernels/rope.cpp
 void register_convert(KernelTable& t);      // kernels/convert.cpp: convert, transpose
+// kernels/convert.cpp: dst[0, n) = src[0, n) (f16 or bf16) as f32, the convert kernel's contiguous run.
+void widen_to_f32(DType from, const std::uint16_t* src, float* dst, i64 n);
 
 // kernels/gemm_bf16.cpp, called by gemm.cpp: bf16 x bf16 products on the CPU's bf16 dot products.
 // gemm_bf16_native() is true only in the avx512 build on a CPU with avx512_bf16.

@@ -2,8 +2,6 @@
 // micro-kernel reads, plus the per-thread aligned scratch the packed blocks live in.
 #pragma once
 
-#include <immintrin.h>
-
 #include <bit>
 #include <cstdint>
 #include <cstdlib>
@@ -66,40 +64,12 @@ inline float load_as_f32(const void* base, i64 idx) {
   }
 }
 
-// dst[0, n) = src[0, n) widened to f32 (D f16 or bf16), 8 or 16 at a time: F16C's vcvtph2ps for
-// f16 (the sse4_2 build has no F16C and converts one at a time), a 16-bit shift for bf16. Exact:
-// every f16 and bf16 value is an f32.
+// dst[0, n) = src[0, n) (D f16 or bf16) as f32, with the convert kernel's vector conversions
+// (kernels/convert.cpp). Exact: every f16 and bf16 value is an f32.
 template <DType D>
 inline void widen_run(const std::uint16_t* src, float* dst, i64 n) {
   static_assert(D != DType::f32);
-  i64 i = 0;
-#if defined(TRINE_ISA_AVX512)
-  for (; i + 16 <= n; i += 16) {
-    const __m256i h = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(src + i));
-    if constexpr (D == DType::f16) {
-      _mm512_storeu_ps(dst + i, _mm512_cvtph_ps(h));
-    } else {
-      _mm512_storeu_si512(dst + i, _mm512_slli_epi32(_mm512_cvtepu16_epi32(h), 16));
-    }
-  }
-#elif defined(TRINE_ISA_AVX2)
-  for (; i + 8 <= n; i += 8) {
-    const __m128i h = _mm_loadu_si128(reinterpret_cast<const __m128i*>(src + i));
-    if constexpr (D == DType::f16) {
-      _mm256_storeu_ps(dst + i, _mm256_cvtph_ps(h));
-    } else {
-      _mm256_storeu_si256(reinterpret_cast<__m256i*>(dst + i), _mm256_slli_epi32(_mm256_cvtepu16_epi32(h), 16));
-    }
-  }
-#else
-  if constexpr (D == DType::bf16) {
-    for (; i + 4 <= n; i += 4) {
-      const __m128i h = _mm_loadl_epi64(reinterpret_cast<const __m128i*>(src + i));
-      _mm_storeu_si128(reinterpret_cast<__m128i*>(dst + i), _mm_slli_epi32(_mm_cvtepu16_epi32(h), 16));
-    }
-  }
-#endif
-  for (; i < n; ++i) dst[i] = load_as_f32<D>(src, i);
+  widen_to_f32(D, src, dst, n);
 }
 
 // A strided matrix view: element (r, c) at base + offset + r*rs + c*cs, in elements of dtype.

@@ -153,6 +153,10 @@ void convert_run(const void* src, i64 stride, void* dst, i64 n) {
         store_vec<To>(d + i, a);
         store_vec<To>(d + i + lanes, b);
       }
+      if (i + lanes <= n) {  // short runs (GEMM packing widens rows of 8-32)
+        store_vec<To>(d + i, load_vec<From>(s + i));
+        i += lanes;
+      }
       for (; i < n; ++i) store_one<To>(d, i, load_one<From>(s, i));
     }
     return;
@@ -218,6 +222,14 @@ void transpose_kernel(DType from, DType to, const void* src, i64 src_ld, void* d
 }
 
 }  // namespace
+
+void widen_to_f32(DType from, const std::uint16_t* src, float* dst, i64 n) {
+  if (from == DType::f16) {
+    convert_run<DType::f16, DType::f32>(src, 1, dst, n);
+  } else {
+    convert_run<DType::bf16, DType::f32>(src, 1, dst, n);
+  }
+}
 
 void register_convert(KernelTable& t) {
   t.convert = convert_kernel;
