@@ -297,6 +297,18 @@ class CpuBackend final : public detail::Backend {
 };
 
 }  // namespace
+
+bool amx_allowed() {
+  static const bool allowed = [] {
+    const char* env = std::getenv("TRINE_CPU_AMX");
+    if (!env || !*env) return true;
+    const std::string v(env);
+    if (v != "0" && v != "1") throw Error(ErrorCode::invalid_argument, "[cpu] TRINE_CPU_AMX must be 0 or 1, got '" + v + "'");
+    return v == "1";
+  }();
+  return allowed;
+}
+
 }  // namespace trine::cpu
 
 namespace trine::detail {
@@ -340,6 +352,7 @@ void bare_submit(Device device) {
   }
 }
 std::string cpu_bf16_matmul() {
+  (void)cpu::amx_allowed();  // a bad TRINE_CPU_AMX is an error whichever kernel would run
   const auto& c = cpu::isa_choice();
   return c.error.empty() ? c.table->bf16_gemm_kind() : "none";
 }

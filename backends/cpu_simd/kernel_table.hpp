@@ -158,6 +158,10 @@ inline void require_complete(const KernelTable& t) {
   if (t.isa == nullptr) throw Error(ErrorCode::internal, "[cpu] a kernel table has no ISA name");
 }
 
+// TRINE_CPU_AMX: unset or 1 allows AMX tiles where the CPU has them, 0 rules them out; any other
+// value is Error(invalid_argument), on every ISA. Defined in cpu_backend.cpp, read once.
+bool amx_allowed();
+
 // One table per ISA, each defined in that ISA's object library (kernels/table.cpp).
 namespace sse4_2 {
 const KernelTable& table();

@@ -19,9 +19,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
-#include <cstdlib>
 #include <cstring>
-#include <string>
 #include <vector>
 
 #include "backends/cpu_simd/gemm/driver.hpp"
@@ -400,13 +398,7 @@ void blocked_amx(const Bf16Matrix& a, const Bf16Matrix& b, i64 K, float* c, i64 
 // TRINE_CPU_AMX=0.
 bool amx_usable() {
   static const bool ok = [] {
-    if (const char* env = std::getenv("TRINE_CPU_AMX"); env && *env) {
-      const std::string v(env);
-      if (v != "0" && v != "1") {
-        throw Error(ErrorCode::invalid_argument, "[cpu] TRINE_CPU_AMX must be 0 or 1, got '" + v + "'");
-      }
-      if (v == "0") return false;
-    }
+    if (!amx_allowed()) return false;
     if (!__builtin_cpu_supports("amx-tile") || !__builtin_cpu_supports("amx-bf16")) return false;
     constexpr long arch_req_xcomp_perm = 0x1023, xfeature_xtiledata = 18;
     return syscall(SYS_arch_prctl, arch_req_xcomp_perm, xfeature_xtiledata) == 0;
