@@ -220,6 +220,21 @@ std::uint64_t DeviceContext::submit(vk::CommandBuffer cb, std::uint64_t wait_val
   return signal;
 }
 
+void DeviceContext::submit_empty_and_wait() {
+  std::lock_guard<std::mutex> lock(empty_mu_);
+  if (!*empty_cb_) {
+    empty_pool_ = TRINE_VK(device_.createCommandPool(vk::CommandPoolCreateInfo({}, caps_.queue_family)));
+    auto cbs = TRINE_VK(device_.allocateCommandBuffers(
+        vk::CommandBufferAllocateInfo(*empty_pool_, vk::CommandBufferLevel::ePrimary, 1)));
+    empty_cb_ = std::move(cbs.front());
+    TRINE_VK(empty_cb_.begin(vk::CommandBufferBeginInfo{}));
+    TRINE_VK(empty_cb_.end());
+  }
+  if (!wait_value(submit(*empty_cb_, 0), UINT64_MAX)) {
+    throw Error(ErrorCode::driver_error, "[bare_submit] vulkan:" + std::to_string(index_) + ": the wait timed out");
+  }
+}
+
 std::optional<DeviceContext::Recycled> DeviceContext::take_recycled() {
   std::lock_guard<std::mutex> lock(recycled_mu_);
   if (recycled_.empty()) return std::nullopt;

@@ -83,6 +83,9 @@ class DeviceContext {
   std::uint64_t last_submitted() const noexcept { return last_value_.load(std::memory_order_acquire); }
   // Blocks until the timeline reaches `value`, at most `timeout_ns`; true when reached.
   bool wait_value(std::uint64_t value, std::uint64_t timeout_ns) const;
+  // An empty command buffer (recorded once) submitted on the timeline as every submission is and
+  // waited for as a sync call waits: the driver's floor under a call (debug::bare_submit).
+  void submit_empty_and_wait();
 
   bool lost() const noexcept { return lost_.load(); }
   void mark_lost() noexcept { lost_.store(true); }
@@ -113,6 +116,9 @@ class DeviceContext {
   std::atomic<bool> lost_{false};
   std::mutex recycled_mu_;
   std::vector<Recycled> recycled_;  // after device_: destroyed before it
+  std::mutex empty_mu_;
+  vk::raii::CommandPool empty_pool_{nullptr};
+  vk::raii::CommandBuffer empty_cb_{nullptr};  // freed before its pool
 };
 
 class Instance {

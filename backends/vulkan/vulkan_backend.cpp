@@ -4,7 +4,6 @@
 #include <algorithm>
 #include <atomic>
 #include <condition_variable>
-#include <map>
 #include <cstring>
 #include <deque>
 #include <functional>
@@ -66,24 +65,8 @@ class VulkanBackend final : public detail::Backend {
   }
   void* host_pointer(void* handle) const noexcept override { return static_cast<Allocation*>(handle)->data(); }
 
-  // An empty command buffer, recorded once per device, submitted on the timeline as every
-  // submission is, and waited for the way a sync call waits.
   bool bare_submit(int index) override {
-    DeviceContext& ctx = instance_->device(index);
-    std::lock_guard<std::mutex> lock(bare_mu_);
-    BareSubmit& b = bare_[index];
-    if (!*b.cb) {
-      b.pool = TRINE_VK(ctx.device().createCommandPool(vk::CommandPoolCreateInfo({}, ctx.caps().queue_family)));
-      auto cbs = TRINE_VK(
-          ctx.device().allocateCommandBuffers(vk::CommandBufferAllocateInfo(*b.pool, vk::CommandBufferLevel::ePrimary, 1)));
-      b.cb = std::move(cbs.front());
-      TRINE_VK(b.cb.begin(vk::CommandBufferBeginInfo{}));
-      TRINE_VK(b.cb.end());
-    }
-    const std::uint64_t value = ctx.submit(*b.cb, 0);
-    if (!ctx.wait_value(value, UINT64_MAX)) {
-      throw Error(ErrorCode::driver_error, "[bare_submit] " + Device{DeviceKind::vulkan, index}.str() + ": the wait timed out");
-    }
+    instance_->device(index).submit_empty_and_wait();
     return true;
   }
   std::optional<bool> guards_intact(const void* handle) const noexcept override {
@@ -322,12 +305,6 @@ class VulkanBackend final : public detail::Backend {
   }
 
   std::unique_ptr<Instance> instance_;
-  struct BareSubmit {
-    vk::raii::CommandPool pool{nullptr};
-    vk::raii::CommandBuffer cb{nullptr};  // destroyed before its pool
-  };
-  std::mutex bare_mu_;
-  std::map<int, BareSubmit> bare_;  // destroyed before instance_
   std::mutex inflight_mu_;
   std::vector<std::shared_ptr<VulkanCompletion>> inflight_;
   std::mutex thread_mu_;
