@@ -105,16 +105,48 @@ void pack_weights(const Geometry& g, const float* wg, i64 k0, float* wp) {
   }
 }
 
+// The register block both direct kernels share: kb output channels x NV vectors of pixels.
+template <int NV>
+using Block = batch_f32[kb][NV];
+
+template <int NV>
+[[gnu::always_inline]] inline void zero_block(Block<NV>& acc) {
+#pragma GCC unroll 16
+  for (int i = 0; i < kb; ++i)
+#pragma GCC unroll 4
+    for (int v = 0; v < NV; ++v) acc[i][v] = batch_f32(0.0f);
+}
+
+// One tap: acc[i][v] += wt[i] * src[v * w .. v * w + w) for the kb channels.
+template <int NV>
+[[gnu::always_inline]] inline void tap_fma(const float* src, const float* wt, Block<NV>& acc) {
+  batch_f32 xv[NV];
+#pragma GCC unroll 4
+  for (int v = 0; v < NV; ++v) xv[v] = batch_f32::load_unaligned(src + v * w);
+#pragma GCC unroll 16
+  for (int i = 0; i < kb; ++i) {
+    const batch_f32 wv(wt[i]);
+#pragma GCC unroll 4
+    for (int v = 0; v < NV; ++v) acc[i][v] = xsimd::fma(wv, xv[v], acc[i][v]);
+  }
+}
+
+// out[i * pitch + v * w ..] = acc[i][v] (out 64-byte aligned, pitch a multiple of the vector).
+template <int NV>
+[[gnu::always_inline]] inline void store_block(const Block<NV>& acc, float* out, i64 pitch) {
+#pragma GCC unroll 16
+  for (int i = 0; i < kb; ++i)
+#pragma GCC unroll 4
+    for (int v = 0; v < NV; ++v) acc[i][v].store_aligned(out + i * pitch + v * w);
+}
+
 // Stride 1: out[i * g.span + j0 + v * w] for i < kb, v < nv, the kb channels of wp over all input
 // channels for the pixels j0 .. j0 + nv*w of the padded plane.
 template <int FixedS>
 void block_plane(const Conv2dArgs& a, const Geometry& g, const float* xp, const float* wp, i64 j0, float* out) {
   const i64 S = FixedS > 0 ? FixedS : a.S;
   batch_f32 acc[kb][nv];
-#pragma GCC unroll 16
-  for (int i = 0; i < kb; ++i)
-#pragma GCC unroll 4
-    for (int v = 0; v < nv; ++v) acc[i][v] = batch_f32(0.0f);
+  zero_block<nv>(acc);
   const float* wt = wp;
   for (i64 c = 0; c < g.Cg; ++c) {
     const float* xc = xp + c * g.plane + j0;
@@ -122,24 +154,12 @@ void block_plane(const Conv2dArgs& a, const Geometry& g, const float* xp, const 
       const float* xr = xc + r * a.dil_h * g.Wp;
 #pragma GCC unroll 4
       for (i64 s = 0; s < S; ++s) {
-        const float* src = xr + s * a.dil_w;
-        batch_f32 xv[nv];
-#pragma GCC unroll 4
-        for (int v = 0; v < nv; ++v) xv[v] = batch_f32::load_unaligned(src + v * w);
-#pragma GCC unroll 16
-        for (int i = 0; i < kb; ++i) {
-          const batch_f32 wv(wt[i]);
-#pragma GCC unroll 4
-          for (int v = 0; v < nv; ++v) acc[i][v] = xsimd::fma(wv, xv[v], acc[i][v]);
-        }
+        tap_fma<nv>(xr + s * a.dil_w, wt, acc);
         wt += kb;
       }
     }
   }
-#pragma GCC unroll 16
-  for (int i = 0; i < kb; ++i)
-#pragma GCC unroll 4
-    for (int v = 0; v < nv; ++v) acc[i][v].store_aligned(out + i * g.span + j0 + v * w);
+  store_block<nv>(acc, out + j0, g.span);
 }
 
 // Stride 2: out[i * pitch + v * w] for i < kb, v < NV, the same over the phase layout: the pixels at
@@ -150,34 +170,19 @@ template <int NV>
 void block_row(const Geometry& g, i64 R, i64 S, const float* xp, i64 at, i64 row_step, const i64* col_off,
                const float* wp, float* out, i64 pitch) {
   batch_f32 acc[kb][NV];
-#pragma GCC unroll 16
-  for (int i = 0; i < kb; ++i)
-#pragma GCC unroll 4
-    for (int v = 0; v < NV; ++v) acc[i][v] = batch_f32(0.0f);
+  zero_block<NV>(acc);
   const float* wt = wp;
   for (i64 c = 0; c < g.Cg; ++c) {
     const float* xc = xp + c * g.plane + at;
     for (i64 r = 0; r < R; ++r) {
       const float* xr = xc + r * row_step;
       for (i64 s = 0; s < S; ++s) {
-        const float* src = xr + col_off[s];
-        batch_f32 xv[NV];
-#pragma GCC unroll 4
-        for (int v = 0; v < NV; ++v) xv[v] = batch_f32::load_unaligned(src + v * w);
-#pragma GCC unroll 16
-        for (int i = 0; i < kb; ++i) {
-          const batch_f32 wv(wt[i]);
-#pragma GCC unroll 4
-          for (int v = 0; v < NV; ++v) acc[i][v] = xsimd::fma(wv, xv[v], acc[i][v]);
-        }
+        tap_fma<NV>(xr + col_off[s], wt, acc);
         wt += kb;
       }
     }
   }
-#pragma GCC unroll 16
-  for (int i = 0; i < kb; ++i)
-#pragma GCC unroll 4
-    for (int v = 0; v < NV; ++v) acc[i][v].store_aligned(out + i * pitch + v * w);
+  store_block<NV>(acc, out, pitch);
 }
 
 // y[k][p][q] = out[k][p * out_pitch + q] + bias[k] for the valid channels of the block.
