@@ -2,6 +2,8 @@
 #include "backends/entries.hpp"
 
 #include <string>
+#include <type_traits>
+#include <variant>
 
 namespace trine::detail {
 
@@ -45,6 +47,66 @@ std::exception_ptr failed_dependency(std::span<const std::shared_ptr<Completion>
     }
   }
   return nullptr;
+}
+
+namespace {
+
+// The bytes of one trivially copyable value appended to a signature.
+template <class T>
+void put(std::string& key, const T& v) {
+  static_assert(std::is_trivially_copyable_v<T>);
+  key.append(reinterpret_cast<const char*>(&v), sizeof v);
+}
+
+void put_tensor(std::string& key, const Tensor& t, StorageKey storage) {
+  if (!t.defined()) return put(key, std::uint64_t{0});
+  storage(key, *t.storage());
+  put(key, t.offset());
+  put(key, static_cast<int>(t.dtype()));
+  put(key, t.rank());
+  for (int i = 0; i < t.rank(); ++i) {
+    put(key, t.shape()[i]);
+    put(key, t.strides()[i]);
+  }
+}
+
+}  // namespace
+
+std::string signature_of(std::span<const Entry> entries, StorageKey storage) {
+  std::string key;
+  for (const Entry& e : entries) {
+    put(key, e.index());
+    std::visit(
+        [&](const auto& x) {
+          using T = std::decay_t<decltype(x)>;
+          if constexpr (std::is_same_v<T, OpCall>) {
+            put(key, static_cast<int>(x.op));
+            put(key, x.params.index());
+            std::visit([&](const auto& p) { put(key, p); }, x.params);
+            put(key, x.inputs.size());
+            for (const Tensor& t : x.inputs) put_tensor(key, t, storage);
+            put_tensor(key, x.output, storage);
+          } else if constexpr (std::is_same_v<T, Upload>) {
+            storage(key, *x.dst);
+            put(key, reinterpret_cast<std::uintptr_t>(x.src));
+            put(key, x.offset);
+            put(key, x.bytes);
+          } else if constexpr (std::is_same_v<T, Readback>) {
+            storage(key, *x.src);
+            put(key, reinterpret_cast<std::uintptr_t>(x.dst));
+            put(key, x.offset);
+            put(key, x.bytes);
+          } else {
+            storage(key, *x.src);
+            storage(key, *x.dst);
+            put(key, x.src_offset);
+            put(key, x.dst_offset);
+            put(key, x.bytes);
+          }
+        },
+        e);
+  }
+  return key;
 }
 
 }  // namespace trine::detail

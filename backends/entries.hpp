@@ -6,6 +6,7 @@
 #include <exception>
 #include <memory>
 #include <span>
+#include <string>
 
 #include "backends/backend.hpp"
 #include "trine/error.hpp"
@@ -23,5 +24,13 @@ Error entry_error(const Entry& entry, std::size_t i, std::size_t n, const Error&
 // The first failed completion among `waits` as this work's error ("[what] an input comes from work
 // that failed: ..."), or null. Only call it once every wait has finished.
 std::exception_ptr failed_dependency(std::span<const std::shared_ptr<Completion>> waits, const char* what);
+
+// Appends what identifies `s` for a replay to `key` (its handle, or an id the backend gives its
+// buffers where a handle's address can come back for a different buffer).
+using StorageKey = void (*)(std::string& key, const Storage& s);
+// Every entry's kind, op, parameters, tensor layouts, host pointers and storages (through
+// `storage`): two submissions with the same signature issue the same device work on the same
+// memory, so a backend may replay what it recorded for the first as the second.
+std::string signature_of(std::span<const Entry> entries, StorageKey storage);
 
 }  // namespace trine::detail

@@ -68,60 +68,10 @@ class CudaSubmission final : public detail::Submission {
   std::string signature;
 };
 
-// The bytes of one trivially copyable value appended to a signature.
-template <class T>
-void put(std::string& key, const T& v) {
-  static_assert(std::is_trivially_copyable_v<T>);
-  key.append(reinterpret_cast<const char*>(&v), sizeof v);
-}
-
-void put_tensor(std::string& key, const Tensor& t) {
-  if (!t.defined()) return put(key, std::uint64_t{0});
-  put(key, reinterpret_cast<std::uintptr_t>(t.storage()->handle()));
-  put(key, t.offset());
-  put(key, static_cast<int>(t.dtype()));
-  put(key, t.rank());
-  for (int i = 0; i < t.rank(); ++i) {
-    put(key, t.shape()[i]);
-    put(key, t.strides()[i]);
-  }
-}
-
-std::string signature_of(const std::vector<detail::Entry>& entries) {
-  std::string key;
-  for (const detail::Entry& e : entries) {
-    put(key, e.index());
-    std::visit(
-        [&](const auto& x) {
-          using T = std::decay_t<decltype(x)>;
-          if constexpr (std::is_same_v<T, detail::OpCall>) {
-            put(key, static_cast<int>(x.op));
-            put(key, x.params.index());
-            std::visit([&](const auto& p) { put(key, p); }, x.params);
-            put(key, x.inputs.size());
-            for (const Tensor& t : x.inputs) put_tensor(key, t);
-            put_tensor(key, x.output);
-          } else if constexpr (std::is_same_v<T, detail::Upload>) {
-            put(key, reinterpret_cast<std::uintptr_t>(x.dst->handle()));
-            put(key, reinterpret_cast<std::uintptr_t>(x.src));
-            put(key, x.offset);
-            put(key, x.bytes);
-          } else if constexpr (std::is_same_v<T, detail::Readback>) {
-            put(key, reinterpret_cast<std::uintptr_t>(x.src->handle()));
-            put(key, reinterpret_cast<std::uintptr_t>(x.dst));
-            put(key, x.offset);
-            put(key, x.bytes);
-          } else {
-            put(key, reinterpret_cast<std::uintptr_t>(x.src->handle()));
-            put(key, reinterpret_cast<std::uintptr_t>(x.dst->handle()));
-            put(key, x.src_offset);
-            put(key, x.dst_offset);
-            put(key, x.bytes);
-          }
-        },
-        e);
-  }
-  return key;
+// A storage in a batch signature: its handle (the device pointer a recorded graph holds).
+void storage_key(std::string& key, const detail::Storage& s) {
+  const auto h = reinterpret_cast<std::uintptr_t>(s.handle());
+  key.append(reinterpret_cast<const char*>(&h), sizeof h);
 }
 
 class CudaBackend;
@@ -334,7 +284,7 @@ class CudaBackend final : public detail::Backend {
         s->position.push_back(i);
       }
     }
-    if (s->entries.size() > 1 && !sync_each_launch_) s->signature = signature_of(s->entries);
+    if (s->entries.size() > 1 && !sync_each_launch_) s->signature = detail::signature_of(s->entries, storage_key);
     return s;
   }
 
