@@ -143,6 +143,12 @@ class Backend {
     return false;
   }
 
+  // Optional: drops what the backend keeps between submissions to replay them (recorded command
+  // buffers and the temporaries they use), so their memory goes back. Called by
+  // trine::memory::clear_cache, before an allocation that failed is retried, and at exit. True
+  // when something was dropped.
+  virtual bool drop_recordings() noexcept { return false; }
+
   // Whether this backend runs this (already validated) call. False routes the call elsewhere or,
   // when the device was pinned, fails with Error(unsupported) naming the op. The call's tensors may
   // be phantoms (a storage with its size but no memory): answer from shapes, dtypes and sizes. A

@@ -43,6 +43,7 @@ struct Registry {
         s.backend->synchronize();
       } catch (...) {  // a broken device at exit: nothing left to report it to
       }
+      s.backend->drop_recordings();
       for (const auto& d : s.devices) release_cache(*s.backend, d.device);
     }
   }

@@ -103,9 +103,10 @@ void* cached_allocate(Backend& backend, Device device, std::size_t bytes, Memory
     handle = allocate(cls);
   } catch (const Error& e) {
     if (e.code() != ErrorCode::out_of_memory) throw;
+    const bool dropped = backend.drop_recordings();
     {
       std::lock_guard<std::mutex> lock(c.mu);
-      if (c.free.empty()) throw;
+      if (c.free.empty() && !dropped) throw;
       release_locked(c, device);
       ++c.stats.releases;
     }
@@ -163,7 +164,7 @@ void set_cache_limit(std::size_t bytes, Device device) {
 }
 
 void clear_cache(Device device) {
-  detail::backend_for(device, "clear_cache");
+  detail::backend_for(device, "clear_cache").drop_recordings();
   auto& c = detail::caches().of(device, nullptr);
   std::lock_guard<std::mutex> lock(c.mu);
   if (c.backend) detail::release_locked(c, device);

@@ -16,8 +16,9 @@ enum class MemoryKind { storage, staging };
 
 // `bytes` on `device`: a cached block of the same kind and size class when there is one, else the
 // backend's allocate (rounded up to the size class when the block is large enough to be cached).
-// When the backend is out of memory, the device's cache is released and the allocation tried once
-// more before Error(out_of_memory) reaches the caller.
+// When the backend is out of memory, the device's cache and what the backend keeps for replays
+// (Backend::drop_recordings) are released and the allocation tried once more before
+// Error(out_of_memory) reaches the caller.
 void* cached_allocate(Backend& backend, Device device, std::size_t bytes, MemoryKind kind = MemoryKind::storage);
 // Back to the cache, or to the backend when the block is small or the cache is full. Never throws.
 // Only called once no submission uses the memory (Storage's destructor, a failed placement, a

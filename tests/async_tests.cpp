@@ -85,7 +85,9 @@ TEST_CASE("every async op equals its sync twin", "[async]") {
       {async::copy(x.transpose()), copy(x.transpose())},
       {async::cast(x, DType::bf16), cast(x, DType::bf16)},
   };
-  for (const auto& [fut, sync] : pairs) {
+  for (std::size_t i = 0; i < pairs.size(); ++i) {
+    const auto& [fut, sync] = pairs[i];
+    INFO("pair " << i << " (in the order listed)");
     REQUIRE(fut.valid());
     const Tensor t = fut.get();
     CHECK(t.shape() == sync.shape());

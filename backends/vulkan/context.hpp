@@ -90,12 +90,12 @@ class DeviceContext {
   bool lost() const noexcept { return lost_.load(); }
   void mark_lost() noexcept { lost_.store(true); }
 
-  // A finished submission's command pool (with its one command buffer) and descriptor pools, kept
+  // A finished submission's command pool (with its command buffers) and descriptor pools, kept
   // for the next recording instead of destroyed: creating them anew was part of every sync call.
   // Reset by whoever takes them. At most k_recycled_kept are kept.
   struct Recycled {
     vk::raii::CommandPool pool{nullptr};
-    vk::raii::CommandBuffer cb{nullptr};  // freed before its pool
+    std::vector<vk::raii::CommandBuffer> cbs;  // freed before their pool
     std::vector<vk::raii::DescriptorPool> descriptor_pools;
   };
   std::optional<Recycled> take_recycled();

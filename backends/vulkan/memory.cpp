@@ -3,6 +3,7 @@
 #include "backends/vulkan/memory.hpp"
 
 #include <algorithm>
+#include <atomic>
 #include <cstring>
 #include <memory>
 #include <string>
@@ -39,6 +40,8 @@ Allocation* allocate_buffer(DeviceContext& ctx, std::size_t bytes, bool staging)
   a->guard = guard;
   a->size = a->capacity + 2 * guard;
   a->ctx = &ctx;
+  static std::atomic<std::uint64_t> next_id{1};
+  a->id = next_id.fetch_add(1, std::memory_order_relaxed);
   const auto& dev = ctx.device();
   vk::BufferCreateInfo info({}, a->size,
                             vk::BufferUsageFlagBits::eStorageBuffer | vk::BufferUsageFlagBits::eTransferSrc |

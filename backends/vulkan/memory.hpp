@@ -30,6 +30,9 @@ struct Allocation {
   std::size_t size = 0;             // buffer size: guard + capacity + guard
   unsigned char* mapped = nullptr;  // the buffer's first byte, when host-visible and coherent
   DeviceContext* ctx = nullptr;
+  // Unique for the process: a recorded command buffer names buffers, and a freed Allocation's
+  // address may come back for another buffer, so replays are keyed by this (signature_of).
+  std::uint64_t id = 0;
 
   // The bytes a binding of the data spans (never 0: Vulkan has no empty ranges).
   std::size_t range() const noexcept { return bytes ? (bytes + 3) / 4 * 4 : 4; }

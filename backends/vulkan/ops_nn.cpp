@@ -47,7 +47,7 @@ void record_rope(Recorder& rec, const detail::OpCall& call) {
     }
   }
   Allocation* t = rec.temporary(tab.size() * 4);
-  rec.upload_staged(tab.data(), t, 0, tab.size() * 4);
+  rec.upload_constant(tab.data(), t, 0, tab.size() * 4);
   const TensorRef rx = contiguous_f32(rec, x), ry = ref_of(call.output);
   const std::uint64_t pairs = static_cast<std::uint64_t>(x.numel() / 2);
   RopePush p{static_cast<std::uint32_t>(pairs), u32(half), u32(L), rx.offset};

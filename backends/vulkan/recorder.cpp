@@ -30,14 +30,26 @@ constexpr auto k_device_stages = vk::PipelineStageFlagBits::eComputeShader | vk:
 struct Recorder::State {
   explicit State(DeviceContext& c) : ctx(c) {}
   ~State() {
-    for (const Temporary& t : temporaries) detail::cached_deallocate(*t.backend, t.device, t.alloc, t.bytes, t.kind);
+    // A recording kept for replays goes when the backend drops it (at exit, or to free memory):
+    // its temporaries go straight back to the driver, not into a cache that may be released already.
+    for (const Temporary& t : temporaries) {
+      if (reusable) {
+        t.backend->deallocate(t.device.index, t.alloc);
+      } else {
+        detail::cached_deallocate(*t.backend, t.device, t.alloc, t.bytes, t.kind);
+      }
+    }
     // The submission has finished (or was never submitted): its pools go back for reuse.
-    ctx.give_back(DeviceContext::Recycled{std::move(pool), std::move(cb), std::move(descriptor_pools)});
+    ctx.give_back(DeviceContext::Recycled{std::move(pool), std::move(cbs), std::move(descriptor_pools)});
   }
 
+  vk::raii::CommandBuffer& cb() noexcept { return cbs[used - 1]; }
+
   DeviceContext& ctx;
+  bool reusable = false;
   vk::raii::CommandPool pool{nullptr};
-  vk::raii::CommandBuffer cb{nullptr};
+  std::vector<vk::raii::CommandBuffer> cbs;  // [0, used) recorded, the rest reset
+  std::size_t used = 0;
   std::vector<vk::raii::DescriptorPool> descriptor_pools;  // [0, pools_used) in use, the rest reset
   std::size_t pools_used = 0;
   std::uint32_t sets_in_pool = k_sets_per_pool;
@@ -55,45 +67,59 @@ struct Recorder::State {
     void* dst;
     std::size_t bytes;
   };
-  std::vector<HostCopy> after;  // staged readbacks, run once the device has finished
-  std::unordered_map<VkBuffer, Hazard> hazards;
-  bool begun = false;
+  std::vector<HostCopy> before;                  // host uploads into mapped memory, run before each submission
+  std::vector<HostCopy> after;                   // host copies out of mapped memory, run once the device has finished
+  std::unordered_map<VkBuffer, Hazard> hazards;  // of the open command buffer
+  bool open = false;                             // cb() is being recorded
+  bool cut = false;                              // the next command starts a new command buffer
   bool finished = false;
 };
 
-Recorder::Recorder(DeviceContext& ctx) : ctx_(ctx), state_(new State(ctx)) {}
+Recorder::Recorder(DeviceContext& ctx, bool reusable) : ctx_(ctx), state_(std::make_shared<State>(ctx)) {
+  state_->reusable = reusable;
+}
 Recorder::~Recorder() = default;
 
 const DeviceCaps& Recorder::caps() const noexcept { return ctx_.caps(); }
 
-void* Recorder::command_buffer() const noexcept {
-  return state_->begun ? static_cast<void*>(static_cast<VkCommandBuffer>(*state_->cb)) : nullptr;
-}
-
 void Recorder::begin_if_needed() {
   State& s = *state_;
-  if (s.begun) return;
-  const auto& dev = ctx_.device();
-  if (auto r = ctx_.take_recycled()) {  // a finished submission's pools, reset
-    TRINE_VK(r->pool.reset({}));
-    for (auto& dp : r->descriptor_pools) TRINE_VK(dp.reset());
-    s.pool = std::move(r->pool);
-    s.cb = std::move(r->cb);
-    s.descriptor_pools = std::move(r->descriptor_pools);
-  } else {
-    s.pool = TRINE_VK(dev.createCommandPool(
-        vk::CommandPoolCreateInfo(vk::CommandPoolCreateFlagBits::eTransient, ctx_.caps().queue_family)));
-    auto cbs = TRINE_VK(
-        dev.allocateCommandBuffers(vk::CommandBufferAllocateInfo(*s.pool, vk::CommandBufferLevel::ePrimary, 1)));
-    s.cb = std::move(cbs.front());
+  if (s.open && !s.cut) return;
+  if (s.open) {
+    TRINE_VK(s.cb().end());
+    s.open = false;
   }
-  TRINE_VK(s.cb.begin(vk::CommandBufferBeginInfo(vk::CommandBufferUsageFlagBits::eOneTimeSubmit)));
-  // Work submitted earlier on this queue (the storages' last writers) before anything here: one
-  // barrier whose first scope is every earlier command in queue order.
+  s.cut = false;
+  const auto& dev = ctx_.device();
+  if (!*s.pool) {
+    if (auto r = ctx_.take_recycled()) {  // a finished submission's pools, reset
+      TRINE_VK(r->pool.reset({}));
+      for (auto& dp : r->descriptor_pools) TRINE_VK(dp.reset());
+      s.pool = std::move(r->pool);
+      s.cbs = std::move(r->cbs);
+      s.descriptor_pools = std::move(r->descriptor_pools);
+    } else {
+      s.pool = TRINE_VK(dev.createCommandPool(
+          vk::CommandPoolCreateInfo(vk::CommandPoolCreateFlagBits::eTransient, ctx_.caps().queue_family)));
+    }
+  }
+  if (s.used == s.cbs.size()) {
+    auto more = TRINE_VK(
+        dev.allocateCommandBuffers(vk::CommandBufferAllocateInfo(*s.pool, vk::CommandBufferLevel::ePrimary, 1)));
+    s.cbs.push_back(std::move(more.front()));
+  }
+  ++s.used;
+  const vk::CommandBufferUsageFlags flags =
+      s.reusable ? vk::CommandBufferUsageFlags{} : vk::CommandBufferUsageFlagBits::eOneTimeSubmit;
+  TRINE_VK(s.cb().begin(vk::CommandBufferBeginInfo(flags)));
+  // Work submitted earlier on this queue (the storages' last writers, or the previous command
+  // buffer of this recording) before anything here: one barrier whose first scope is every
+  // earlier command in queue order.
   vk::MemoryBarrier before(vk::AccessFlagBits::eMemoryWrite,
                            vk::AccessFlagBits::eMemoryRead | vk::AccessFlagBits::eMemoryWrite);
-  s.cb.pipelineBarrier(vk::PipelineStageFlagBits::eAllCommands, k_device_stages, {}, before, {}, {});
-  s.begun = true;
+  s.cb().pipelineBarrier(vk::PipelineStageFlagBits::eAllCommands, k_device_stages, {}, before, {}, {});
+  s.hazards.clear();
+  s.open = true;
 }
 
 // Barriers for the hazards `bindings` create against earlier commands, then records their accesses.
@@ -119,7 +145,7 @@ void Recorder::access(std::span<const Binding> bindings) {
     }
     s.hazards.erase(it);
   }
-  if (!barriers.empty()) s.cb.pipelineBarrier(k_device_stages, k_device_stages, {}, {}, barriers, {});
+  if (!barriers.empty()) s.cb().pipelineBarrier(k_device_stages, k_device_stages, {}, {}, barriers, {});
   for (const Binding& b : bindings) {
     Hazard& h = s.hazards[*b.alloc->buffer];
     h.read = h.read || !b.write;
@@ -166,10 +192,11 @@ void Recorder::dispatch(const char* shader, std::initializer_list<Binding> bindi
   (*ctx_.device()).updateDescriptorSets(writes, {});
 
   access(std::span<const Binding>(bindings.begin(), bindings.size()));
-  s.cb.bindPipeline(vk::PipelineBindPoint::eCompute, p.pipeline);
-  (*s.cb).bindDescriptorSets(vk::PipelineBindPoint::eCompute, p.layout, 0, set, {});
+  s.cb().bindPipeline(vk::PipelineBindPoint::eCompute, p.pipeline);
+  (*s.cb()).bindDescriptorSets(vk::PipelineBindPoint::eCompute, p.layout, 0, set, {});
   if (push_bytes)
-    (*s.cb).pushConstants(p.layout, vk::ShaderStageFlagBits::eCompute, 0, static_cast<std::uint32_t>(push_bytes), push);
+    (*s.cb()).pushConstants(p.layout, vk::ShaderStageFlagBits::eCompute, 0, static_cast<std::uint32_t>(push_bytes),
+                            push);
   const std::uint64_t max_x = c.max_workgroup_count[0];
   const std::uint64_t x = std::min(groups, max_x);
   const std::uint64_t y = (groups + x - 1) / x;
@@ -177,7 +204,7 @@ void Recorder::dispatch(const char* shader, std::initializer_list<Binding> bindi
   // and every device launches at least 65535 x 65535: the limits check needs no case for it.
   TRINE_ASSERT(y <= c.max_workgroup_count[1], std::string("[vulkan] ") + shader + " needs " + std::to_string(groups) +
                                                   " workgroups, more than the device can launch at once");
-  s.cb.dispatch(static_cast<std::uint32_t>(x), static_cast<std::uint32_t>(y), 1);
+  s.cb().dispatch(static_cast<std::uint32_t>(x), static_cast<std::uint32_t>(y), 1);
   ++commands_;
 }
 
@@ -187,8 +214,8 @@ void Recorder::copy(Allocation* src, std::size_t src_offset, Allocation* dst, st
   begin_if_needed();
   const Binding b[] = {{src, false}, {dst, true}};
   access(b);
-  state_->cb.copyBuffer(*src->buffer, *dst->buffer,
-                        vk::BufferCopy(src->guard + src_offset, dst->guard + dst_offset, bytes));
+  state_->cb().copyBuffer(*src->buffer, *dst->buffer,
+                          vk::BufferCopy(src->guard + src_offset, dst->guard + dst_offset, bytes));
   ++commands_;
 }
 
@@ -209,7 +236,19 @@ Allocation* Recorder::staging(std::size_t bytes) {
   return cached(bytes, ctx_.caps().host_coherent ? detail::MemoryKind::storage : detail::MemoryKind::staging);
 }
 
+void Recorder::upload_host(const void* src, Allocation* dst, std::size_t dst_offset, std::size_t bytes) {
+  TRINE_ASSERT(dst->mapped, "[vulkan] a host upload into memory the host cannot map");
+  if (bytes) state_->before.push_back({static_cast<const unsigned char*>(src), dst->data() + dst_offset, bytes});
+}
+
 void Recorder::upload_staged(const void* src, Allocation* dst, std::size_t dst_offset, std::size_t bytes) {
+  if (bytes == 0) return;
+  Allocation* staging = this->staging(bytes);
+  state_->before.push_back({static_cast<const unsigned char*>(src), staging->data(), bytes});
+  copy(staging, 0, dst, dst_offset, bytes);
+}
+
+void Recorder::upload_constant(const void* src, Allocation* dst, std::size_t dst_offset, std::size_t bytes) {
   if (bytes == 0) return;
   Allocation* staging = this->staging(bytes);
   std::memcpy(staging->data(), src, bytes);
@@ -229,26 +268,42 @@ void Recorder::readback_host(Allocation* src, std::size_t offset, void* dst, std
 
 bool Recorder::has_host_steps() const noexcept { return !state_->after.empty(); }
 
+void Recorder::cut() { state_->cut = state_->open; }
+
 void Recorder::finish() {
   State& s = *state_;
-  if (!s.begun || s.finished) return;
+  if (!s.open || s.finished) return;
   // Device writes become visible to host reads after the timeline signal is observed.
   vk::MemoryBarrier after(vk::AccessFlagBits::eShaderWrite | vk::AccessFlagBits::eTransferWrite,
                           vk::AccessFlagBits::eHostRead);
-  s.cb.pipelineBarrier(k_device_stages, vk::PipelineStageFlagBits::eHost, {}, after, {}, {});
-  TRINE_VK(s.cb.end());
+  s.cb().pipelineBarrier(k_device_stages, vk::PipelineStageFlagBits::eHost, {}, after, {}, {});
+  TRINE_VK(s.cb().end());
+  s.open = false;
   s.finished = true;
 }
 
 Recorder::StatePtr Recorder::take_state() { return std::move(state_); }
 
-void complete_state(Recorder::State& state) noexcept {
-  for (const auto& c : state.after) std::memcpy(c.dst, c.src, c.bytes);
-  state.after.clear();
+std::uint64_t submit_state(Recorder::State& state, std::uint64_t wait_value) {
+  TRINE_ASSERT(state.finished || state.used == 0, "[vulkan] a recording submitted before it was finished");
+  for (const auto& c : state.before) std::memcpy(c.dst, c.src, c.bytes);
+  std::uint64_t value = 0;
+  for (std::size_t i = 0; i < state.used; ++i) value = state.ctx.submit(*state.cbs[i], i == 0 ? wait_value : 0);
+  return value;
 }
 
-void Recorder::StateDeleter::operator()(State* s) const noexcept { delete s; }
+void complete_state(Recorder::State& state) noexcept {
+  for (const auto& c : state.after) std::memcpy(c.dst, c.src, c.bytes);
+}
 
 bool has_host_steps(const Recorder::State& state) noexcept { return !state.after.empty(); }
+
+std::size_t command_buffer_count(const Recorder::State& state) noexcept { return state.used; }
+
+std::size_t temporary_bytes(const Recorder::State& state) noexcept {
+  std::size_t n = 0;
+  for (const auto& t : state.temporaries) n += t.bytes;
+  return n;
+}
 
 }  // namespace trine::vulkan

@@ -31,7 +31,9 @@ struct Binding {
 
 class Recorder {
  public:
-  explicit Recorder(DeviceContext& ctx);
+  // `reusable`: the command buffers may be submitted again after the first submission completes
+  // (a replayed batch), so they are not recorded for one submission only.
+  explicit Recorder(DeviceContext& ctx, bool reusable = false);
   ~Recorder();
   Recorder(const Recorder&) = delete;
   Recorder& operator=(const Recorder&) = delete;
@@ -50,9 +52,15 @@ class Recorder {
   Allocation* temporary(std::size_t bytes);
   // A host-visible, mapped buffer of `bytes` that lives until the submission completes.
   Allocation* staging(std::size_t bytes);
-  // A staging copy of host memory, uploaded into dst by a recorded copy (for uploads that must
-  // happen between device commands).
+  // dst's mapped data at dst_offset <- src's bytes, copied on the host just before each submission
+  // of the recording (an upload that starts a submission needs no staging on host-visible memory).
+  void upload_host(const void* src, Allocation* dst, std::size_t dst_offset, std::size_t bytes);
+  // A staging copy of host memory (made just before each submission), uploaded into dst by a
+  // recorded copy (for uploads that must happen between device commands).
   void upload_staged(const void* src, Allocation* dst, std::size_t dst_offset, std::size_t bytes);
+  // Data the recording itself computed (an op's table): copied into a staging buffer now, once,
+  // and uploaded into dst by a recorded copy; a replay uploads the same bytes again.
+  void upload_constant(const void* src, Allocation* dst, std::size_t dst_offset, std::size_t bytes);
   // dst <- src's bytes at offset, copied on the host once the submission completes (via a staging
   // buffer the device fills at this point of the command stream).
   void readback_staged(Allocation* src, std::size_t offset, void* dst, std::size_t bytes);
@@ -63,18 +71,20 @@ class Recorder {
   bool has_host_steps() const noexcept;
 
   bool empty() const noexcept { return commands_ == 0; }
+  // Ends the current command buffer at the next command, which goes into a new one, submitted
+  // after it (a
+  // very large batch split so that no single submission runs long enough to risk a driver
+  // timeout). Each command buffer starts with a barrier after all earlier work on the queue.
+  void cut();
   // Ends recording: the final barrier that makes device writes visible to the host.
   void finish();
 
-  // The recorded state the submission keeps alive until completion (command buffer, descriptor
-  // pools, temporaries) and the host copies to run after it.
+  // The recorded state the submission keeps alive until completion (command buffers, descriptor
+  // pools, temporaries) and the host copies to run before and after it. Shared: a replayed batch's
+  // state is also held by the backend between runs.
   struct State;
-  struct StateDeleter {
-    void operator()(State* s) const noexcept;
-  };
-  using StatePtr = std::unique_ptr<State, StateDeleter>;
+  using StatePtr = std::shared_ptr<State>;
   StatePtr take_state();
-  void* command_buffer() const noexcept;  // VkCommandBuffer, for submit
 
  private:
   Allocation* cached(std::size_t bytes, detail::MemoryKind kind);
@@ -86,8 +96,15 @@ class Recorder {
   std::size_t commands_ = 0;
 };
 
-// Runs the host copies of a completed submission and frees what it held. Never throws.
+// Runs the host copies that go before the device work, then submits the command buffers in
+// order, the first after timeline value `wait_value` (0: none); returns the value the last signals
+// (0 when nothing was recorded for the device: then only the host copies ran).
+std::uint64_t submit_state(Recorder::State& state, std::uint64_t wait_value);
+// Runs the host copies of a completed submission. Never throws.
 void complete_state(Recorder::State& state) noexcept;
 bool has_host_steps(const Recorder::State& state) noexcept;
+// How many command buffers the state submits, and the bytes of temporaries it holds.
+std::size_t command_buffer_count(const Recorder::State& state) noexcept;
+std::size_t temporary_bytes(const Recorder::State& state) noexcept;
 
 }  // namespace trine::vulkan

@@ -3,11 +3,14 @@
 // on the host, in a submit thread, where they are not.
 #include <algorithm>
 #include <atomic>
+#include <charconv>
 #include <condition_variable>
+#include <cstdlib>
 #include <cstring>
 #include <deque>
 #include <functional>
 #include <future>
+#include <map>
 #include <thread>
 
 #include "backends/backend.hpp"
@@ -29,15 +32,48 @@ class VulkanSubmission final : public detail::Submission {
   int device = 0;
 };
 
-
-
 Allocation* alloc_of(const detail::Storage& s) { return static_cast<Allocation*>(s.handle()); }
 
+// A storage in a replay signature: its buffer's id (a recorded command buffer names the VkBuffer)
+// and the bytes its bindings span.
+void storage_key(std::string& key, const detail::Storage& s) {
+  const Allocation* a = alloc_of(s);
+  const std::uint64_t v[2] = {a->id, a->bytes};
+  key.append(reinterpret_cast<const char*>(v), sizeof v);
+}
 
+// The most work (flops + bytes, as the op table estimates them) one command buffer is given before
+// the recording moves on to the next: no single submission should run long enough for a driver to
+// take it for a hang (Windows resets a GPU after 2 s). A single op larger than this still goes as
+// one. TRINE_VULKAN_SUBMIT_BUDGET sets it; the default allows ~0.1-0.4 s of a slow integrated GPU,
+// and ~1 s of lavapipe.
+std::uint64_t default_budget(const DeviceCaps& caps) { return caps.software ? (1ull << 32) : (1ull << 34); }
+
+// TRINE_VULKAN_SUBMIT_BUDGET: a positive integer, or unset (0 returned); anything else is an error.
+std::uint64_t budget_from_env(std::string& error) {
+  const char* v = std::getenv("TRINE_VULKAN_SUBMIT_BUDGET");
+  if (!v) return 0;
+  std::uint64_t n = 0;
+  const char* end = v + std::strlen(v);
+  const auto r = std::from_chars(v, end, n);
+  if (r.ec != std::errc() || r.ptr != end || n == 0) {
+    error = std::string("[vulkan] TRINE_VULKAN_SUBMIT_BUDGET=") + v +
+            ": expected a positive integer (work per command buffer, in flops + bytes)";
+  }
+  return n;
+}
+
+// What one submission moved, counted into the backend's totals when it is submitted.
+struct Counts {
+  std::uint64_t uploads = 0, upload_bytes = 0, readbacks = 0, readback_bytes = 0, device_copies = 0,
+                device_copy_bytes = 0;
+};
 
 class VulkanBackend final : public detail::Backend {
  public:
-  explicit VulkanBackend(std::unique_ptr<Instance> instance) : instance_(std::move(instance)) {}
+  explicit VulkanBackend(std::unique_ptr<Instance> instance) : instance_(std::move(instance)) {
+    budget_ = budget_from_env(budget_error_);
+  }
 
   ~VulkanBackend() override {
     {
@@ -155,6 +191,13 @@ class VulkanBackend final : public detail::Backend {
     return done;
   }
 
+  bool drop_recordings() noexcept override {
+    std::map<std::pair<int, std::string>, Kept> dropped;  // destroyed after the lock is released
+    std::lock_guard<std::mutex> lock(kept_mu_);
+    dropped.swap(kept_);
+    return !dropped.empty();
+  }
+
   void synchronize() override {
     auto marker = std::make_shared<std::promise<void>>();
     auto f = marker->get_future();
@@ -183,12 +226,16 @@ class VulkanBackend final : public detail::Backend {
     t.device_copies = device_copies_.load();
     t.device_copy_bytes = device_copy_bytes_.load();
     t.submissions = submissions_.load();
+    t.replays = replays_.load();
+    t.driver_submits = driver_submits_.load();
     return t;
   }
 
  private:
   // Records and submits `entries` (dependencies already satisfied, or waited for through
   // `wait_value` on the device), finishing `done`. Never throws: failures become done's error.
+  // A submission of several entries identical to an earlier one (a batch run again, the same call
+  // on the same buffers) is not recorded again: the earlier recording is submitted once more.
   void run(DeviceContext& ctx, std::vector<detail::Entry> entries,
            const std::vector<std::shared_ptr<detail::Completion>>& deps, std::uint64_t wait_value,
            const std::shared_ptr<VulkanCompletion>& done) noexcept {
@@ -198,31 +245,57 @@ class VulkanBackend final : public detail::Backend {
     const std::uint64_t messages_before = message_log().count.load();
     std::size_t i = 0;
     try {
+      if (!budget_error_.empty()) throw Error(ErrorCode::invalid_argument, budget_error_);
       if (ctx.lost()) throw Error(ErrorCode::driver_error, "the device was lost earlier; it cannot run work any more");
-      Recorder rec(ctx);
-      // Leading uploads go straight into mapped memory when nothing is still running before them;
-      // trailing readbacks are read from mapped memory after completion. Anything between device
-      // commands goes through a staging buffer at its place in the command stream.
-      std::size_t lead = 0;
-      while (lead < entries.size() && entries[lead].index() == 1) ++lead;
-      std::size_t tail = entries.size();
-      while (tail > lead && entries[tail - 1].index() == 2) --tail;
-      for (; i < entries.size(); ++i) record(rec, entries[i], i < lead && wait_value == 0, i >= tail);
-      i = entries.size() - 1;  // failures from here on are the submission's: named by its last entry
-      if (rec.empty()) return done->finished(rec.take_state(), nullptr);
-      rec.finish();
-      const std::uint64_t value = ctx.submit(static_cast<VkCommandBuffer>(rec.command_buffer()), wait_value);
+      std::string signature;
+      if (entries.size() > 1) {
+        signature = detail::signature_of(entries, storage_key);
+        signature.push_back(wait_value ? 'w' : '-');  // leading uploads go through staging when waiting
+      }
+      Counts counts;
+      Recorder::StatePtr state = signature.empty() ? nullptr : replayable(ctx, signature, counts, done);
+      const bool replay = state != nullptr;
+      if (!replay) {
+        Recorder rec(ctx, /*reusable=*/!signature.empty());
+        // Leading uploads go straight into mapped memory when nothing is still running before them;
+        // trailing readbacks are read from mapped memory after completion. Anything between device
+        // commands goes through a staging buffer at its place in the command stream.
+        std::size_t lead = 0;
+        while (lead < entries.size() && entries[lead].index() == 1) ++lead;
+        std::size_t tail = entries.size();
+        while (tail > lead && entries[tail - 1].index() == 2) --tail;
+        const std::uint64_t budget = budget_ ? budget_ : default_budget(ctx.caps());
+        double work = 0;
+        for (; i < entries.size(); ++i) {
+          if (const auto* op = std::get_if<detail::OpCall>(&entries[i])) {
+            if (work > 0 && work + op->cost.flops + op->cost.bytes > static_cast<double>(budget)) {
+              rec.cut();
+              work = 0;
+            }
+            work += op->cost.flops + op->cost.bytes;
+          }
+          record(rec, entries[i], i < lead && wait_value == 0, i >= tail, counts);
+        }
+        i = entries.size() - 1;  // failures from here on are the submission's: named by its last entry
+        rec.finish();
+        state = rec.take_state();
+      }
+      i = entries.size() - 1;
+      const std::uint64_t value = submit_state(*state, wait_value);
+      add(counts, replay, command_buffer_count(*state));
+      if (value == 0) return done->finished(std::move(state), nullptr);  // host copies only
       std::exception_ptr late;
       if (message_log().count.load() != messages_before) {
         late = std::make_exception_ptr(Error(ErrorCode::internal, std::string("[") + first +
                                                                       "] the Vulkan validation layer reported: " +
                                                                       message_log().since(messages_before)));
       }
-      done->submitted(value, rec.take_state(), std::move(entries), late);
+      if (!signature.empty() && !replay) keep(ctx, std::move(signature), state, counts, done);
+      done->submitted(value, std::move(state), std::move(entries), late);
     } catch (const Error& e) {
-      done->finished(nullptr, std::make_exception_ptr(entry_error(entries[std::min(i, entries.size() - 1)],
-                                                                  std::min(i, entries.size() - 1), entries.size(), e,
-                                                                  Device{DeviceKind::vulkan, detail::device_of(entries.front())})));
+      done->finished(nullptr, std::make_exception_ptr(entry_error(
+                                  entries[std::min(i, entries.size() - 1)], std::min(i, entries.size() - 1),
+                                  entries.size(), e, Device{DeviceKind::vulkan, detail::device_of(entries.front())})));
     } catch (const std::exception& e) {
       done->finished(
           nullptr, std::make_exception_ptr(Error(
@@ -230,19 +303,71 @@ class VulkanBackend final : public detail::Backend {
     }
   }
 
-  void record(Recorder& rec, const detail::Entry& e, bool host_upload, bool host_readback) {
+  void add(const Counts& c, bool replay, std::size_t command_buffers) {
+    uploads_.fetch_add(c.uploads, std::memory_order_relaxed);
+    upload_bytes_.fetch_add(c.upload_bytes, std::memory_order_relaxed);
+    readbacks_.fetch_add(c.readbacks, std::memory_order_relaxed);
+    readback_bytes_.fetch_add(c.readback_bytes, std::memory_order_relaxed);
+    device_copies_.fetch_add(c.device_copies, std::memory_order_relaxed);
+    device_copy_bytes_.fetch_add(c.device_copy_bytes, std::memory_order_relaxed);
+    driver_submits_.fetch_add(command_buffers, std::memory_order_relaxed);
+    if (replay) replays_.fetch_add(1, std::memory_order_relaxed);
+  }
+
+  // A recording kept for replay: its state (command buffers, descriptor sets, temporaries), what
+  // one run moves, and its last submission, which must have finished (host copies included)
+  // before the same command buffers and temporaries are used again.
+  struct Kept {
+    Recorder::StatePtr state;
+    Counts counts;
+    std::weak_ptr<VulkanCompletion> last;
+    std::uint64_t last_use = 0;
+  };
+  static constexpr std::size_t k_kept_max = 32;  // per device, least recently used dropped
+  // Kept states hold their temporaries out of the memory cache: larger ones are not kept.
+  static constexpr std::size_t k_kept_temporary_bytes = std::size_t{4} << 20;
+
+  // The kept state for `signature`, if its last run has finished, now taken by `done` (no other
+  // thread replays it until `done` finishes); `counts` gets what a run moves.
+  Recorder::StatePtr replayable(DeviceContext& ctx, const std::string& signature, Counts& counts,
+                                const std::shared_ptr<VulkanCompletion>& done) {
+    std::lock_guard<std::mutex> lock(kept_mu_);
+    auto it = kept_.find({ctx.index(), signature});
+    if (it == kept_.end()) return nullptr;
+    if (auto last = it->second.last.lock(); last && !last->poll()) return nullptr;  // still running
+    it->second.last = done;
+    it->second.last_use = ++kept_clock_;
+    counts = it->second.counts;
+    return it->second.state;
+  }
+  void keep(DeviceContext& ctx, std::string signature, const Recorder::StatePtr& state, const Counts& counts,
+            const std::shared_ptr<VulkanCompletion>& done) {
+    if (temporary_bytes(*state) > k_kept_temporary_bytes) return;
+    std::lock_guard<std::mutex> lock(kept_mu_);
+    std::size_t on_device = 0;
+    auto oldest = kept_.end();
+    for (auto it = kept_.begin(); it != kept_.end(); ++it) {
+      if (it->first.first != ctx.index()) continue;
+      ++on_device;
+      if (oldest == kept_.end() || it->second.last_use < oldest->second.last_use) oldest = it;
+    }
+    if (on_device >= k_kept_max) kept_.erase(oldest);  // a run of it still in flight keeps its own reference
+    kept_[{ctx.index(), std::move(signature)}] = Kept{state, counts, done, ++kept_clock_};
+  }
+
+  void record(Recorder& rec, const detail::Entry& e, bool host_upload, bool host_readback, Counts& n) {
     switch (e.index()) {
       case 0: record_op(rec, std::get<detail::OpCall>(e)); return;
       case 1: {
         const auto& u = std::get<detail::Upload>(e);
         Allocation* a = alloc_of(*u.dst);
         if (host_upload && a->mapped) {
-          if (u.bytes) std::memcpy(a->data() + u.offset, u.src, u.bytes);
+          rec.upload_host(u.src, a, u.offset, u.bytes);
         } else {
           rec.upload_staged(u.src, a, u.offset, u.bytes);
         }
-        uploads_.fetch_add(1, std::memory_order_relaxed);
-        upload_bytes_.fetch_add(u.bytes, std::memory_order_relaxed);
+        ++n.uploads;
+        n.upload_bytes += u.bytes;
         return;
       }
       case 2: {
@@ -253,15 +378,15 @@ class VulkanBackend final : public detail::Backend {
         } else {
           rec.readback_staged(a, r.offset, r.dst, r.bytes);
         }
-        readbacks_.fetch_add(1, std::memory_order_relaxed);
-        readback_bytes_.fetch_add(r.bytes, std::memory_order_relaxed);
+        ++n.readbacks;
+        n.readback_bytes += r.bytes;
         return;
       }
       default: {
         const auto& c = std::get<detail::DeviceCopy>(e);
         rec.copy(alloc_of(*c.src), c.src_offset, alloc_of(*c.dst), c.dst_offset, c.bytes);
-        device_copies_.fetch_add(1, std::memory_order_relaxed);
-        device_copy_bytes_.fetch_add(c.bytes, std::memory_order_relaxed);
+        ++n.device_copies;
+        n.device_copy_bytes += c.bytes;
         return;
       }
     }
@@ -313,7 +438,12 @@ class VulkanBackend final : public detail::Backend {
   std::thread thread_;
   bool stopping_ = false;
   std::atomic<std::uint64_t> uploads_{0}, upload_bytes_{0}, readbacks_{0}, readback_bytes_{0}, device_copies_{0},
-      device_copy_bytes_{0}, submissions_{0};
+      device_copy_bytes_{0}, submissions_{0}, replays_{0}, driver_submits_{0};
+  std::uint64_t budget_ = 0;  // TRINE_VULKAN_SUBMIT_BUDGET, 0: the device's default
+  std::string budget_error_;  // a malformed TRINE_VULKAN_SUBMIT_BUDGET: every submission fails with it
+  std::mutex kept_mu_;
+  std::map<std::pair<int, std::string>, Kept> kept_;  // by device index and signature
+  std::uint64_t kept_clock_ = 0;
 };
 
 }  // namespace

@@ -59,6 +59,9 @@ struct TransferStats {
   // Submissions run from a form the backend recorded at an earlier run of the same batch (a CUDA
   // graph), rather than issued op by op.
   std::uint64_t replays = 0;
+  // Queue submissions made to the driver (Vulkan: vkQueueSubmit calls). A submission split by the
+  // work budget (TRINE_VULKAN_SUBMIT_BUDGET) counts once per part; 0 where a backend keeps no count.
+  std::uint64_t driver_submits = 0;
 };
 // Throws Error(device_unavailable) for a device this machine does not have.
 TransferStats transfer_stats(Device device = Device::cpu());

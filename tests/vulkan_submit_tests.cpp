@@ -1,0 +1,189 @@
+// How the Vulkan backend submits: a submission seen before is replayed from its kept recording,
+// and one over the work budget is split into several command buffers. ctest runs these under the
+// validation layer, and once more (vulkan_split) with TRINE_VULKAN_SUBMIT_BUDGET=1, where every op
+// gets a command buffer of its own.
+#include <catch2/catch.hpp>
+
+#include <cmath>
+#include <cstdlib>
+#include <string>
+#include <vector>
+
+#include "backends/vulkan/debug.hpp"
+#include "trine/trine.hpp"
+
+using namespace trine;
+
+namespace {
+
+const Device k_vk{DeviceKind::vulkan, 0};
+
+void require_vulkan() {
+  for (const auto& s : backend_status()) {
+    if (s.kind != DeviceKind::vulkan) continue;
+    INFO("vulkan backend: " << s.reason);
+    REQUIRE(s.available);
+  }
+}
+
+void require_no_validation_messages() {
+  const auto messages = vulkan::take_validation_messages();
+  std::string all;
+  for (const auto& m : messages) all += m + "\n";
+  INFO(all);
+  REQUIRE(messages.empty());
+}
+
+std::vector<float> values(std::size_t n, std::uint64_t seed) {
+  return Tensor::random({static_cast<std::int64_t>(n)}, seed).to_vector();
+}
+
+bool same(const std::vector<float>& a, const std::vector<float>& b) {
+  if (a.size() != b.size()) return false;
+  for (std::size_t i = 0; i < a.size(); ++i)
+    if (!(a[i] == b[i] || (std::isnan(a[i]) && std::isnan(b[i])))) return false;
+  return true;
+}
+
+TransferStats since(const TransferStats& before) {
+  TransferStats now = transfer_stats(k_vk);
+  now.uploads -= before.uploads;
+  now.readbacks -= before.readbacks;
+  now.submissions -= before.submissions;
+  now.replays -= before.replays;
+  now.driver_submits -= before.driver_submits;
+  return now;
+}
+
+// The budget ctest gave this run: 0 when unset (the device's default, far above these tests).
+std::uint64_t budget() {
+  const char* v = std::getenv("TRINE_VULKAN_SUBMIT_BUDGET");
+  return v ? std::stoull(v) : 0;
+}
+
+// x -> softmax(rope(scale(x) @ w)): an op whose recording uploads a table of its own (rope) and
+// one that reads a tensor made outside the batch (w).
+struct Chain {
+  static constexpr std::int64_t rows = 2, seq = 6, dim = 8;
+  Tensor w = Tensor::random({dim, dim}, 77, -1, 1, DType::f32, k_vk);
+  static Tensor apply(const Tensor& x, const Tensor& w) { return softmax(rope(matmul(scale(x, 0.5f, 0.1f), w))); }
+  std::vector<float> eager(const std::vector<float>& in) const {
+    return apply(Tensor::from(in, {rows, seq, dim}, DType::f32, k_vk), w).to_vector();
+  }
+};
+
+}  // namespace
+
+TEST_CASE("a batch run again replays its recorded command buffers, with the new inputs", "[vulkan][vulkan_submit]") {
+  require_vulkan();
+  Chain c;
+  const std::size_t n = Chain::rows * Chain::seq * Chain::dim;
+  Batch batch(k_vk);
+  Tensor x = batch.upload(values(n, 1), {Chain::rows, Chain::seq, Chain::dim});
+  BatchRead out = batch.read(Chain::apply(x, c.w));
+  const std::uint64_t ops = 4;
+  for (std::uint64_t run = 0; run < 5; ++run) {
+    const auto in = values(n, 10 + run);
+    const auto expect = c.eager(in);  // the same shaders, called one by one
+    const TransferStats before = transfer_stats(k_vk);
+    batch.run({in});
+    const TransferStats d = since(before);
+    INFO("run " << run);
+    CHECK(same(out.get(), expect));
+    CHECK(d.submissions == 1);
+    CHECK(d.uploads == 1);  // counted on replays too
+    CHECK(d.readbacks == 1);
+    CHECK(d.replays == (run > 0 ? 1u : 0u));  // the first run records; every later one replays
+    CHECK(d.driver_submits == (budget() == 1 ? ops : 1u));
+  }
+  require_no_validation_messages();
+}
+
+TEST_CASE("a kept recording is dropped by clear_cache, and the next run records anew", "[vulkan][vulkan_submit]") {
+  require_vulkan();
+  Chain c;
+  const std::size_t n = Chain::rows * Chain::seq * Chain::dim;
+  Batch batch(k_vk);
+  Tensor x = batch.upload(values(n, 2), {Chain::rows, Chain::seq, Chain::dim});
+  BatchRead out = batch.read(Chain::apply(x, c.w));
+  batch.run();
+  TransferStats before = transfer_stats(k_vk);
+  batch.run();
+  CHECK(since(before).replays == 1);
+  memory::clear_cache(k_vk);
+  const auto in = values(n, 3);
+  before = transfer_stats(k_vk);
+  batch.run({in});
+  CHECK(since(before).replays == 0);
+  CHECK(same(out.get(), c.eager(in)));
+  before = transfer_stats(k_vk);
+  batch.run({in});
+  CHECK(since(before).replays == 1);
+  CHECK(same(out.get(), c.eager(in)));
+  require_no_validation_messages();
+}
+
+TEST_CASE("a replay waits for the previous run of the same recording", "[vulkan][vulkan_submit]") {
+  require_vulkan();
+  // Two futures of one batch in flight at once: the second may not reuse the command buffers and
+  // temporaries the first still runs on (it is recorded anew, or replayed once the first is done).
+  const std::int64_t n = 1 << 18;
+  Batch batch(k_vk);
+  Tensor x = batch.upload(values(static_cast<std::size_t>(n), 4), {n});
+  Tensor y = x;
+  for (int i = 0; i < 8; ++i) y = scale(y, 1.5f, -0.25f);
+  BatchRead out = batch.read(y);
+  batch.run();
+  const auto expect = [&](const std::vector<float>& in) {
+    Tensor t = Tensor::from(in, {n}, DType::f32, k_vk);
+    for (int i = 0; i < 8; ++i) t = scale(t, 1.5f, -0.25f);
+    return t.to_vector();
+  };
+  for (std::uint64_t seed = 5; seed < 9; ++seed) {
+    const auto in = values(static_cast<std::size_t>(n), seed);
+    Future<void> a = batch.submit({in});
+    Future<void> b = batch.submit();  // the same inputs again, right behind it
+    a.get();
+    b.get();
+    CHECK(same(out.get(), expect(in)));
+  }
+  require_no_validation_messages();
+}
+
+TEST_CASE("a batch over the work budget runs as several command buffers, in order", "[vulkan][vulkan_submit]") {
+  require_vulkan();
+  const std::int64_t n = 1 << 12;
+  const auto in = values(static_cast<std::size_t>(n), 6);
+  Batch batch(k_vk);
+  Tensor x = batch.upload(in, {n});
+  Tensor y = x;
+  const int ops = 12;
+  for (int i = 0; i < ops; ++i) y = (i % 2) ? relu(y) : scale(y, -1.25f, 0.5f);
+  BatchRead out = batch.read(y);
+  const TransferStats before = transfer_stats(k_vk);
+  batch.run();
+  const TransferStats d = since(before);
+  CHECK(d.submissions == 1);
+  CHECK(d.driver_submits == (budget() == 1 ? static_cast<std::uint64_t>(ops) : 1u));
+  std::vector<float> expect = in;
+  for (int i = 0; i < ops; ++i)
+    for (float& v : expect) v = (i % 2) ? std::max(v, 0.0f) : -1.25f * v + 0.5f;
+  const auto got = out.get();
+  REQUIRE(got.size() == expect.size());
+  for (std::size_t i = 0; i < got.size(); ++i) REQUIRE(got[i] == Approx(expect[i]).margin(1e-5));
+  require_no_validation_messages();
+}
+
+TEST_CASE("TRINE_VULKAN_SUBMIT_BUDGET that is not a positive integer fails every submission, naming it",
+          "[vulkan_budget_bad][.]") {
+  // Run by ctest with TRINE_VULKAN_SUBMIT_BUDGET=12x.
+  require_vulkan();
+  try {
+    const Tensor x = Tensor::from(values(16, 7), {16}, DType::f32, k_vk);
+    (void)relu(x).to_vector();
+    FAIL("no error for TRINE_VULKAN_SUBMIT_BUDGET=" << std::getenv("TRINE_VULKAN_SUBMIT_BUDGET"));
+  } catch (const Error& e) {
+    CHECK(e.code() == ErrorCode::invalid_argument);
+    CHECK_THAT(e.what(), Catch::Contains("TRINE_VULKAN_SUBMIT_BUDGET"));
+  }
+}
