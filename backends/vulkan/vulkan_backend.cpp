@@ -65,6 +65,10 @@ class VulkanBackend final : public detail::Backend {
   }
   void* host_pointer(void* handle) const noexcept override { return static_cast<Allocation*>(handle)->data(); }
 
+  std::optional<debug::DeviceMemoryStats> device_memory(int index) const override {
+    return instance_->device(index).memory_pool().stats();
+  }
+
   bool bare_submit(int index) override {
     instance_->device(index).submit_empty_and_wait();
     return true;
