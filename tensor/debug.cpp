@@ -21,7 +21,8 @@ std::vector<std::uint8_t> storage_bytes(const Tensor& t) {
 
 DeviceMemoryStats device_memory(Device device) {
   auto stats = detail::backend_for(device, "device_memory").device_memory(device.index);
-  if (!stats) throw Error(ErrorCode::unsupported, "[device_memory] " + device.str() + " keeps no account of its driver memory");
+  if (!stats)
+    throw Error(ErrorCode::unsupported, "[device_memory] " + device.str() + " keeps no account of its driver memory");
   return *stats;
 }
 

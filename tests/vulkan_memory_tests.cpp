@@ -70,7 +70,8 @@ void require_disjoint(const std::vector<Tensor>& tensors) {
   std::sort(spans.begin(), spans.end());
   for (std::size_t i = 1; i < spans.size(); ++i) {
     if (std::get<0>(spans[i]) != std::get<0>(spans[i - 1])) continue;
-    INFO("span " << i << " starts at " << std::get<1>(spans[i]) << ", the one before ends at " << std::get<2>(spans[i - 1]));
+    INFO("span " << i << " starts at " << std::get<1>(spans[i]) << ", the one before ends at "
+                 << std::get<2>(spans[i - 1]));
     REQUIRE(std::get<1>(spans[i]) >= std::get<2>(spans[i - 1]));
   }
 #else

@@ -26,7 +26,7 @@ struct MemoryPool::Block {
   Group* group = nullptr;
   vk::raii::DeviceMemory memory{nullptr};
   vk::DeviceSize size = 0;
-  unsigned char* mapped = nullptr;  // the whole block's mapping, made once
+  unsigned char* mapped = nullptr;                // the whole block's mapping, made once
   std::map<vk::DeviceSize, vk::DeviceSize> free;  // offset -> length: disjoint, never adjacent
   std::size_t spans = 0;                          // live spans carved from it
   vk::DeviceSize used = 0;                        // their bytes
@@ -85,8 +85,8 @@ void give_back_range(std::map<vk::DeviceSize, vk::DeviceSize>& free, vk::DeviceS
 
 }  // namespace
 
-MemoryPool::MemoryPool(const vk::raii::Device& device, const vk::raii::PhysicalDevice& physical,
-                       const DeviceCaps& caps, int index)
+MemoryPool::MemoryPool(const vk::raii::Device& device, const vk::raii::PhysicalDevice& physical, const DeviceCaps& caps,
+                       int index)
     : device_(device), caps_(caps), index_(index) {
   const auto props = physical.getMemoryProperties();
   for (std::uint32_t i = 0; i < props.memoryTypeCount; ++i) heap_of_type_.push_back(props.memoryTypes[i].heapIndex);
@@ -140,14 +140,13 @@ bool MemoryPool::drop_empty_blocks() noexcept {
 
 void MemoryPool::count_memory(std::uint32_t type, vk::DeviceSize size, std::size_t bytes) {
   const std::uint32_t heap = heap_of_type_[type];
-  auto fits = [&] {
-    return memory_objects_ < memory_objects_max_ && heap_used_[heap] + size <= heap_bytes_[heap];
-  };
+  auto fits = [&] { return memory_objects_ < memory_objects_max_ && heap_used_[heap] + size <= heap_bytes_[heap]; };
   if (!fits()) drop_empty_blocks();  // an empty block kept for reuse is the first thing to give up
   if (memory_objects_ >= memory_objects_max_) {
-    throw Error(ErrorCode::out_of_memory, "[allocate] " + std::to_string(bytes) + " bytes" + where() + ": all " +
-                                              std::to_string(memory_objects_max_) +
-                                              " VkDeviceMemory objects it allows (maxMemoryAllocationCount) are in use");
+    throw Error(ErrorCode::out_of_memory,
+                "[allocate] " + std::to_string(bytes) + " bytes" + where() + ": all " +
+                    std::to_string(memory_objects_max_) +
+                    " VkDeviceMemory objects it allows (maxMemoryAllocationCount) are in use");
   }
   if (heap_used_[heap] + size > heap_bytes_[heap]) {
     throw Error(ErrorCode::out_of_memory, "[allocate] " + std::to_string(bytes) + " bytes" + where() + ": its heap " +

@@ -73,16 +73,16 @@ class MemoryPool {
   bool drop_empty_blocks() noexcept;
 
   // A new VkDeviceMemory (counted already), mapped when asked; the error names the request.
-  vk::raii::DeviceMemory allocate_memory(std::uint32_t type, vk::DeviceSize size, bool mapped,
-                                         unsigned char** map, std::size_t bytes);
+  vk::raii::DeviceMemory allocate_memory(std::uint32_t type, vk::DeviceSize size, bool mapped, unsigned char** map,
+                                         std::size_t bytes);
   std::string where() const;
 
   const vk::raii::Device& device_;
   const DeviceCaps& caps_;
   int index_;
-  std::vector<std::uint32_t> heap_of_type_;         // memory type -> heap index
-  std::vector<vk::DeviceSize> heap_bytes_;          // each heap's size
-  std::vector<vk::DeviceSize> heap_used_;           // what this pool holds of each heap
+  std::vector<std::uint32_t> heap_of_type_;  // memory type -> heap index
+  std::vector<vk::DeviceSize> heap_bytes_;   // each heap's size
+  std::vector<vk::DeviceSize> heap_used_;    // what this pool holds of each heap
   std::size_t memory_objects_max_ = 0;
   vk::DeviceSize block_bytes_max_ = 0;
   vk::DeviceSize block_bytes_min_ = 0;

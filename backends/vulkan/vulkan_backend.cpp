@@ -58,7 +58,7 @@ class VulkanBackend final : public detail::Backend {
     return allocate_buffer(instance_->device(index), bytes, /*staging=*/true);
   }
   void deallocate(int, void* handle) noexcept override { free_buffer(static_cast<Allocation*>(handle)); }
-  // Every allocation is a driver call (buffer, memory, bind, map): cached whatever its size.
+  // Every allocation creates and binds a buffer (and large ones their memory): cached whatever its size.
   std::size_t cache_min_block() const noexcept override { return 1; }
   void prepare(void* handle, std::size_t bytes) noexcept override {
     reuse_buffer(*static_cast<Allocation*>(handle), bytes);
