@@ -182,14 +182,17 @@ MemoryPool::Block& MemoryPool::new_block(Group& g, vk::DeviceSize need, std::siz
   const vk::DeviceSize fit = std::min(block_bytes_max_, std::max(block_bytes_min_, std::bit_ceil(need)));
   auto b = std::make_unique<Block>();
   b->group = &g;
-  for (vk::DeviceSize size : {std::max(grown, fit), fit}) {  // when the driver refuses the larger, the smaller
-    count_memory(g.type, size, bytes);
+  // When the heap or the driver refuses the larger, the smaller.
+  for (vk::DeviceSize size : {std::max(grown, fit), fit}) {
+    bool counted = false;
     try {
+      count_memory(g.type, size, bytes);
+      counted = true;
       b->memory = allocate_memory(g.type, size, g.mapped, &b->mapped, bytes);
       b->size = size;
       break;
     } catch (const Error& e) {
-      uncount_memory(g.type, size);
+      if (counted) uncount_memory(g.type, size);
       if (e.code() != ErrorCode::out_of_memory || size == fit) throw;
       drop_empty_blocks();
     }
