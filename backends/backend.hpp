@@ -25,6 +25,7 @@
 #include <vector>
 
 #include "tensor/storage.hpp"
+#include "trine/debug.hpp"
 #include "trine/memory.hpp"
 #include "trine/device.hpp"
 #include "trine/error.hpp"
@@ -132,6 +133,14 @@ class Backend {
   // (tests check them after every op). nullopt when the backend keeps no guards.
   virtual std::optional<bool> guards_intact(const void* handle) const noexcept {
     (void)handle;
+    return std::nullopt;
+  }
+
+  // Optional: the device memory this backend holds from its driver for device `index` (driver
+  // allocations, pooled blocks, bytes), for trine::debug::device_memory. nullopt when the backend
+  // keeps no such account.
+  virtual std::optional<debug::DeviceMemoryStats> device_memory(int index) const {
+    (void)index;
     return std::nullopt;
   }
 

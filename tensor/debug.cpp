@@ -1,4 +1,5 @@
-// debug::storage_bytes: a tensor's raw storage on the host, for tests that decode it themselves.
+// debug::storage_bytes: a tensor's raw storage on the host, for tests that decode it themselves;
+// debug::device_memory: what a device's backend holds from its driver.
 #include "trine/debug.hpp"
 
 #include "backends/backend.hpp"
@@ -16,6 +17,13 @@ std::vector<std::uint8_t> storage_bytes(const Tensor& t) {
   std::vector<detail::Entry> e{detail::Readback{storage, 0, bytes.data(), bytes.size(), {}}};
   detail::submit_entries(storage->backend(), std::move(e), /*caller_waits=*/true, "storage_bytes")->wait();
   return bytes;
+}
+
+DeviceMemoryStats device_memory(Device device) {
+  auto stats = detail::backend_for(device, "device_memory").device_memory(device.index);
+  if (!stats)
+    throw Error(ErrorCode::unsupported, "[device_memory] " + device.str() + " keeps no account of its driver memory");
+  return *stats;
 }
 
 }  // namespace trine::debug

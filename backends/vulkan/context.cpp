@@ -199,6 +199,7 @@ DeviceContext::DeviceContext(const vk::raii::PhysicalDevice& physical, const Dev
   vk::SemaphoreTypeCreateInfo type(vk::SemaphoreType::eTimeline, 0);
   timeline_ = TRINE_VK(device_.createSemaphore(vk::SemaphoreCreateInfo({}, &type)));
   pipelines_ = std::make_unique<Pipelines>(device_, physical_.getProperties());
+  memory_pool_ = std::make_unique<MemoryPool>(device_, physical_, caps_, index_);
 }
 
 std::uint64_t DeviceContext::submit(vk::CommandBuffer cb, std::uint64_t wait_value) {

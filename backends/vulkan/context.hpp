@@ -13,6 +13,7 @@
 #include <vulkan/vulkan_raii.hpp>
 
 #include "backends/vulkan/pipelines.hpp"
+#include "backends/vulkan/pool.hpp"
 #include "trine/device.hpp"
 
 namespace trine::vulkan {
@@ -73,6 +74,8 @@ class DeviceContext {
   const vk::raii::Device& device() const noexcept { return device_; }
   const vk::raii::PhysicalDevice& physical() const noexcept { return physical_; }
   Pipelines& pipelines() noexcept { return *pipelines_; }
+  // The memory every buffer on this device is bound in (memory.hpp allocates through it).
+  MemoryPool& memory_pool() noexcept { return *memory_pool_; }
   const vk::raii::Semaphore& timeline() const noexcept { return timeline_; }
 
   // Submits one command buffer after `wait_value` of the timeline (0: no wait) and returns the
@@ -110,6 +113,7 @@ class DeviceContext {
   vk::raii::Queue queue_;
   vk::raii::Semaphore timeline_;
   std::unique_ptr<Pipelines> pipelines_;
+  std::unique_ptr<MemoryPool> memory_pool_;  // after device_: destroyed before it
   std::mutex queue_mu_;
   std::uint64_t next_value_ = 1;
   std::atomic<std::uint64_t> last_value_{0};

@@ -1,5 +1,6 @@
 // Buffer allocation: the heap checked before the driver is asked, so an oversized request is a
-// clean out_of_memory rather than whatever the driver does near its limit.
+// clean out_of_memory rather than whatever the driver does near its limit; the memory comes from
+// the device's pool.
 #include "backends/vulkan/memory.hpp"
 
 #include <algorithm>
@@ -47,24 +48,38 @@ Allocation* allocate_buffer(DeviceContext& ctx, std::size_t bytes, bool staging)
                             vk::BufferUsageFlagBits::eStorageBuffer | vk::BufferUsageFlagBits::eTransferSrc |
                                 vk::BufferUsageFlagBits::eTransferDst,
                             vk::SharingMode::eExclusive);
-  try {
-    a->buffer = TRINE_VK(dev.createBuffer(info));
-    const vk::MemoryRequirements req = a->buffer.getMemoryRequirements();
-    if (!(req.memoryTypeBits & (1u << type))) {
-      throw Error(ErrorCode::internal, "[allocate] storage buffers cannot use the memory type chosen" + where);
-    }
-    a->memory = TRINE_VK(dev.allocateMemory(vk::MemoryAllocateInfo(req.size, type)));
-    TRINE_VK(a->buffer.bindMemory(*a->memory, 0));
-    if (mapped) a->mapped = static_cast<unsigned char*>(TRINE_VK(a->memory.mapMemory(0, VK_WHOLE_SIZE)));
-  } catch (const Error& e) {
+  // A driver's out of memory names the request; the pool's errors do already.
+  auto named = [&](const Error& e) {
     if (e.code() != ErrorCode::out_of_memory) throw;
     throw Error(ErrorCode::out_of_memory, "[allocate] " + std::to_string(bytes) + " bytes" + where + ": " + e.what());
+  };
+  vk::MemoryRequirements req;
+  try {
+    a->buffer = TRINE_VK(dev.createBuffer(info));
+    req = a->buffer.getMemoryRequirements();
+  } catch (const Error& e) {
+    named(e);
   }
+  if (!(req.memoryTypeBits & (1u << type))) {
+    throw Error(ErrorCode::internal, "[allocate] storage buffers cannot use the memory type chosen" + where);
+  }
+  a->span = ctx.memory_pool().allocate(req, type, mapped, bytes);
+  try {
+    TRINE_VK(a->buffer.bindMemory(a->span.memory, a->span.offset));
+  } catch (const Error& e) {
+    named(e);
+  }
+  a->mapped = a->span.mapped;
   if (a->mapped) {  // the guards only: the data's pages are first touched by whoever fills them
     std::memset(a->mapped, k_sentinel, guard);
     std::memset(a->mapped + guard + bytes, k_sentinel, a->size - guard - bytes);
   }
   return a.release();
+}
+
+Allocation::~Allocation() {
+  buffer.clear();
+  if (ctx) ctx->memory_pool().release(span);
 }
 
 void free_buffer(Allocation* a) noexcept { delete a; }

@@ -1,15 +1,18 @@
-// Storage buffers: one VkBuffer + VkDeviceMemory per allocation, mapped for good when the memory is
-// host-visible and coherent. Reuse is not kept here: tensors, the recorder's temporaries and its
-// staging buffers are allocated through the device-generic memory cache (tensor/memory_cache.hpp),
-// the one place memory is cached, counted (trine::memory::stats) and released (clear_cache, out of
-// memory).
-// (Sub-allocating few large blocks is the next step.)
+// Storage buffers: one VkBuffer per allocation, bound in memory from the device's pool (pool.hpp:
+// a piece of a shared block, or memory of its own when large), mapped for good when the memory is
+// host-visible and coherent. Reuse of whole buffers is not kept here: tensors, the recorder's
+// temporaries and its staging buffers are allocated through the device-generic memory cache
+// (tensor/memory_cache.hpp), the one place buffers are cached, counted (trine::memory::stats) and
+// released (clear_cache, out of memory); what the pool holds from the driver,
+// trine::debug::device_memory shows.
 #pragma once
 
 #include <cstddef>
 #include <cstdint>
 
 #include <vulkan/vulkan_raii.hpp>
+
+#include "backends/vulkan/pool.hpp"
 
 namespace trine::vulkan {
 
@@ -22,13 +25,18 @@ inline constexpr std::size_t k_guard_bytes = 64;
 inline constexpr unsigned char k_sentinel = 0xA5;
 
 struct Allocation {
+  Allocation() = default;
+  Allocation(const Allocation&) = delete;
+  Allocation& operator=(const Allocation&) = delete;
+  ~Allocation();  // the buffer first, then its memory back to the device's pool
+
   vk::raii::Buffer buffer{nullptr};
-  vk::raii::DeviceMemory memory{nullptr};
+  MemoryPool::Span span;            // the memory the buffer is bound to (at span.offset)
   std::size_t bytes = 0;            // in use: what was asked for, or what the memory cache hands it out for
   std::size_t capacity = 0;         // the most it holds: bytes when allocated, rounded up to 4
   std::size_t guard = 0;            // offset of the data in the buffer (a guard when mapped, else 0)
   std::size_t size = 0;             // buffer size: guard + capacity + guard
-  unsigned char* mapped = nullptr;  // the buffer's first byte, when host-visible and coherent
+  unsigned char* mapped = nullptr;  // the buffer's first byte (span.mapped), when host-visible and coherent
   DeviceContext* ctx = nullptr;
   // Unique for the process: a recorded command buffer names buffers, and a freed Allocation's
   // address may come back for another buffer, so replays are keyed by this (signature_of).

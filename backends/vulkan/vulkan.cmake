@@ -54,6 +54,7 @@ target_sources(trine PRIVATE
   ${TRINE_VULKAN_DIR}/context.cpp
   ${TRINE_VULKAN_DIR}/limits.cpp
   ${TRINE_VULKAN_DIR}/memory.cpp
+  ${TRINE_VULKAN_DIR}/pool.cpp
   ${TRINE_VULKAN_DIR}/pipelines.cpp
   ${TRINE_VULKAN_DIR}/recorder.cpp
   ${TRINE_VULKAN_DIR}/completion.cpp
@@ -66,6 +67,6 @@ target_sources(trine PRIVATE
   ${TRINE_VULKAN_SHADERS_CPP})
 # GCC 12 warns falsely on std::string concatenation at -O3 (GCC bug 105329), as in the tests.
 set_source_files_properties(${TRINE_VULKAN_DIR}/context.cpp ${TRINE_VULKAN_DIR}/vulkan_backend.cpp
-  ${TRINE_VULKAN_DIR}/recorder.cpp ${TRINE_VULKAN_DIR}/memory.cpp PROPERTIES COMPILE_OPTIONS -Wno-restrict)
+  ${TRINE_VULKAN_DIR}/recorder.cpp ${TRINE_VULKAN_DIR}/memory.cpp ${TRINE_VULKAN_DIR}/pool.cpp PROPERTIES COMPILE_OPTIONS -Wno-restrict)
 # Private: public headers never include Vulkan (tests/public_headers.cmake checks).
 target_link_libraries(trine PRIVATE Vulkan::Vulkan)

@@ -94,12 +94,16 @@ class VulkanBackend final : public detail::Backend {
     return allocate_buffer(instance_->device(index), bytes, /*staging=*/true);
   }
   void deallocate(int, void* handle) noexcept override { free_buffer(static_cast<Allocation*>(handle)); }
-  // Every allocation is a driver call (buffer, memory, bind, map): cached whatever its size.
+  // Every allocation creates and binds a buffer (and large ones their memory): cached whatever its size.
   std::size_t cache_min_block() const noexcept override { return 1; }
   void prepare(void* handle, std::size_t bytes) noexcept override {
     reuse_buffer(*static_cast<Allocation*>(handle), bytes);
   }
   void* host_pointer(void* handle) const noexcept override { return static_cast<Allocation*>(handle)->data(); }
+
+  std::optional<debug::DeviceMemoryStats> device_memory(int index) const override {
+    return instance_->device(index).memory_pool().stats();
+  }
 
   bool bare_submit(int index) override {
     instance_->device(index).submit_empty_and_wait();

@@ -1,6 +1,8 @@
-// Checks for tests and tools: allocation guards and the CPU's chosen instruction set.
+// Checks for tests and tools: allocation guards, the CPU's chosen instruction set, and the device
+// memory a Vulkan device holds.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -30,5 +32,24 @@ std::string cpu_bf16_matmul();
 // call, for benchmarks (trine-bench prints a sync call's fixed cost next to it). Vulkan devices
 // only; Error(unsupported) elsewhere.
 void bare_submit(Device device);
+
+// The device memory behind a device's allocations, as its backend holds it from the driver. On
+// Vulkan: pooled blocks of VkDeviceMemory that small and medium buffers are carved from, and memory
+// of their own for large ones (docs/design.md, "vulkan specifics").
+struct DeviceMemoryStats {
+  std::size_t memory_objects = 0;      // live driver allocations (VkDeviceMemory): blocks + dedicated
+  std::size_t memory_objects_max = 0;  // the driver's limit on them (maxMemoryAllocationCount)
+  std::size_t blocks = 0;              // pooled blocks, an empty one kept for reuse included
+  std::size_t dedicated = 0;           // allocations in memory of their own
+  std::size_t pooled = 0;              // live buffers carved from blocks
+  std::size_t reserved_bytes = 0;      // the bytes of every live driver allocation
+  std::size_t pooled_bytes = 0;        // of the blocks' bytes, those live buffers use
+  std::size_t block_bytes_max = 0;     // the largest block; a request over a quarter of it is dedicated
+};
+
+// What `device`'s backend holds from its driver now. Vulkan devices only; Error(unsupported)
+// elsewhere. Memory the memory cache (trine/memory.hpp) keeps for reuse is still held: call
+// memory::clear_cache first to see what the tensors alone use.
+DeviceMemoryStats device_memory(Device device);
 
 }  // namespace trine::debug
