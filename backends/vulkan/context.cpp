@@ -183,7 +183,9 @@ std::string capability_line(const DeviceCaps& c) {
          "]; maxStorageBufferRange " + mib(c.max_storage_buffer_range) + "; heap " + mib(c.heap_bytes) +
          (c.host_coherent ? " host-visible coherent" : " device-local") + "; f16 " + (c.f16 ? "yes" : "no") +
          ", int8 " + (c.int8 ? "yes" : "no") + "; robustBufferAccess " +
-         (!c.robust_access ? "absent" : c.gpu_validation ? "off (GPU-assisted validation checks every access)" : "on") +
+         (!c.robust_access   ? "absent"
+          : c.gpu_validation ? "off (GPU-assisted validation checks every access)"
+                             : "on") +
          (c.loop_budget ? "; shader loops cut at ~65535 iterations (ops split or refuse past " +
                               std::to_string(c.loop_budget) + ")"
                         : "");
