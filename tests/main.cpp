@@ -37,6 +37,14 @@ int main(int argc, char** argv) {
     for (const auto& m : messages) std::printf("ERROR: Vulkan %s\n", m.c_str());
     return 1;
   }
+  // The run under GPU-assisted validation (ctest vulkan_gpuav) must have dispatched every shader:
+  // a shader its subset of the conformance suite misses would go unchecked.
+  if (const char* every = std::getenv("TRINE_TEST_EVERY_SHADER"); every && std::string(every) == "1") {
+    const auto missing = trine::vulkan::shaders_never_dispatched();
+    for (const auto& s : missing) std::printf("ERROR: shader '%s' was never dispatched\n", s.c_str());
+    if (!missing.empty()) return 1;
+    std::printf("every Vulkan shader was dispatched\n");
+  }
   // A full differential run must have exercised every op of the table.
   if (argc == 2 && std::string(argv[1]) == "[ops]") {
     auto missing = trine::test::unchecked_ops();

@@ -44,6 +44,15 @@ bool env_on(const char* name) {
   return v && *v && std::strcmp(v, "0") != 0;
 }
 
+Validation validation_from_env() {
+  const char* v = std::getenv("TRINE_VULKAN_VALIDATION");
+  if (!v || !*v || std::strcmp(v, "0") == 0) return Validation::off;
+  if (std::strcmp(v, "1") == 0) return Validation::on;
+  if (std::strcmp(v, "gpu") == 0) return Validation::gpu;
+  throw Error(ErrorCode::invalid_argument,
+              std::string("[vulkan] TRINE_VULKAN_VALIDATION must be 0, 1 or gpu, got '") + v + "'");
+}
+
 // Every validation warning and error lands in the log (and on stderr, so a failing test shows it).
 VKAPI_ATTR VkBool32 VKAPI_CALL on_message(VkDebugUtilsMessageSeverityFlagBitsEXT severity,
                                           VkDebugUtilsMessageTypeFlagsEXT,
@@ -173,7 +182,10 @@ std::string capability_line(const DeviceCaps& c) {
          std::to_string(c.max_workgroup_count[1]) + "," + std::to_string(c.max_workgroup_count[2]) +
          "]; maxStorageBufferRange " + mib(c.max_storage_buffer_range) + "; heap " + mib(c.heap_bytes) +
          (c.host_coherent ? " host-visible coherent" : " device-local") + "; f16 " + (c.f16 ? "yes" : "no") +
-         ", int8 " + (c.int8 ? "yes" : "no") + "; robustBufferAccess " + (c.robust_access ? "on" : "absent") +
+         ", int8 " + (c.int8 ? "yes" : "no") + "; robustBufferAccess " +
+         (!c.robust_access   ? "absent"
+          : c.gpu_validation ? "off (GPU-assisted validation checks every access)"
+                             : "on") +
          (c.loop_budget ? "; shader loops cut at ~65535 iterations (ops split or refuse past " +
                               std::to_string(c.loop_budget) + ")"
                         : "");
@@ -186,9 +198,11 @@ DeviceContext::DeviceContext(const vk::raii::PhysicalDevice& physical, const Dev
   const float priority = 1.0f;
   vk::DeviceQueueCreateInfo queue_info({}, caps_.queue_family, 1, &priority);
   // robustBufferAccess: an out-of-range shader access is discarded instead of corrupting memory
-  // (on lavapipe the device's memory is the host heap).
+  // (on lavapipe the device's memory is the host heap). Under GPU-assisted validation it stays off:
+  // the instrumented shaders skip out-of-bounds accesses themselves, and the layer reports them as
+  // errors only on a device without robustness (with it, as warnings a layer setting can mute).
   vk::PhysicalDeviceFeatures2 f10;
-  f10.features.robustBufferAccess = caps_.robust_access;
+  f10.features.robustBufferAccess = caps_.robust_access && !caps_.gpu_validation;
   vk::PhysicalDeviceVulkan12Features f12;
   f12.timelineSemaphore = VK_TRUE;
   f10.pNext = &f12;
@@ -259,8 +273,8 @@ bool DeviceContext::wait_value(std::uint64_t value, std::uint64_t timeout_ns) co
   return r == vk::Result::eSuccess;
 }
 
-Instance::Instance() {
-  validation_ = env_on("TRINE_VULKAN_VALIDATION");
+Instance::Instance() : validation_(validation_from_env()) {
+  const bool validation = validation_ != Validation::off;
   try {
     vk::ApplicationInfo app("trine", 1, "trine", 1, VK_API_VERSION_1_2);
     std::vector<const char*> layers, extensions;
@@ -269,33 +283,35 @@ Instance::Instance() {
         vk::DebugUtilsMessageTypeFlagBitsEXT::eGeneral | vk::DebugUtilsMessageTypeFlagBitsEXT::eValidation |
             vk::DebugUtilsMessageTypeFlagBitsEXT::ePerformance,
         &on_message);
-    if (validation_) {
+    if (validation) {
       layers.push_back("VK_LAYER_KHRONOS_validation");
       extensions.push_back(VK_EXT_DEBUG_UTILS_EXTENSION_NAME);
     }
     vk::InstanceCreateInfo info({}, &app, layers, extensions);
     // Synchronization validation checks the barriers the recorder computes; TRINE_VULKAN_VALIDATION=gpu
-    // adds GPU-assisted validation (out-of-bounds shader accesses reported, not silently dropped).
+    // adds GPU-assisted validation: the layer instruments every shader so that a storage-buffer
+    // access out of bounds is skipped and reported (its gpuav_buffer_oob setting, on by default;
+    // layer 1.3.239 bounds an access by its VkBuffer's size, not by the binding's range).
     std::vector<vk::ValidationFeatureEnableEXT> features{vk::ValidationFeatureEnableEXT::eSynchronizationValidation};
-    const char* mode = std::getenv("TRINE_VULKAN_VALIDATION");
-    if (mode && std::strcmp(mode, "gpu") == 0) features.push_back(vk::ValidationFeatureEnableEXT::eGpuAssisted);
+    if (validation_ == Validation::gpu) features.push_back(vk::ValidationFeatureEnableEXT::eGpuAssisted);
     vk::ValidationFeaturesEXT validation_features(features, {});
     // The messenger also sees instance creation and destruction.
-    if (validation_) {
+    if (validation) {
       validation_features.pNext = &messenger_info;
       info.pNext = &validation_features;
     }
     instance_ = TRINE_VK(context_.createInstance(info));
-    if (validation_) messenger_.emplace(TRINE_VK(instance_.createDebugUtilsMessengerEXT(messenger_info)));
+    if (validation) messenger_.emplace(TRINE_VK(instance_.createDebugUtilsMessengerEXT(messenger_info)));
     physical_ = TRINE_VK(instance_.enumeratePhysicalDevices());
   } catch (const Error& e) {
     throw Error(ErrorCode::device_unavailable,
-                std::string(e.what()) + (validation_ ? " (TRINE_VULKAN_VALIDATION=1 needs the Khronos "
-                                                       "validation layer installed)"
-                                                     : ""));
+                std::string(e.what()) + (validation ? " (TRINE_VULKAN_VALIDATION needs the Khronos "
+                                                      "validation layer installed)"
+                                                    : ""));
   }
   for (std::size_t i = 0; i < physical_.size(); ++i) {
     DeviceCaps c = read_caps(physical_[i]);
+    c.gpu_validation = validation_ == Validation::gpu;
     const int index = static_cast<int>(i);
     infos_.push_back({Device{DeviceKind::vulkan, index}, c.name, capability_line(c), c.software, c.driver});
     caps_.push_back(std::move(c));

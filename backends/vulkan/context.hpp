@@ -41,7 +41,10 @@ struct DeviceCaps {
   bool host_coherent = false;      // that memory type is host-visible and coherent: no staging
   std::uint32_t staging_type = 0;  // host-visible and coherent, for staging buffers (may equal memory_type)
   bool has_staging = false;
-  bool robust_access = false;
+  bool robust_access = false;  // the device has robustBufferAccess (enabled unless gpu_validation)
+  // TRINE_VULKAN_VALIDATION=gpu: the layer's GPU-assisted validation checks every shader access and
+  // skips the out-of-bounds ones; robustBufferAccess stays off, or the layer would only warn.
+  bool gpu_validation = false;
   bool timeline = false;
   bool f16 = false, int8 = false, storage16 = false, storage8 = false;
   std::uint32_t queue_family = 0;
@@ -125,15 +128,21 @@ class DeviceContext {
   vk::raii::CommandBuffer empty_cb_{nullptr};  // freed before its pool
 };
 
+// TRINE_VULKAN_VALIDATION: unset or 0 off, 1 the Khronos validation layer (with synchronization
+// validation), gpu that and GPU-assisted validation; anything else is Error(invalid_argument).
+enum class Validation { off, on, gpu };
+
 class Instance {
  public:
-  Instance();  // throws trine::Error (device_unavailable) when Vulkan cannot start
+  // Throws trine::Error: invalid_argument for a bad TRINE_VULKAN_VALIDATION, device_unavailable
+  // when Vulkan cannot start.
+  Instance();
   const std::vector<DeviceInfo>& infos() const noexcept { return infos_; }
   const DeviceCaps& caps(int index) const { return caps_[static_cast<std::size_t>(index)]; }
   std::size_t count() const noexcept { return caps_.size(); }
   // The logical device for `index`, created on first use (Error(device_unavailable) if it fails).
   DeviceContext& device(int index);
-  bool validation() const noexcept { return validation_; }
+  bool validation() const noexcept { return validation_ != Validation::off; }
 
  private:
   vk::raii::Context context_;
@@ -145,7 +154,7 @@ class Instance {
   std::vector<std::unique_ptr<DeviceContext>> devices_;
   std::vector<std::unique_ptr<std::once_flag>> once_;
   std::vector<std::string> failed_;
-  bool validation_ = false;
+  Validation validation_ = Validation::off;
 };
 
 }  // namespace trine::vulkan

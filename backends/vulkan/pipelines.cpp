@@ -7,6 +7,7 @@
 #include <filesystem>
 #include <fstream>
 #include <iterator>
+#include <set>
 
 #include "backends/cache_dir.hpp"
 #include "backends/vulkan/vk_check.hpp"
@@ -14,6 +15,15 @@
 namespace trine::vulkan {
 
 namespace {
+
+struct UsedShaders {
+  std::mutex mu;
+  std::set<std::string> names;
+};
+UsedShaders& used_shaders() {
+  static UsedShaders used;
+  return used;
+}
 
 std::string cache_path(const vk::PhysicalDeviceProperties& p) {
   const std::filesystem::path dir = detail::cache_dir();
@@ -78,6 +88,11 @@ Pipelines::~Pipelines() {
   }
 }
 
+std::vector<std::string> shaders_used() {
+  std::lock_guard<std::mutex> lock(used_shaders().mu);
+  return {used_shaders().names.begin(), used_shaders().names.end()};
+}
+
 Pipeline Pipelines::get(const char* shader, std::uint32_t bindings, std::span<const std::uint32_t> spec) {
   if (bindings == 0 || bindings > k_max_bindings)
     throw Error(ErrorCode::internal, std::string("[vulkan] shader ") + shader + " asks for a bad binding count");
@@ -93,6 +108,8 @@ Pipeline Pipelines::get(const char* shader, std::uint32_t bindings, std::span<co
       if (!found) throw Error(ErrorCode::internal, std::string("[vulkan] no embedded shader named ") + shader);
       vk::ShaderModuleCreateInfo info({}, found->count * 4, found->words);
       mod = modules_.emplace(key.first, TRINE_VK(device_.createShaderModule(info))).first;
+      std::lock_guard<std::mutex> used_lock(used_shaders().mu);
+      used_shaders().names.insert(key.first);
     }
     std::vector<vk::SpecializationMapEntry> entries;
     for (std::uint32_t i = 0; i < spec.size(); ++i) entries.push_back({i, i * 4, 4});

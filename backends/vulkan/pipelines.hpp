@@ -26,6 +26,10 @@ struct EmbeddedShader {
 };
 std::span<const EmbeddedShader> embedded_shaders();
 
+// The embedded shaders this process has made a pipeline of, on any device: what a test run
+// dispatched (debug::shaders_never_dispatched compares it with embedded_shaders()).
+std::vector<std::string> shaders_used();
+
 inline constexpr std::uint32_t k_push_bytes = 128;
 inline constexpr std::uint32_t k_max_bindings = 6;
 

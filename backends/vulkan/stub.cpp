@@ -2,6 +2,7 @@
 // links, and reports itself unavailable with the reason.
 #include "backends/backend.hpp"
 #include "backends/vulkan/debug.hpp"
+#include "trine/error.hpp"
 
 #ifndef TRINE_VULKAN_STUB_REASON
 #define TRINE_VULKAN_STUB_REASON "compiled out (configure with -DTRINE_VULKAN=ON)"
@@ -19,4 +20,9 @@ std::unique_ptr<Backend> make_vulkan_backend(std::string& reason, bool& built) {
 
 namespace trine::vulkan {
 std::vector<std::string> take_validation_messages() { return {}; }
+std::vector<std::string> shaders_never_dispatched() { return {}; }
+void copy_at_offsets_for_test(const Tensor&, std::uint32_t, const Tensor&, std::uint32_t, std::uint32_t) {
+  throw Error(ErrorCode::unsupported,
+              std::string("[copy_at_offsets_for_test] no Vulkan backend: ") + TRINE_VULKAN_STUB_REASON);
+}
 }  // namespace trine::vulkan

@@ -58,6 +58,7 @@ target_sources(trine PRIVATE
   ${TRINE_VULKAN_DIR}/pipelines.cpp
   ${TRINE_VULKAN_DIR}/recorder.cpp
   ${TRINE_VULKAN_DIR}/completion.cpp
+  ${TRINE_VULKAN_DIR}/debug.cpp
   ${TRINE_VULKAN_DIR}/vulkan_backend.cpp
   ${TRINE_VULKAN_DIR}/ops.cpp
   ${TRINE_VULKAN_DIR}/ops_elementwise.cpp
