@@ -48,8 +48,8 @@ void copy_at_offsets_for_test(const Tensor& x, std::uint32_t x_off, const Tensor
   if (rec.empty()) return;  // n == 0
   rec.finish();
   const std::uint64_t messages_before = message_log().count.load();
-  const std::uint64_t value = ctx.submit(static_cast<VkCommandBuffer>(rec.command_buffer()), 0);
   Recorder::StatePtr state = rec.take_state();
+  const std::uint64_t value = submit_state(*state, 0);
   if (!ctx.wait_value(value, UINT64_MAX)) throw Error(ErrorCode::driver_error, op + "the wait timed out");
   complete_state(*state);
   if (message_log().count.load() != messages_before) {
