@@ -46,6 +46,13 @@ TEST_CASE("matmul over a shape grid, batches, transposes and dtypes", "[ops][mat
   run({1000, 3}, {3, 5}, {});
   run({129, 257}, {257, 65}, {});
   run({384, 512}, {512, 320}, {});  // large: several cache blocks in every dimension
+  // Vulkan's matmul_rows.comp (row-contiguous f32, N a multiple of 4): each row count it picks (1, 2,
+  // 4, 8, 16 rows per workgroup) with M past it, one and two vec4 columns per invocation with N past
+  // a workgroup's columns, and broadcast batches
+  run({1, 300}, {300, 64}, {});
+  run({3, 19}, {19, 12}, {});
+  run({37, 29}, {29, 1028}, {});
+  run({2, 1, 21, 19}, {1, 3, 19, 8}, {});
   // transpose flags and transposed / strided views
   for (bool ta : {false, true}) {
     for (bool tb : {false, true}) {

@@ -13,7 +13,9 @@ struct MatmulPush {
   std::uint32_t bdims[3], a_bs[3], b_bs[3];
 };
 constexpr int k_max_batch_rank = 3;
-constexpr std::uint32_t k_tile = 32;
+constexpr std::uint32_t k_tile = 32;        // matmul.comp's output tile
+constexpr std::uint32_t k_rows_rm = 16;     // matmul_rows.comp: rows per workgroup (at most),
+constexpr std::uint32_t k_rows_lanes = 64;  // and its invocations (its local_size_x)
 
 std::uint32_t dtype_code(DType t) {
   switch (t) {
@@ -57,6 +59,21 @@ void record_matmul(Recorder& rec, const detail::OpCall& call) {
     p.batch *= p.bdims[slot];
   }
   if (p.M == 0 || p.N == 0 || p.batch == 0) return;
+  // Row-contiguous f32 A and B whose rows are whole vec4s (the common case: no transposes or column
+  // views): matmul_rows.comp, without shared memory or barriers. RM rows per workgroup (fewer when
+  // M is small: rows past M would be computed and thrown away), CN vec4 columns per invocation.
+  bool rows = a.dtype() == DType::f32 && b.dtype() == DType::f32 && p.a_cs == 1 && p.b_cs == 1 && p.N % 4 == 0 &&
+              p.b_off % 4 == 0 && p.b_rs % 4 == 0 && ry.offset == 0;
+  for (int i = 0; i < k_max_batch_rank; ++i) rows = rows && p.b_bs[i] % 4 == 0;
+  if (rows) {
+    std::uint32_t rm = 1;
+    while (rm < k_rows_rm && rm < p.M) rm *= 2;
+    const std::uint32_t cols4 = p.N / 4, cn = cols4 > k_rows_lanes ? 2 : 1;
+    const std::uint64_t tiles =
+        std::uint64_t{(p.M + rm - 1) / rm} * ((cols4 + k_rows_lanes * cn - 1) / (k_rows_lanes * cn));
+    rec.dispatch("matmul_rows", {bind_in(ra), bind_in(rb), bind_out(ry)}, &p, sizeof(p), tiles * p.batch, {rm, cn});
+    return;
+  }
   const std::uint64_t tiles = std::uint64_t{(p.M + k_tile - 1) / k_tile} * ((p.N + k_tile - 1) / k_tile);
   rec.dispatch("matmul", {bind_in(ra), bind_in(rb), bind_out(ry)}, &p, sizeof(p), tiles * p.batch,
                {dtype_code(a.dtype()), dtype_code(b.dtype())});
