@@ -238,6 +238,14 @@ TEST_CASE("softmax and log_softmax over any axis", "[ops][softmax]") {
     check_op(op, mid, AxisParams{1}, shape_label(mid, "axis 1"));
     std::vector<Tensor> view{make_input({31, 64}, seq(), View::transposed, DType::f32, -10.0f, 10.0f)};
     check_op(op, view, AxisParams{-1}, shape_label(view, "transposed view"));
+    // many rows (Vulkan's softmax_rows.comp, an invocation per row): the last axis, a middle axis
+    // with inner > 1, and a transposed view
+    std::vector<Tensor> rows{make_input({300, 33}, seq(), View::contiguous, DType::f32, -10.0f, 10.0f)};
+    check_op(op, rows, AxisParams{-1}, shape_label(rows, "many rows"));
+    std::vector<Tensor> rows_mid{make_input({3, 41, 131}, seq(), View::contiguous, DType::f32, -10.0f, 10.0f)};
+    check_op(op, rows_mid, AxisParams{1}, shape_label(rows_mid, "axis 1, many rows"));
+    std::vector<Tensor> rows_view{make_input({17, 260}, seq(), View::transposed, DType::f32, -10.0f, 10.0f)};
+    check_op(op, rows_view, AxisParams{-1}, shape_label(rows_view, "transposed view, many rows"));
     std::vector<Tensor> big{make_input({16, 32000}, seq(), View::contiguous, DType::f32, -20.0f, 20.0f)};
     check_op(op, big, AxisParams{-1}, shape_label(big, "large"));
     // rows longer than one block of any kernel's scratch: the sum must be carried across blocks

@@ -214,6 +214,12 @@ TEST_CASE("vulkan: softmax of huge, -inf and all -inf rows, and casts of special
   std::vector<Tensor> sp{Tensor::from(host, {2, 4}, DType::f32, k_vk)};
   check(OpKind::softmax, sp, AxisParams{-1}, "special values");
   check(OpKind::log_softmax, sp, AxisParams{-1}, "special values");
+  // the same rows 256 times over: softmax_rows.comp (an invocation per row) takes them
+  std::vector<float> many;
+  for (int i = 0; i < 256; ++i) many.insert(many.end(), host.begin(), host.end());
+  std::vector<Tensor> sp_rows{Tensor::from(many, {512, 4}, DType::f32, k_vk)};
+  check(OpKind::softmax, sp_rows, AxisParams{-1}, "special values, many rows");
+  check(OpKind::log_softmax, sp_rows, AxisParams{-1}, "special values, many rows");
   // f16 subnormals, the largest finite values, ties, inf and NaN
   std::vector<float> cv = {0.0f,    -0.0f,         6e-8f,         3e-8f,          2.9e-8f,   1e-5f,
                            6.1e-5f, 65504.0f,      65519.0f,      65520.0f,       -70000.0f, inf,

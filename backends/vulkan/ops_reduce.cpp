@@ -46,6 +46,10 @@ std::uint64_t chunk_len_for(const DeviceCaps& caps, std::uint32_t n) {
   return caps.loop_budget ? std::uint64_t{k_wg} * (caps.loop_budget / 2) : std::uint64_t{n} + 1;
 }
 
+// softmax_rows.comp (one invocation per row) from this many rows: enough 64-row workgroups to keep
+// every thread busy. Fewer, longer rows go to softmax.comp (a workgroup per row).
+constexpr std::uint64_t k_rows_min = 256;
+
 // softmax.comp and norm.comp pass over a row three times, k_wg elements per step.
 std::uint64_t row_loop(std::uint32_t n) { return 3 * ((std::uint64_t{n} + k_wg - 1) / k_wg); }
 
@@ -151,8 +155,11 @@ void record_reduce(Recorder& rec, const detail::OpCall& call) {
       const Split s = split(x.shape(), std::get<AxisParams>(call.params).axis);
       const TensorRef rx = contiguous_f32(rec, x);
       SoftmaxPush p{s.outer, s.n, s.inner, rx.offset, call.op == OpKind::log_softmax ? 1u : 0u};
-      return rec.dispatch("softmax", {bind_in(rx), bind_out(y)}, &p, sizeof(p), std::uint64_t{s.outer} * s.inner,
-                          {k_wg});
+      const std::uint64_t rows = std::uint64_t{s.outer} * s.inner;
+      if (rows >= k_rows_min && (rec.caps().loop_budget == 0 || 3 * std::uint64_t{s.n} <= rec.caps().loop_budget)) {
+        return rec.dispatch("softmax_rows", {bind_in(rx), bind_out(y)}, &p, sizeof(p), (rows + 63) / 64);
+      }
+      return rec.dispatch("softmax", {bind_in(rx), bind_out(y)}, &p, sizeof(p), rows, {k_wg});
     }
     case OpKind::layernorm:
     case OpKind::rmsnorm: {

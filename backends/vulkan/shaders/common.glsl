@@ -3,6 +3,9 @@
 
 uint linear_group() { return gl_WorkGroupID.x + gl_NumWorkGroups.x * gl_WorkGroupID.y; }
 
+// NaN wins: max propagates NaN, as the op table says.
+float nan_max(float a, float b) { return (isnan(a) || a > b) ? a : b; }
+
 // Codes follow trine::Activation (identity = 0 ... clip = 9); 10 is scale's alpha * x + beta.
 const uint ACT_IDENTITY = 0u, ACT_RELU = 1u, ACT_LEAKY = 2u, ACT_ELU = 3u, ACT_SIGMOID = 4u, ACT_TANH = 5u,
            ACT_SILU = 6u, ACT_GELU = 7u, ACT_GELU_TANH = 8u, ACT_CLIP = 9u, ACT_AFFINE = 10u;

@@ -15,9 +15,6 @@ float wg_sum(float v) {
   return r;
 }
 
-// NaN wins: max propagates NaN, as the op table says.
-float nan_max(float a, float b) { return (isnan(a) || a > b) ? a : b; }
-
 float wg_max(float v) {
   red_[gl_LocalInvocationID.x] = v;
   barrier();

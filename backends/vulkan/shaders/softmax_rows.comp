@@ -1,0 +1,37 @@
+// softmax and log_softmax as softmax.comp computes them (max, sum of exponentials, row), one
+// invocation per row instead of one workgroup: no shared memory and no barriers. For many rows of
+// moderate length on lavapipe, where a barrier splits the shader into coroutines and the
+// workgroup reductions cost more than the row itself.
+#version 450
+#extension GL_GOOGLE_include_directive : require
+#include "common.glsl"
+
+layout(local_size_x = 64) in;
+
+layout(set = 0, binding = 0) readonly buffer X { float x[]; };
+layout(set = 0, binding = 1) writeonly buffer Y { float y[]; };
+layout(push_constant) uniform Push {
+  uint outer;
+  uint n;
+  uint inner;
+  uint x_off;
+  uint log_form;
+} p;
+
+void main() {
+  uint o = linear_group() * 64u + gl_LocalInvocationID.x;
+  if (o >= p.outer * p.inner) return;
+  uint row = (o / p.inner) * p.n * p.inner + (o % p.inner);
+  uint xr = p.x_off + row;
+  float m = -1.0 / 0.0;
+  for (uint k = 0u; k < p.n; ++k) m = nan_max(m, x[xr + k * p.inner]);
+  float s = 0.0;
+  for (uint k = 0u; k < p.n; ++k) s += exp(x[xr + k * p.inner] - m);
+  if (p.log_form != 0u) {
+    float ls = log(s);
+    for (uint k = 0u; k < p.n; ++k) y[row + k * p.inner] = (x[xr + k * p.inner] - m) - ls;
+  } else {
+    float inv = 1.0 / s;
+    for (uint k = 0u; k < p.n; ++k) y[row + k * p.inner] = exp(x[xr + k * p.inner] - m) * inv;
+  }
+}
