@@ -2,9 +2,10 @@
 // segments (runs of entries on one device) each run submits.
 //
 // An automatic batch starts from the best single device (every op on it, when it runs them all)
-// and then moves single entries to another device while that lowers the predicted time of the
-// whole batch: compute of every op + every upload and read + each tensor moved between devices
-// once. So a chain stays on one device unless a step gains more than the moves around it cost.
+// and then moves single entries, then runs of consecutive entries, to another device while that
+// lowers the predicted time of the whole batch: compute of every op + every upload and read + each
+// tensor moved between devices once. So a chain stays on one device unless a step, or a run of
+// steps, gains more than the moves around it cost.
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
@@ -22,6 +23,10 @@ namespace trine::detail {
 namespace {
 
 constexpr double k_inf = std::numeric_limits<double>::infinity();
+// Runs of up to k_run_max entries are tried as moves in batches of up to k_run_batch_max entries
+// (each try prices the whole batch: n^2 x devices x k_run_max node visits, ~0.1 s at the limit).
+constexpr std::size_t k_run_max = 16;
+constexpr std::size_t k_run_batch_max = 128;
 
 struct Candidate {
   Device device;
@@ -33,10 +38,10 @@ struct Node {
   enum Kind { upload, op, read } kind = op;
   std::vector<double> cost;  // per candidate: compute (op) or host->device (upload); inf = cannot
   struct In {
-    int producer = -1;          // the node writing a recorded storage, or -1 for an eager tensor
+    int producer = -1;  // the node writing a recorded storage, or -1 for an eager tensor
     const Storage* storage = nullptr;
     double bytes = 0;
-    Device eager_device;        // where an eager tensor lives
+    Device eager_device;  // where an eager tensor lives
   };
   std::vector<In> inputs;  // ops: what they read; reads: their source (one)
 };
@@ -45,7 +50,8 @@ double bytes_of(const Tensor& t) { return static_cast<double>(t.numel()) * dtype
 
 class Planner {
  public:
-  Planner(const BatchRecord& b, std::vector<Candidate> cands) : cands_(std::move(cands)), profile_(dispatch::active_profile()) {
+  Planner(const BatchRecord& b, std::vector<Candidate> cands)
+      : cands_(std::move(cands)), profile_(dispatch::active_profile()) {
     std::map<const Storage*, int> producer;
     for (std::size_t i = 0; i < b.entries.size(); ++i) {
       Node n;
@@ -139,6 +145,33 @@ class Planner {
       }
       if (!improved) break;
     }
+    // Then runs of consecutive entries moved together: steps that each gain less than the two
+    // moves around them may gain more as a run (a chain whose middle is faster elsewhere).
+    if (nodes_.size() <= k_run_batch_max) {
+      for (int pass = 0; pass < 4; ++pass) {
+        bool improved = false;
+        for (std::size_t i = 0; i < nodes_.size(); ++i) {
+          if (nodes_[i].kind == Node::read) continue;
+          for (int d = 0; d < nd; ++d) {
+            std::vector<int> trial = best;
+            std::size_t ops = 0;
+            for (std::size_t j = i; j < nodes_.size() && ops < k_run_max; ++j) {
+              if (nodes_[j].kind == Node::read) continue;  // a read follows its source
+              if (std::isinf(nodes_[j].cost[static_cast<std::size_t>(d)])) break;
+              trial[j] = d;
+              if (++ops < 2) continue;  // single entries were tried above
+              const double t = total(trial);
+              if (t < best_s * (1 - 1e-9)) {
+                best_s = t;
+                best = trial;
+                improved = true;
+              }
+            }
+          }
+        }
+        if (!improved) break;
+      }
+    }
     log += " | chosen: " + format_seconds(best_s);
     return best;
   }
@@ -155,8 +188,10 @@ class Planner {
       const Device here = n.kind == Node::read ? Device::cpu() : cands_[static_cast<std::size_t>(d)].device;
       const int target = n.kind == Node::read ? -1 : d;
       for (const auto& in : n.inputs) {
-        const Device from = in.producer >= 0 ? cands_[static_cast<std::size_t>(device_of(at, static_cast<std::size_t>(in.producer)))].device
-                                             : in.eager_device;
+        const Device from =
+            in.producer >= 0
+                ? cands_[static_cast<std::size_t>(device_of(at, static_cast<std::size_t>(in.producer)))].device
+                : in.eager_device;
         if (from == here || !moved.insert({in.storage, target}).second) continue;
         t += dispatch::predict_transfer(profile_, from, here, in.bytes);
       }
@@ -176,8 +211,9 @@ class Planner {
     for (const auto& t : call.inputs) {
       if (!t.defined() || !t.pinned() || !t.storage()->handle()) continue;
       if (pin_ && !(d == t.device())) {
-        throw Error(ErrorCode::invalid_argument, std::string("[") + op_info(call.op).name + "] in a batch uses tensors pinned to " +
-                                                     d.str() + " and to " + t.device().str());
+        throw Error(ErrorCode::invalid_argument, std::string("[") + op_info(call.op).name +
+                                                     "] in a batch uses tensors pinned to " + d.str() + " and to " +
+                                                     t.device().str());
       }
       pin_ = true;
       d = t.device();
@@ -364,20 +400,23 @@ void place_batch(BatchRecord& b) {
     std::string log;
     const std::vector<int> at = planner.plan(log);
     if (at.empty()) throw Error(ErrorCode::unsupported, "[batch] no placement runs every op of this batch" + log);
-    for (std::size_t i = 0; i < at.size(); ++i) device_of[i] = cands[static_cast<std::size_t>(planner.device_of(at, i))].device;
+    for (std::size_t i = 0; i < at.size(); ++i)
+      device_of[i] = cands[static_cast<std::size_t>(planner.device_of(at, i))].device;
     if (log_dispatch()) {
       std::map<std::string, int> count;
       for (const auto& d : device_of) ++count[d.str()];
       std::string where;
       for (const auto& [d, n] : count) where += " " + d + " x" + std::to_string(n);
-      std::fprintf(stderr, "trine dispatch: [batch] %zu entries ->%s%s\n", b.entries.size(), where.c_str(), log.c_str());
+      std::fprintf(stderr, "trine dispatch: [batch] %zu entries ->%s%s\n", b.entries.size(), where.c_str(),
+                   log.c_str());
     }
   }
   // Memory for every recorded storage, on the device of the entry that writes it.
   std::map<const Storage*, Device> storage_device;
   for (std::size_t i = 0; i < b.entries.size(); ++i) {
     if (const auto* up = std::get_if<Upload>(&b.entries[i])) storage_device[up->dst.get()] = device_of[i];
-    if (const auto* call = std::get_if<OpCall>(&b.entries[i])) storage_device[call->output.storage().get()] = device_of[i];
+    if (const auto* call = std::get_if<OpCall>(&b.entries[i]))
+      storage_device[call->output.storage().get()] = device_of[i];
   }
   bool one_device = true;
   for (const auto& d : device_of) one_device = one_device && d == device_of.front();

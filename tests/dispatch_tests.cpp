@@ -6,10 +6,10 @@
 
 #include <algorithm>
 #include <cmath>
-#include <limits>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <limits>
 #include <string>
 #include <vector>
 
@@ -30,7 +30,8 @@ std::optional<Device> first_of(DeviceKind kind) {
 // This machine's second device (lavapipe in CI), which every test here needs.
 Device other_device() {
   auto d = first_of(DeviceKind::vulkan);
-  if (!d) FAIL("the dispatcher tests need a Vulkan device (lavapipe in CI); devices: " + std::to_string(devices().size()));
+  if (!d)
+    FAIL("the dispatcher tests need a Vulkan device (lavapipe in CI); devices: " + std::to_string(devices().size()));
   return *d;
 }
 
@@ -213,8 +214,8 @@ TEST_CASE("pins are never overridden, and a pinned device that cannot run the op
     CHECK(dispatch::decide(OpKind::tanh, std::vector<Tensor>{x}, ActParams{}).pinned);
     // An input pinned elsewhere conflicts with the scope.
     Tensor c = x.to(Device::cpu());
-    CHECK_THROWS_WITH(tanh(c), Catch::Contains("[tanh]") && Catch::Contains("pinned to cpu") &&
-                                   Catch::Contains("DeviceScope"));
+    CHECK_THROWS_WITH(tanh(c),
+                      Catch::Contains("[tanh]") && Catch::Contains("pinned to cpu") && Catch::Contains("DeviceScope"));
   }
   Tensor pinned = x.to(dev);
   CHECK(tanh(pinned).device() == dev);  // a pinned input wins over the profile
@@ -224,8 +225,8 @@ TEST_CASE("pins are never overridden, and a pinned device that cannot run the op
     FAIL("expected an error");
   } catch (const Error& e) {
     CHECK(e.code() == ErrorCode::invalid_argument);
-    CHECK_THAT(e.what(), Catch::Contains("[add]") && Catch::Contains("pinned to " + dev.str()) &&
-                             Catch::Contains("to cpu"));
+    CHECK_THAT(e.what(),
+               Catch::Contains("[add]") && Catch::Contains("pinned to " + dev.str()) && Catch::Contains("to cpu"));
   }
   // A pinned device lacking the op: an error naming it, no fallback. The emulated cuda device
   // runs attention only at head dims up to 128.
@@ -247,7 +248,8 @@ TEST_CASE("pins are never overridden, and a pinned device that cannot run the op
 TEST_CASE("an op no candidate device runs is placed where it can run", "[dispatch]") {
   Restore restore;
   auto cuda = first_of(DeviceKind::cuda);
-  if (!cuda) FAIL("no cuda device: this suite runs with TRINE_CUDA_EMULATOR=1 (ctest sets it), so the emulated one must exist");
+  if (!cuda)
+    FAIL("no cuda device: this suite runs with TRINE_CUDA_EMULATOR=1 (ctest sets it), so the emulated one must exist");
   dispatch::allow_software(true);
   dispatch::set_profile(profile_where(*cuda, 1e-9));
   Tensor q = Tensor::random({1, 2, 8, 160}, 7);
@@ -378,8 +380,37 @@ TEST_CASE("a batch splits across devices only where a step gains more than its m
   }
 }
 
-TEST_CASE("profiles round-trip; corrupt, truncated, foreign and stale ones are ignored with a warning",
-          "[dispatch]") {
+TEST_CASE("a run of steps moves to another device together where no single step would", "[dispatch][batch]") {
+  Restore restore;
+  const Device dev = other_device();
+  dispatch::allow_software(true);
+  const auto xs = Tensor::random({48 * 40}, 21).to_vector();
+  const Tensor w = Tensor::random({40, 24}, 22);
+  auto chain = [&](const Tensor& x) { return softmax(gelu(tanh(sigmoid(relu(matmul(x, w)))))); };
+  const auto expect = chain(Tensor::from(xs, {48, 40}, DType::f32, Device::cpu())).to_vector();
+  // Every op is fast on the cpu, but the four element-wise steps in the middle gain 1 ms each on
+  // `dev`. A move costs 1.5 ms each way: one step alone gains 1 ms for 3 ms of moves, the run of
+  // four 4 ms for the same 3 ms.
+  dispatch::Profile p = profile_where(Device::cpu(), 1.5e-3);
+  for (auto& m : p.devices) {
+    const bool on_dev = m.device == dev.str();
+    for (const char* op : {"relu", "sigmoid", "tanh", "gelu"})
+      m.ops[op] = {{std::numeric_limits<double>::infinity(), on_dev ? 1e-6 : 1e-3, 0, 0}};
+    if (on_dev) m.ops["matmul"] = m.ops["softmax"] = {{std::numeric_limits<double>::infinity(), 1.0, 0, 0}};
+  }
+  dispatch::set_profile(p);
+  Batch batch;
+  Tensor x = batch.upload(xs, {48, 40});
+  BatchRead out = batch.read(chain(x));
+  batch.run();
+  const auto used = batch.devices();
+  REQUIRE(used.size() == 2);
+  CHECK(used[0] == Device::cpu());  // matmul, then the run on dev, then softmax back on the cpu
+  CHECK(used[1] == dev);
+  require_close(out.get(), expect);
+}
+
+TEST_CASE("profiles round-trip; corrupt, truncated, foreign and stale ones are ignored with a warning", "[dispatch]") {
   Restore restore;
   dispatch::Profile p = dispatch::builtin_profile();
   p.devices[0].ops["matmul"] = {{1e6, 1e-6, 0, 1e9}, {std::numeric_limits<double>::infinity(), 2e-6, 0, 5e10}};
@@ -423,7 +454,8 @@ TEST_CASE("profiles round-trip; corrupt, truncated, foreign and stale ones are i
   CHECK_THAT(warning, Catch::Contains("ignoring"));
   CHECK_FALSE(write(R"({"format": 99, "trine_version": "0", "created": "x", "devices": []})"));
   CHECK_THAT(warning, Catch::Contains("format 99"));
-  CHECK_FALSE(write(R"({"format": 1, "trine_version": "0", "created": "x", "devices": [{"device": "cpu", "name": "n", "driver": "d", "bytes_per_s": -5}]})"));
+  CHECK_FALSE(write(
+      R"({"format": 1, "trine_version": "0", "created": "x", "devices": [{"device": "cpu", "name": "n", "driver": "d", "bytes_per_s": -5}]})"));
   CHECK_THAT(warning, Catch::Contains("bytes_per_s"));
 
   dispatch::Profile foreign = p;

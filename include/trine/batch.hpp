@@ -51,7 +51,7 @@ class Batch {
  public:
   // Without a device the batch is placed automatically when it first runs, op by op, where the
   // whole batch's predicted time is lowest, every transfer between devices counted (a chain stays
-  // on one device unless a step gains more than its moves cost; docs/dispatch.md). With a device
+  // on one device unless a step or a run of steps gains more than its moves cost; docs/dispatch.md). With a device
   // (or inside a DeviceScope, or with TRINE_DEVICE set) it is pinned there.
   explicit Batch(std::optional<Device> device = std::nullopt);
   ~Batch();
