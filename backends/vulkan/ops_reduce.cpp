@@ -46,9 +46,14 @@ std::uint64_t chunk_len_for(const DeviceCaps& caps, std::uint32_t n) {
   return caps.loop_budget ? std::uint64_t{k_wg} * (caps.loop_budget / 2) : std::uint64_t{n} + 1;
 }
 
-// softmax_rows.comp (one invocation per row) from this many rows: enough 64-row workgroups to keep
-// every thread busy. Fewer, longer rows go to softmax.comp (a workgroup per row).
-constexpr std::uint64_t k_rows_min = 256;
+// Whether a row op runs one invocation per row (reduce_rows.comp, softmax_rows.comp) rather than a
+// workgroup per row: on software devices (lavapipe runs a barrier as a coroutine switch, and
+// invocations walking their own rows read memory a CPU caches well; on a GPU those reads would not
+// coalesce), from 256 rows (enough 64-row workgroups for every thread), and where the loop over
+// the row (`loop` iterations) fits the device's loop budget.
+bool rows_per_invocation(const DeviceCaps& caps, std::uint64_t rows, std::uint64_t loop) {
+  return caps.software && rows >= 256 && (caps.loop_budget == 0 || loop <= caps.loop_budget);
+}
 
 // softmax.comp and norm.comp pass over a row three times, k_wg elements per step.
 std::uint64_t row_loop(std::uint32_t n) { return 3 * ((std::uint64_t{n} + k_wg - 1) / k_wg); }
@@ -79,6 +84,11 @@ void record_reduction(Recorder& rec, const TensorRef& x, const TensorRef* v, con
   const std::uint64_t outputs = std::uint64_t{outer} * inner;
   if (n <= chunk_len) {
     ReducePush p{outer, n, inner, x.offset, v ? v->offset : 0, first_op, y.offset, 1, n, scale};
+    if (rows_per_invocation(rec.caps(), outputs, n)) {
+      rec.dispatch("reduce_rows", {bind_in(x), bind_in(v ? *v : x), bind_out(y)}, &p, sizeof(p), (outputs + 63) / 64,
+                   {first_op});
+      return;
+    }
     rec.dispatch("reduce", {bind_in(x), bind_in(v ? *v : x), bind_out(y)}, &p, sizeof(p), outputs, {k_wg, first_op});
     return;
   }
@@ -156,7 +166,7 @@ void record_reduce(Recorder& rec, const detail::OpCall& call) {
       const TensorRef rx = contiguous_f32(rec, x);
       SoftmaxPush p{s.outer, s.n, s.inner, rx.offset, call.op == OpKind::log_softmax ? 1u : 0u};
       const std::uint64_t rows = std::uint64_t{s.outer} * s.inner;
-      if (rows >= k_rows_min && (rec.caps().loop_budget == 0 || 3 * std::uint64_t{s.n} <= rec.caps().loop_budget)) {
+      if (rows_per_invocation(rec.caps(), rows, 3 * std::uint64_t{s.n})) {
         return rec.dispatch("softmax_rows", {bind_in(rx), bind_out(y)}, &p, sizeof(p), (rows + 63) / 64);
       }
       return rec.dispatch("softmax", {bind_in(rx), bind_out(y)}, &p, sizeof(p), rows, {k_wg});
