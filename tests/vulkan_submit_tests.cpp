@@ -1,9 +1,11 @@
 // How the Vulkan backend submits: a submission seen before is replayed from its kept recording,
-// and one over the work budget is split into several command buffers. ctest runs these under the
+// and one over the work budget is split into several command buffers; and which variant of the
+// workgroup reductions it runs (subgroup operations or shared memory only). ctest runs these under the
 // validation layer, and once more (vulkan_split) with TRINE_VULKAN_SUBMIT_BUDGET=1, where every op
 // gets a command buffer of its own.
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdlib>
 #include <string>
@@ -185,5 +187,60 @@ TEST_CASE("TRINE_VULKAN_SUBMIT_BUDGET that is not a positive integer fails every
   } catch (const Error& e) {
     CHECK(e.code() == ErrorCode::invalid_argument);
     CHECK_THAT(e.what(), Catch::Contains("TRINE_VULKAN_SUBMIT_BUDGET"));
+  }
+}
+
+TEST_CASE("the workgroup reductions run their subgroup variant exactly where the device says so",
+          "[vulkan][vulkan_submit]") {
+  require_vulkan();
+  // lavapipe (software) says off unless TRINE_VULKAN_SUBGROUPS=1 (ctest vulkan_subgroups), and
+  // a GPU with subgroup arithmetic says on.
+  std::string caps;
+  for (const auto& d : devices())
+    if (d.device == k_vk) caps = d.capabilities;
+  INFO(caps);
+  REQUIRE(caps.find(", reductions ") != std::string::npos);
+  const bool on = caps.find(", reductions on") != std::string::npos;
+  const char* env = std::getenv("TRINE_VULKAN_SUBGROUPS");
+  if (env) CHECK(on == (std::string(env) == "1"));
+  // A sum over 3 rows of 1000 (a workgroup per row) and a softmax and rmsnorm likewise.
+  const Tensor x = Tensor::from(values(3000, 8), {3, 1000}, DType::f32, k_vk);
+  const auto host = x.to_vector();
+  const auto s = sum(x, 1).to_vector();
+  (void)softmax(x).to_vector();
+  (void)rmsnorm(x).to_vector();
+  for (int r = 0; r < 3; ++r) {
+    double want = 0;
+    for (int k = 0; k < 1000; ++k) want += host[static_cast<std::size_t>(r * 1000 + k)];
+    CHECK(s[static_cast<std::size_t>(r)] == Approx(want).margin(1e-3));
+  }
+  const auto used = vulkan::shaders_dispatched();
+  auto ran = [&](const char* name) { return std::find(used.begin(), used.end(), name) != used.end(); };
+  for (const char* base : {"reduce", "softmax", "norm"}) {
+    INFO(base);
+    CHECK(ran((std::string(base) + "_subgroup").c_str()) == on);
+  }
+  require_no_validation_messages();
+}
+
+// Run by ctest vulkan_subgroups_env_bad with TRINE_VULKAN_SUBGROUPS=yes: the Vulkan backend does
+// not start, and every use of a vulkan device says why.
+TEST_CASE("a TRINE_VULKAN_SUBGROUPS other than 0 or 1 is an error naming the variable",
+          "[vulkan_subgroups_env_bad][.]") {
+  const std::string expected = "TRINE_VULKAN_SUBGROUPS must be 0 or 1, got 'yes'";
+  bool seen = false;
+  for (const auto& s : backend_status()) {
+    if (s.kind != DeviceKind::vulkan || !s.built) continue;
+    seen = true;
+    CHECK(!s.available);
+    CHECK_THAT(s.reason, Catch::Contains(expected));
+  }
+  REQUIRE(seen);
+  try {
+    (void)relu(Tensor::full({8}, 1.0f, DType::f32, k_vk));
+    FAIL("an op on vulkan:0 ran with TRINE_VULKAN_SUBGROUPS=yes");
+  } catch (const Error& e) {
+    CHECK(e.code() == ErrorCode::device_unavailable);
+    CHECK_THAT(e.what(), Catch::Contains(expected));
   }
 }

@@ -44,6 +44,15 @@ bool env_on(const char* name) {
   return v && *v && std::strcmp(v, "0") != 0;
 }
 
+// TRINE_VULKAN_SUBGROUPS: unset (the device decides), 0 or 1; anything else is an error.
+int subgroups_from_env() {
+  const char* v = std::getenv("TRINE_VULKAN_SUBGROUPS");
+  if (!v || !*v) return -1;
+  if (std::strcmp(v, "0") == 0) return 0;
+  if (std::strcmp(v, "1") == 0) return 1;
+  throw Error(ErrorCode::invalid_argument, std::string("[vulkan] TRINE_VULKAN_SUBGROUPS must be 0 or 1, got '") + v + "'");
+}
+
 Validation validation_from_env() {
   const char* v = std::getenv("TRINE_VULKAN_VALIDATION");
   if (!v || !*v || std::strcmp(v, "0") == 0) return Validation::off;
@@ -103,6 +112,16 @@ DeviceCaps read_caps(const vk::raii::PhysicalDevice& pd) {
   // Half of llvmpipe's 65535, leaving room for the shaders' short loops around the long one.
   if (props.get<vk::PhysicalDeviceDriverProperties>().driverID == vk::DriverId::eMesaLlvmpipe) c.loop_budget = 32768;
   c.subgroup_ops = sg.supportedOperations;
+  {
+    using F = vk::SubgroupFeatureFlagBits;
+    const bool ops = (sg.supportedOperations & F::eBasic) && (sg.supportedOperations & F::eArithmetic) &&
+                     (sg.supportedOperations & F::eVote);
+    const bool stage = static_cast<bool>(sg.supportedStages & vk::ShaderStageFlagBits::eCompute);
+    // The reduction shaders' workgroups are 128 wide: whole subgroups, at most 128 partials.
+    const bool size = sg.subgroupSize >= 4 && sg.subgroupSize <= 128 && 128 % sg.subgroupSize == 0;
+    c.subgroup_reductions = ops && stage && size && !c.software;
+    c.subgroup_usable = ops && stage && size;
+  }
   c.shared_memory = p.limits.maxComputeSharedMemorySize;
   c.max_workgroup_invocations = p.limits.maxComputeWorkGroupInvocations;
   for (int i = 0; i < 3; ++i) {
@@ -175,7 +194,7 @@ std::string capability_line(const DeviceCaps& c) {
   return std::string("type=") + vk::to_string(c.type) +
          (c.software ? " (software)" : "") +
          "; vulkan " + version_str(c.api_version) + "; subgroup " + std::to_string(c.subgroup_size) + " (" +
-         subgroup_ops_str(c.subgroup_ops) + "); shared " + std::to_string(c.shared_memory / 1024) +
+         subgroup_ops_str(c.subgroup_ops) + "), reductions " + (c.subgroup_reductions ? "on" : "off") + "; shared " + std::to_string(c.shared_memory / 1024) +
          " KiB; workgroup <= " + std::to_string(c.max_workgroup_invocations) + " [" +
          std::to_string(c.max_workgroup_size[0]) + "," + std::to_string(c.max_workgroup_size[1]) + "," +
          std::to_string(c.max_workgroup_size[2]) + "], count <= [" + std::to_string(c.max_workgroup_count[0]) + "," +
@@ -274,6 +293,7 @@ bool DeviceContext::wait_value(std::uint64_t value, std::uint64_t timeout_ns) co
 }
 
 Instance::Instance() : validation_(validation_from_env()) {
+  const int subgroups = subgroups_from_env();
   const bool validation = validation_ != Validation::off;
   try {
     vk::ApplicationInfo app("trine", 1, "trine", 1, VK_API_VERSION_1_2);
@@ -312,6 +332,7 @@ Instance::Instance() : validation_(validation_from_env()) {
   for (std::size_t i = 0; i < physical_.size(); ++i) {
     DeviceCaps c = read_caps(physical_[i]);
     c.gpu_validation = validation_ == Validation::gpu;
+    if (subgroups >= 0) c.subgroup_reductions = subgroups == 1 && c.subgroup_usable;
     const int index = static_cast<int>(i);
     infos_.push_back({Device{DeviceKind::vulkan, index}, c.name, capability_line(c), c.software, c.driver});
     caps_.push_back(std::move(c));

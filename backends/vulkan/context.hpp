@@ -45,6 +45,12 @@ struct DeviceCaps {
   // TRINE_VULKAN_VALIDATION=gpu: the layer's GPU-assisted validation checks every shader access and
   // skips the out-of-bounds ones; robustBufferAccess stays off, or the layer would only warn.
   bool gpu_validation = false;
+  // The workgroup reductions (reduce, softmax, norm) use their subgroup variants: the device has
+  // subgroup arithmetic and vote in compute shaders with a size dividing the workgroup, and is not
+  // a software device (lavapipe measured no faster with them), unless TRINE_VULKAN_SUBGROUPS=1
+  // forces them (tests) or =0 rules them out.
+  bool subgroup_reductions = false;
+  bool subgroup_usable = false;  // what the device has, whatever the choice
   bool timeline = false;
   bool f16 = false, int8 = false, storage16 = false, storage8 = false;
   std::uint32_t queue_family = 0;

@@ -17,6 +17,8 @@ std::vector<std::string> take_validation_messages();
 // The embedded shaders (backends/vulkan/shaders/*.comp) this process never made a pipeline of,
 // on any device: the ones a test run did not dispatch.
 std::vector<std::string> shaders_never_dispatched();
+// The embedded shaders dispatched so far in this process (pipelines made), by name.
+std::vector<std::string> shaders_dispatched();
 
 // Test-only, never on an op's path: y[y_off + i] = x[x_off + i] for i < n by the unary shader,
 // x and y bound whole, the offsets and n not checked against their sizes: so the shader can be

@@ -40,6 +40,19 @@ foreach(src ${TRINE_VULKAN_SHADERS})
     COMMENT "glslc + spirv-val: ${name}.comp"
     VERBATIM)
   list(APPEND TRINE_VULKAN_SPV ${spv})
+  # The workgroup reductions again with subgroup operations (workgroup_reduce.glsl), for devices
+  # that have them: <name>_subgroup.
+  if(name MATCHES "^(reduce|softmax|norm)$")
+    set(spv_sg ${CMAKE_CURRENT_BINARY_DIR}/shaders/${name}_subgroup.spv)
+    add_custom_command(OUTPUT ${spv_sg}
+      COMMAND ${CMAKE_COMMAND} -E make_directory ${CMAKE_CURRENT_BINARY_DIR}/shaders
+      COMMAND ${TRINE_GLSLC} --target-env=vulkan1.2 -O -Werror -DTRINE_SUBGROUP=1 -I ${TRINE_VULKAN_DIR}/shaders -o ${spv_sg} ${src}
+      COMMAND ${TRINE_SPIRV_VAL} --target-env vulkan1.2 ${spv_sg}
+      DEPENDS ${src} ${TRINE_VULKAN_SHADER_INCLUDES}
+      COMMENT "glslc + spirv-val: ${name}.comp with subgroup operations"
+      VERBATIM)
+    list(APPEND TRINE_VULKAN_SPV ${spv_sg})
+  endif()
 endforeach()
 string(REPLACE ";" "|" TRINE_VULKAN_SPV_ARG "${TRINE_VULKAN_SPV}")
 set(TRINE_VULKAN_SHADERS_CPP ${CMAKE_CURRENT_BINARY_DIR}/vulkan_shaders.cpp)

@@ -2,6 +2,10 @@
 // taken first and the variance around it (two passes: no cancellation for rows far from zero).
 #version 450
 #extension GL_GOOGLE_include_directive : require
+#ifdef TRINE_SUBGROUP
+#extension GL_KHR_shader_subgroup_arithmetic : require
+#extension GL_KHR_shader_subgroup_vote : require
+#endif
 #include "common.glsl"
 
 layout(constant_id = 0) const uint WG = 128;

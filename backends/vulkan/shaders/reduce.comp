@@ -4,6 +4,10 @@
 // second dispatch, so no invocation loops past the driver's budget (see DeviceCaps::loop_budget).
 #version 450
 #extension GL_GOOGLE_include_directive : require
+#ifdef TRINE_SUBGROUP
+#extension GL_KHR_shader_subgroup_arithmetic : require
+#extension GL_KHR_shader_subgroup_vote : require
+#endif
 #include "common.glsl"
 
 layout(constant_id = 0) const uint WG = 128;

@@ -2,6 +2,10 @@
 // workgroup per row: the max first (so 1e30 is exact), then the sum of exponentials, then the row.
 #version 450
 #extension GL_GOOGLE_include_directive : require
+#ifdef TRINE_SUBGROUP
+#extension GL_KHR_shader_subgroup_arithmetic : require
+#extension GL_KHR_shader_subgroup_vote : require
+#endif
 #include "common.glsl"
 
 layout(constant_id = 0) const uint WG = 128;
