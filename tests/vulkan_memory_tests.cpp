@@ -19,30 +19,16 @@
 #endif
 #include "tensor/storage.hpp"
 #include "tests/harness.hpp"
+#include "tests/vulkan_harness.hpp"
 #include "trine/debug.hpp"
 #include "trine/trine.hpp"
 
 using namespace trine;
+using trine::test::k_vk;
+using trine::test::require_no_validation_messages;
+using trine::test::require_vulkan;
 
 namespace {
-
-const Device k_vk{DeviceKind::vulkan, 0};
-
-void require_vulkan() {
-  for (const auto& s : backend_status()) {
-    if (s.kind != DeviceKind::vulkan) continue;
-    INFO("vulkan backend: " << s.reason);
-    REQUIRE(s.available);
-  }
-}
-
-void require_no_validation_messages() {
-  const auto messages = vulkan::take_validation_messages();
-  std::string all;
-  for (const auto& m : messages) all += m + "\n";
-  INFO(all);
-  REQUIRE(messages.empty());
-}
 
 // Storage the host maps (lavapipe unless TRINE_VULKAN_FORCE_STAGING): the only case with guards.
 bool host_mapped() {

@@ -12,29 +12,15 @@
 #include <vector>
 
 #include "backends/vulkan/debug.hpp"
+#include "tests/vulkan_harness.hpp"
 #include "trine/trine.hpp"
 
 using namespace trine;
+using trine::test::k_vk;
+using trine::test::require_no_validation_messages;
+using trine::test::require_vulkan;
 
 namespace {
-
-const Device k_vk{DeviceKind::vulkan, 0};
-
-void require_vulkan() {
-  for (const auto& s : backend_status()) {
-    if (s.kind != DeviceKind::vulkan) continue;
-    INFO("vulkan backend: " << s.reason);
-    REQUIRE(s.available);
-  }
-}
-
-void require_no_validation_messages() {
-  const auto messages = vulkan::take_validation_messages();
-  std::string all;
-  for (const auto& m : messages) all += m + "\n";
-  INFO(all);
-  REQUIRE(messages.empty());
-}
 
 std::vector<float> values(std::size_t n, std::uint64_t seed) {
   return Tensor::random({static_cast<std::int64_t>(n)}, seed).to_vector();
