@@ -51,11 +51,10 @@ std::uint64_t chunk_len_for(const DeviceCaps& caps, std::uint32_t n) {
 // invocations walking their own rows read memory a CPU caches well; on a GPU those reads would not
 // coalesce), from 256 rows (enough 64-row workgroups for every thread), and where the loop over
 // the row (`loop` iterations) fits the device's loop budget.
-// The workgroup-reduction shader `base` (reduce, softmax, norm) or its subgroup variant.
-const char* reduction_shader(const DeviceCaps& caps, const char* base) {
-  if (!caps.subgroup_reductions) return base;
-  const std::string b = base;
-  return b == "reduce" ? "reduce_subgroup" : b == "softmax" ? "softmax_subgroup" : "norm_subgroup";
+// A workgroup-reduction shader (reduce, softmax, norm), or its subgroup variant where the device
+// uses those.
+const char* reduction_shader(const DeviceCaps& caps, const char* plain, const char* subgroup) {
+  return caps.subgroup_reductions ? subgroup : plain;
 }
 
 bool rows_per_invocation(const DeviceCaps& caps, std::uint64_t rows, std::uint64_t loop) {
@@ -96,20 +95,20 @@ void record_reduction(Recorder& rec, const TensorRef& x, const TensorRef* v, con
                    {first_op});
       return;
     }
-    rec.dispatch(reduction_shader(rec.caps(), "reduce"), {bind_in(x), bind_in(v ? *v : x), bind_out(y)}, &p, sizeof(p),
-                 outputs, {k_wg, first_op});
+    rec.dispatch(reduction_shader(rec.caps(), "reduce", "reduce_subgroup"),
+                 {bind_in(x), bind_in(v ? *v : x), bind_out(y)}, &p, sizeof(p), outputs, {k_wg, first_op});
     return;
   }
   const auto chunks = static_cast<std::uint32_t>((n + chunk_len - 1) / chunk_len);
   Allocation* partial = rec.temporary(static_cast<std::size_t>(outputs * chunks * 4));  // bound whole
   ReducePush p1{
       outer, n, inner, x.offset, v ? v->offset : 0, first_op, 0, chunks, static_cast<std::uint32_t>(chunk_len), 1.0f};
-  rec.dispatch(reduction_shader(rec.caps(), "reduce"), {bind_in(x), bind_in(v ? *v : x), {partial, true}}, &p1,
-               sizeof(p1), outputs * chunks, {k_wg, first_op});
+  rec.dispatch(reduction_shader(rec.caps(), "reduce", "reduce_subgroup"),
+               {bind_in(x), bind_in(v ? *v : x), {partial, true}}, &p1, sizeof(p1), outputs * chunks, {k_wg, first_op});
   const std::uint32_t second_op = op == 2 ? 2 : 0;
   ReducePush p2{static_cast<std::uint32_t>(outputs), chunks, 1, 0, 0, second_op, y.offset, 1, chunks, scale};
-  rec.dispatch(reduction_shader(rec.caps(), "reduce"), {{partial, false}, {partial, false}, bind_out(y)}, &p2,
-               sizeof(p2), outputs, {k_wg, second_op});
+  rec.dispatch(reduction_shader(rec.caps(), "reduce", "reduce_subgroup"),
+               {{partial, false}, {partial, false}, bind_out(y)}, &p2, sizeof(p2), outputs, {k_wg, second_op});
 }
 
 bool supports_reduce(const detail::OpCall& call) {
@@ -177,8 +176,8 @@ void record_reduce(Recorder& rec, const detail::OpCall& call) {
       if (rows_per_invocation(rec.caps(), rows, 3 * std::uint64_t{s.n})) {
         return rec.dispatch("softmax_rows", {bind_in(rx), bind_out(y)}, &p, sizeof(p), (rows + 63) / 64);
       }
-      return rec.dispatch(reduction_shader(rec.caps(), "softmax"), {bind_in(rx), bind_out(y)}, &p, sizeof(p), rows,
-                          {k_wg});
+      return rec.dispatch(reduction_shader(rec.caps(), "softmax", "softmax_subgroup"), {bind_in(rx), bind_out(y)}, &p,
+                          sizeof(p), rows, {k_wg});
     }
     case OpKind::layernorm:
     case OpKind::rmsnorm: {
@@ -197,8 +196,8 @@ void record_reduce(Recorder& rec, const detail::OpCall& call) {
                  has_b,
                  call.op == OpKind::rmsnorm,
                  std::get<NormParams>(call.params).eps};
-      return rec.dispatch(reduction_shader(rec.caps(), "norm"), {bind_in(rx), bind_in(rg), bind_in(rb), bind_out(y)},
-                          &p, sizeof(p), s.outer, {k_wg});
+      return rec.dispatch(reduction_shader(rec.caps(), "norm", "norm_subgroup"),
+                          {bind_in(rx), bind_in(rg), bind_in(rb), bind_out(y)}, &p, sizeof(p), s.outer, {k_wg});
     }
     default: break;
   }

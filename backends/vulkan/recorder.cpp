@@ -266,8 +266,6 @@ void Recorder::readback_host(Allocation* src, std::size_t offset, void* dst, std
   if (bytes) state_->after.push_back({src->data() + offset, dst, bytes});
 }
 
-bool Recorder::has_host_steps() const noexcept { return !state_->after.empty(); }
-
 void Recorder::cut() { state_->cut = state_->open; }
 
 void Recorder::finish() {

@@ -68,7 +68,6 @@ class Recorder {
   // dst <- src's bytes at offset, copied on the host from the mapped memory once the submission
   // completes (a readback that ends the submission needs no staging on host-visible memory).
   void readback_host(Allocation* src, std::size_t offset, void* dst, std::size_t bytes);
-  bool has_host_steps() const noexcept;
 
   bool empty() const noexcept { return commands_ == 0; }
   // Ends the current command buffer at the next command, which goes into a new one, submitted

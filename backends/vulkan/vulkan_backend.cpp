@@ -280,11 +280,10 @@ class VulkanBackend final : public detail::Backend {
           }
           record(rec, entries[i], i < lead && wait_value == 0, i >= tail, counts);
         }
-        i = entries.size() - 1;  // failures from here on are the submission's: named by its last entry
         rec.finish();
         state = rec.take_state();
       }
-      i = entries.size() - 1;
+      i = entries.size() - 1;  // failures from here on are the submission's: named by its last entry
       const std::uint64_t value = submit_state(*state, wait_value);
       add(counts, replay, command_buffer_count(*state));
       if (value == 0) return done->finished(std::move(state), nullptr);  // host copies only
