@@ -1,6 +1,7 @@
 // Entry names and the errors of submissions, shared by every backend.
 #include "backends/entries.hpp"
 
+#include <cstdio>
 #include <string>
 #include <type_traits>
 #include <variant>
@@ -31,6 +32,39 @@ Error entry_error(const Entry& entry, std::size_t i, std::size_t n, const Error&
   if (rest.starts_with(tag + " ")) rest.erase(0, tag.size() + 1);
   if (n == 1) return Error(e.code(), tag + " on " + device.str() + ": " + rest);
   return Error(e.code(), tag + " batch entry " + std::to_string(i + 1) + " of " + std::to_string(n) + ": " + rest);
+}
+
+Error with_batch_position(const Error& e, std::span<const std::size_t> positions, std::size_t total) {
+  const std::string m = e.what();
+  const auto tag_end = m.find("] ");
+  if (m.empty() || m[0] != '[' || tag_end == std::string::npos || positions.empty()) return e;
+  const std::string tag = m.substr(0, tag_end + 1);
+  std::size_t i = 0, rest_at = 0;
+  if (std::sscanf(m.c_str() + tag_end + 2, "batch entry %zu of %*u: %zn", &i, &rest_at) >= 1 && rest_at > 0 && i >= 1 &&
+      i <= positions.size()) {
+    --i;
+    rest_at += tag_end + 2;
+  } else if (positions.size() == 1 && m.compare(tag_end + 2, 3, "on ") == 0 && m.find(": ", tag_end) != std::string::npos) {
+    i = 0;  // a run of one entry: "[op] on device: ..."
+    rest_at = m.find(": ", tag_end) + 2;
+  } else {
+    return e;
+  }
+  const std::string rest = m.substr(rest_at), of = " of " + std::to_string(total);
+  if (positions[i] != k_not_recorded)
+    return Error(e.code(), tag + " batch entry " + std::to_string(positions[i] + 1) + of + ": " + rest);
+  // A transfer the placement added: named by the recorded entry it follows (or precedes).
+  for (std::size_t j = i; j-- > 0;) {
+    if (positions[j] != k_not_recorded)
+      return Error(e.code(), tag + " moving a tensor between devices after batch entry " +
+                                 std::to_string(positions[j] + 1) + of + ": " + rest);
+  }
+  for (std::size_t j = i + 1; j < positions.size(); ++j) {
+    if (positions[j] != k_not_recorded)
+      return Error(e.code(), tag + " moving a tensor between devices before batch entry " +
+                                 std::to_string(positions[j] + 1) + of + ": " + rest);
+  }
+  return Error(e.code(), tag + " moving a tensor between devices in a batch of " + std::to_string(total) + ": " + rest);
 }
 
 std::exception_ptr failed_dependency(std::span<const std::shared_ptr<Completion>> waits, const char* what) {

@@ -21,6 +21,13 @@ int device_of(const Entry& e) noexcept;
 // entry, "[relu] batch entry 3 of 10: ..." in a batch (a leading "[relu] " of e's message is not
 // repeated).
 Error entry_error(const Entry& entry, std::size_t i, std::size_t n, const Error& e, Device device);
+// `e`, raised by a submission of some of a batch's entries (a batch placed across devices submits
+// one run of entries per device), naming the failing entry by its place in the whole batch:
+// entry i of the submission is entry positions[i] of `total`, or a transfer between devices that
+// the placement added where positions[i] is k_not_recorded. Errors not made by entry_error (a
+// failed dependency) come back unchanged.
+inline constexpr std::size_t k_not_recorded = static_cast<std::size_t>(-1);
+Error with_batch_position(const Error& e, std::span<const std::size_t> positions, std::size_t total);
 // The first failed completion among `waits` as this work's error ("[what] an input comes from work
 // that failed: ..."), or null. Only call it once every wait has finished.
 std::exception_ptr failed_dependency(std::span<const std::shared_ptr<Completion>> waits, const char* what);

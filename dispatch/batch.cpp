@@ -5,6 +5,7 @@
 #include <cstring>
 #include <string>
 
+#include "backends/entries.hpp"
 #include "dispatch/batch_record.hpp"
 #include "dispatch/dispatcher.hpp"
 #include "dispatch/op_table.hpp"
@@ -45,40 +46,53 @@ void encode_floats(std::span<const float> data, DType dtype, std::vector<unsigne
   }
 }
 
-// Finished when every segment's submission is (a batch placed across devices submits several).
+// Finished when every segment's submission is (a batch placed across devices submits several). A
+// failure names the failing entry by its place in the whole batch, not in its segment.
 class AllDone final : public Completion {
  public:
-  explicit AllDone(std::vector<std::shared_ptr<Completion>> parts) : parts_(std::move(parts)) {}
+  struct Part {
+    std::shared_ptr<Completion> done;
+    std::vector<std::size_t> positions;  // the segment's
+  };
+  AllDone(std::vector<Part> parts, std::size_t total) : parts_(std::move(parts)), total_(total) {}
   bool poll() override {
     for (auto& p : parts_)
-      if (!p->poll()) return false;
+      if (!p.done->poll()) return false;
     return true;
   }
   void wait() override {
-    std::exception_ptr first;
     for (auto& p : parts_) {
       try {
-        p->wait();
-      } catch (...) {
-        if (!first) first = std::current_exception();
+        p.done->wait();
+      } catch (...) {  // raised below, with the failing entry's place in the batch
       }
     }
-    if (first) std::rethrow_exception(first);
+    if (auto e = error()) std::rethrow_exception(e);
   }
   bool wait_for(std::chrono::nanoseconds timeout) override {
     const auto until = std::chrono::steady_clock::now() + timeout;
     for (auto& p : parts_)
-      if (!p->wait_for(until - std::chrono::steady_clock::now())) return false;
+      if (!p.done->wait_for(until - std::chrono::steady_clock::now())) return false;
     return true;
   }
   std::exception_ptr error() override {
-    for (auto& p : parts_)
-      if (auto e = p->error()) return e;
+    for (auto& p : parts_) {
+      if (auto e = p.done->error()) {
+        try {
+          std::rethrow_exception(e);
+        } catch (const Error& err) {
+          return std::make_exception_ptr(with_batch_position(err, p.positions, total_));
+        } catch (...) {
+          return e;
+        }
+      }
+    }
     return nullptr;
   }
 
  private:
-  std::vector<std::shared_ptr<Completion>> parts_;
+  std::vector<Part> parts_;
+  std::size_t total_;
 };
 
 std::shared_ptr<Completion> start(BatchRecord& b, std::initializer_list<std::span<const float>> inputs,
@@ -118,13 +132,13 @@ std::shared_ptr<Completion> start(BatchRecord& b, std::initializer_list<std::spa
   }
   // Across devices: one submission per segment, ordered by the storages they share. Every read
   // waits for all of them (its own segment is enough for its data, but a run is one unit).
-  std::vector<std::shared_ptr<Completion>> parts;
+  std::vector<AllDone::Part> parts;
   for (std::size_t i = 0; i < b.segments.size(); ++i) {
     auto& seg = b.segments[i];
     const bool last = i + 1 == b.segments.size();
-    parts.push_back(submit_entries(*seg.backend, seg.entries, caller_waits && last, "batch"));
+    parts.push_back({submit_entries(*seg.backend, seg.entries, caller_waits && last, "batch"), seg.positions});
   }
-  auto done = std::make_shared<AllDone>(std::move(parts));
+  auto done = std::make_shared<AllDone>(std::move(parts), b.entries.size());
   b.last = done;
   for (auto& r : b.reads) r->done = done;
   return done;

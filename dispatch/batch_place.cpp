@@ -14,6 +14,7 @@
 #include <set>
 #include <string>
 
+#include "backends/entries.hpp"
 #include "dispatch/batch_record.hpp"
 #include "dispatch/dispatcher.hpp"
 #include "tensor/memory_cache.hpp"
@@ -246,7 +247,7 @@ class Cutter {
           }
         }
         const Storage* written = call->output.storage().get();
-        segment(d).entries.push_back(std::move(e));
+        push(segment(d), std::move(e), i);
         where_[written] = b_.segments.size() - 1;
       } else if (auto* up = std::get_if<Upload>(&e)) {
         auto& seg = segment(d);
@@ -257,9 +258,9 @@ class Cutter {
           }
         }
         where_[up->dst.get()] = b_.segments.size() - 1;
-        seg.entries.push_back(std::move(e));
+        push(seg, std::move(e), i);
       } else {
-        segment(d).entries.push_back(std::move(e));
+        push(segment(d), std::move(e), i);
       }
     }
   }
@@ -267,9 +268,14 @@ class Cutter {
  private:
   BatchRecord::Segment& segment(Device d) {
     if (b_.segments.empty() || !(b_.segments.back().device == d)) {
-      b_.segments.push_back({d, &backend_for(d, "batch"), {}});
+      b_.segments.push_back({d, &backend_for(d, "batch"), {}, {}});
     }
     return b_.segments.back();
+  }
+
+  static void push(BatchRecord::Segment& seg, Entry e, std::size_t position) {
+    seg.entries.push_back(std::move(e));
+    seg.positions.push_back(position);
   }
 
   static unsigned char* host_memory(const std::shared_ptr<Storage>& s) {
@@ -294,16 +300,17 @@ class Cutter {
   // a Readback at the end of its producer's segment (to the host); device to device goes through a
   // host copy.
   std::shared_ptr<Storage> copy_on(const std::shared_ptr<Storage>& s, Device d) {
+    constexpr std::size_t added = k_not_recorded;
     const auto key = std::make_pair(s.get(), d.str());
     if (auto it = copies_.find(key); it != copies_.end()) return it->second;
     std::shared_ptr<Storage> out = fresh(d, s->bytes());
     if (s->device().kind != DeviceKind::cpu && d.kind != DeviceKind::cpu) {
       auto host = copy_on(s, Device::cpu());
-      segment(d).entries.push_back(Upload{out, 0, host_memory(host), s->bytes(), host});
+      push(segment(d), Upload{out, 0, host_memory(host), s->bytes(), host}, added);
     } else if (s->device().kind == DeviceKind::cpu) {
-      segment(d).entries.push_back(Upload{out, 0, host_memory(s), s->bytes(), s});
+      push(segment(d), Upload{out, 0, host_memory(s), s->bytes(), s}, added);
     } else {
-      b_.segments[where_.at(s.get())].entries.push_back(Readback{s, 0, host_memory(out), s->bytes(), out});
+      push(b_.segments[where_.at(s.get())], Readback{s, 0, host_memory(out), s->bytes(), out}, added);
     }
     copies_[key] = out;
     return out;

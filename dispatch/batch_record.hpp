@@ -28,6 +28,9 @@ struct BatchRecord {
     Device device;
     Backend* backend = nullptr;
     std::vector<Entry> entries;
+    // For each of `entries`, its index in the batch's `entries`, or k_not_recorded for a transfer
+    // between devices the placement added: a failing entry's error names its place in the batch.
+    std::vector<std::size_t> positions;
   };
   std::vector<Segment> segments;
   std::vector<std::shared_ptr<Storage>> storages;      // placed (given memory) by the first run

@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "backends/entries.hpp"
 #include "trine/dispatch.hpp"
 #include "trine/trine.hpp"
 
@@ -378,6 +379,58 @@ TEST_CASE("a batch splits across devices only where a step gains more than its m
     require_close(out.get(),
                   softmax(relu(matmul(Tensor::from(again, {48, 40}, DType::f32, Device::cpu()), w))).to_vector());
   }
+}
+
+TEST_CASE("an error in a batch placed across devices names the entry's place in the whole batch",
+          "[dispatch][batch]") {
+  Restore restore;
+  const Device dev = other_device();
+  dispatch::allow_software(true);
+  // matmul 1000x faster on `dev`, everything else on the cpu, transfers nearly free: the batch is
+  // cut into runs on two devices, with transfers between them that were never recorded.
+  dispatch::Profile p = profile_where(Device::cpu(), 1e-7);
+  for (auto& m : p.devices)
+    m.ops["matmul"] = {{std::numeric_limits<double>::infinity(), 1e-6, 0, m.device == dev.str() ? 1e12 : 1e9}};
+  dispatch::set_profile(p);
+  const Tensor w = Tensor::random({40, 24}, 12);
+  Batch batch;
+  Tensor x = batch.upload(Tensor::random({48 * 40}, 11).to_vector(), {48, 40});  // entry 1
+  Tensor y = relu(matmul(x, w));                                                 // 2, 3
+  Tensor one = batch.upload(std::vector<float>{2.0f}, {1});                      // 4
+  // 5: the sum of a broadcast view needs a contiguous copy of 2^40 floats, which no device holds
+  Tensor s = sum(one.broadcast_to({1 << 20, 1 << 20}), -1);
+  BatchRead good = batch.read(sigmoid(y));  // 6, 7
+  BatchRead bad = batch.read(relu(s));      // 8, 9
+  try {
+    batch.run();
+    FAIL("the batch should fail");
+  } catch (const Error& e) {
+    INFO(e.what());
+    CHECK(e.code() == ErrorCode::out_of_memory);
+    CHECK(std::string(e.what()).find("[sum] batch entry 5 of 9:") != std::string::npos);
+  }
+  REQUIRE(batch.devices().size() == 2);  // it was placed across devices
+  CHECK_THROWS_AS(bad.get(), Error);
+}
+
+TEST_CASE("a failing run of a split batch is renamed by its entries' places in the batch", "[dispatch][batch]") {
+  using detail::k_not_recorded;
+  const std::vector<std::size_t> run{k_not_recorded, 4, 6, k_not_recorded};  // a run of 4 entries
+  auto renamed = [&](const std::string& message, std::span<const std::size_t> positions) {
+    return std::string(detail::with_batch_position(Error(ErrorCode::out_of_memory, message), positions, 9).what());
+  };
+  CHECK(renamed("[sum] batch entry 2 of 4: no memory", run) == "[sum] batch entry 5 of 9: no memory");
+  CHECK(renamed("[relu] batch entry 3 of 4: no memory", run) == "[relu] batch entry 7 of 9: no memory");
+  CHECK(renamed("[upload] batch entry 1 of 4: no memory", run) ==
+        "[upload] moving a tensor between devices before batch entry 5 of 9: no memory");
+  CHECK(renamed("[readback] batch entry 4 of 4: no memory", run) ==
+        "[readback] moving a tensor between devices after batch entry 7 of 9: no memory");
+  const std::vector<std::size_t> single{7};
+  CHECK(renamed("[gelu] on vulkan:0: device lost", single) == "[gelu] batch entry 8 of 9: device lost");
+  // what entry_error did not make comes back as it was
+  CHECK(renamed("[batch] an input comes from work that failed: [relu] x", run) ==
+        "[batch] an input comes from work that failed: [relu] x");
+  CHECK(renamed("[sum] batch entry 9 of 4: out of range", run) == "[sum] batch entry 9 of 4: out of range");
 }
 
 TEST_CASE("a run of steps moves to another device together where no single step would", "[dispatch][batch]") {
