@@ -335,6 +335,19 @@ TEST_CASE("the bf16 x bf16 kernel is one this CPU has, and TRINE_CPU_AMX=0 rules
   if (env && std::string(env) == "0") CHECK(kind != "amx");
 }
 
+TEST_CASE("TRINE_CPU_STREAM_BYTES set to anything but a byte count is an error naming the variable",
+          "[stream_env_bad][.]") {
+  // Run by ctest with TRINE_CPU_STREAM_BYTES=lots: the first op that writes an output says so.
+  try {
+    (void)trine::relu(trine::Tensor::full({4096}, 1.0f, trine::DType::f32, trine::Device::cpu())).to_vector();
+    FAIL("no error for TRINE_CPU_STREAM_BYTES=" << std::getenv("TRINE_CPU_STREAM_BYTES"));
+  } catch (const trine::Error& e) {
+    CHECK(e.code() == trine::ErrorCode::invalid_argument);
+    CHECK_THAT(e.what(), Catch::Contains("TRINE_CPU_STREAM_BYTES"));
+    CHECK_THAT(e.what(), Catch::Contains("[relu]"));
+  }
+}
+
 TEST_CASE("TRINE_CPU_AMX set to anything but 0 or 1 is an error naming the variable", "[amx_env_bad][.]") {
   // Run by ctest with TRINE_CPU_AMX=2: an error on every ISA, whichever bf16 kernel it has.
   try {

@@ -145,7 +145,12 @@ TEST_CASE("add, sub, mul, div with broadcasting", "[ops][binary]") {
                                                        {{2, 1, 3, 5}, {4, 1, 5}},
                                                        {{1, 1, 1}, {2, 3, 4}},
                                                        {{256, 1000}, {1000}},
-                                                       {{1000, 1000}, {1000, 1000}}};
+                                                       {{1000, 1000}, {1000, 1000}},
+                                                       // rows long enough for non-temporal stores
+                                                       // (ctest's *_streamed), each starting unaligned
+                                                       {{5, 2053}, {2053}},
+                                                       {{4099}, {}},
+                                                       {{}, {4099}}};
   for (OpKind op : {OpKind::add, OpKind::sub, OpKind::mul, OpKind::div}) {
     for (const auto& [sa, sb] : shapes) {
       // div: keep the divisor away from 0 so the comparison measures arithmetic, not blow-ups
@@ -216,7 +221,7 @@ TEST_CASE("bias_act with every activation", "[ops][bias_act]") {
                              Activation::gelu_tanh, Activation::clip};
   for (Activation act : acts) {
     BiasActParams p{act, act == Activation::clip ? -0.5f : 0.1f, act == Activation::clip ? 0.5f : 0.0f};
-    for (auto [r, c] : {std::pair<std::int64_t, std::int64_t>{1, 1}, {7, 3}, {31, 33}, {64, 1000}, {1000, 127}}) {
+    for (auto [r, c] : {std::pair<std::int64_t, std::int64_t>{1, 1}, {7, 3}, {31, 33}, {64, 1000}, {1000, 127}, {3, 2053}}) {
       std::vector<Tensor> in{make_input({r, c}, seq(), View::contiguous, DType::f32, -4.0f, 4.0f),
                              make_input({c}, seq())};
       check_op(OpKind::bias_act, in, p, shape_label(in, activation_name(act)));
@@ -246,6 +251,12 @@ TEST_CASE("softmax and log_softmax over any axis", "[ops][softmax]") {
     check_op(op, rows_mid, AxisParams{1}, shape_label(rows_mid, "axis 1, many rows"));
     std::vector<Tensor> rows_view{make_input({17, 260}, seq(), View::transposed, DType::f32, -10.0f, 10.0f)};
     check_op(op, rows_view, AxisParams{-1}, shape_label(rows_view, "transposed view, many rows"));
+    // rows of one L2-resident pass (the cpu's cached path; streamed, through a scratch row), and rows
+    // split into segments
+    std::vector<Tensor> mid_rows{make_input({5, 4099}, seq(), View::contiguous, DType::f32, -10.0f, 10.0f)};
+    check_op(op, mid_rows, AxisParams{-1}, shape_label(mid_rows, "rows of 4099"));
+    std::vector<Tensor> split_rows{make_input({2, 70001}, seq(), View::contiguous, DType::f32, -10.0f, 10.0f)};
+    check_op(op, split_rows, AxisParams{-1}, shape_label(split_rows, "rows of 70001"));
     std::vector<Tensor> big{make_input({16, 32000}, seq(), View::contiguous, DType::f32, -20.0f, 20.0f)};
     check_op(op, big, AxisParams{-1}, shape_label(big, "large"));
     // rows longer than one block of any kernel's scratch: the sum must be carried across blocks
@@ -273,6 +284,12 @@ TEST_CASE("layernorm and rmsnorm", "[ops][norm]") {
       check_op(OpKind::rmsnorm, {x[0], g}, NormParams{1e-6f}, shape_label(x, "gamma"));
       check_op(OpKind::rmsnorm, {x[0]}, NormParams{1e-6f}, shape_label(x, "plain"));
     }
+  }
+  {  // rows long enough for non-temporal stores (ctest's streamed_*), each starting unaligned
+    Tensor x = make_input({3, 2053}, seq(), View::contiguous, DType::f32, -3.0f, 5.0f);
+    Tensor g = make_input({2053}, seq()), b = make_input({2053}, seq());
+    check_op(OpKind::layernorm, {x, g, b}, NormParams{1e-5f}, shape_label({x}, "gamma beta, rows of 2053"));
+    check_op(OpKind::rmsnorm, {x, g}, NormParams{1e-6f}, shape_label({x}, "gamma, rows of 2053"));
   }
   Tensor x = make_input({2, 3, 4096}, seq(), View::strided);
   Tensor g = make_input({4096}, seq());

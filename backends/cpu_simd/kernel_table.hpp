@@ -162,6 +162,12 @@ inline void require_complete(const KernelTable& t) {
 // value is Error(invalid_argument), on every ISA. Defined in cpu_backend.cpp, read once.
 bool amx_allowed();
 
+// Outputs of at least this many bytes are written with non-temporal stores (simd_common.hpp's
+// store_run): the last-level cache as /sys lists it, clamped to [4, 64] MiB, or
+// TRINE_CPU_STREAM_BYTES (a byte count; anything else is Error(invalid_argument)). Defined in
+// cpu_backend.cpp, read once.
+i64 stream_store_bytes();
+
 // One table per ISA, each defined in that ISA's object library (kernels/table.cpp).
 namespace sse4_2 {
 const KernelTable& table();

@@ -13,20 +13,31 @@
 #include <thread>
 #include <vector>
 
+#include <sys/mman.h>
+
 namespace compare {
 
 inline double now() {
   return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
 }
 
-// 64-byte-aligned float buffers for every library alike (OpenBLAS on 16-byte-aligned data lost a
-// few percent in PERF-NOTES' measurements).
+// Float buffers for every library alike, allocated as trine's cpu backend allocates its own:
+// 64-byte aligned (OpenBLAS on 16-byte-aligned data lost a few percent in PERF-NOTES'
+// measurements), and from 4 MiB up 2 MiB aligned and advised as transparent huge pages, so no
+// library (nor the STREAM copy) streams over 4 KiB pages while trine does not.
 struct AlignedFree {
   void operator()(void* p) const { std::free(p); }
 };
 using Buffer = std::unique_ptr<float[], AlignedFree>;
 inline Buffer aligned_floats(std::size_t n) {
   const std::size_t bytes = (n * sizeof(float) + 63) / 64 * 64;
+  constexpr std::size_t huge = std::size_t{2} << 20;
+  if (bytes >= 2 * huge) {
+    const std::size_t rounded = (bytes + huge - 1) / huge * huge;
+    void* p = std::aligned_alloc(huge, rounded);
+    if (p) (void)madvise(p, rounded, MADV_HUGEPAGE);
+    return Buffer(static_cast<float*>(p));
+  }
   return Buffer(static_cast<float*>(std::aligned_alloc(64, bytes)));
 }
 

@@ -78,38 +78,41 @@ void with_act(Activation a, Body&& body) {
   }
 }
 
-// y[i] = act(x[i] + bias[i]) (bias may be null) over [0, n).
+// y[i] = act(x[i] + bias[i]) (bias may be null) over [0, n); `stream`: see store_run.
 template <Activation A, bool HasBias>
-void act_span(const float* x, const float* bias, float* y, i64 n, float alpha, float beta) {
-  i64 i = 0;
-  for (; i + vec_width <= n; i += vec_width) {
-    if constexpr (act_costly(A)) __builtin_prefetch(x + i + prefetch_ahead);
-    batch_f32 v = batch_f32::load_unaligned(x + i);
-    if constexpr (HasBias) v += batch_f32::load_unaligned(bias + i);
-    act<A>(v, alpha, beta).store_unaligned(y + i);
-  }
-  if (i < n) {
-    batch_f32 v = load_partial(x + i, n - i);
-    if constexpr (HasBias) v += load_partial(bias + i, n - i);
-    store_partial(y + i, n - i, act<A>(v, alpha, beta));
-  }
+void act_span(const float* x, const float* bias, float* y, i64 n, float alpha, float beta, bool stream = false) {
+  store_run(
+      y, n, stream,
+      [&](i64 i) {
+        if constexpr (act_costly(A)) __builtin_prefetch(x + i + prefetch_ahead);
+        batch_f32 v = batch_f32::load_unaligned(x + i);
+        if constexpr (HasBias) v += batch_f32::load_unaligned(bias + i);
+        return act<A>(v, alpha, beta);
+      },
+      [&](i64 i, i64 r) {
+        batch_f32 v = load_partial(x + i, r);
+        if constexpr (HasBias) v += load_partial(bias + i, r);
+        return act<A>(v, alpha, beta);
+      });
 }
 
 void unary(Activation a, float alpha, float beta, const float* x, float* y, i64 n) {
+  const bool stream = n * 4 >= stream_store_bytes();
   with_act(a, [&](auto tag) {
     constexpr Activation A = decltype(tag)::value;
     parallel_for(n, act_costly(A) ? grain_costly : grain_cheap,
-                 [&](i64 b, i64 e) { act_span<A, false>(x + b, nullptr, y + b, e - b, alpha, beta); });
+                 [&](i64 b, i64 e) { act_span<A, false>(x + b, nullptr, y + b, e - b, alpha, beta, stream); });
   });
 }
 
 void scale(float alpha, float beta, const float* x, float* y, i64 n) {
+  const bool stream = n * 4 >= stream_store_bytes();
   parallel_for(n, grain_cheap, [&](i64 b, i64 e) {
     const batch_f32 va(alpha), vb(beta);
-    i64 i = b;
-    for (; i + vec_width <= e; i += vec_width)
-      xsimd::fma(va, batch_f32::load_unaligned(x + i), vb).store_unaligned(y + i);
-    if (i < e) store_partial(y + i, e - i, xsimd::fma(va, load_partial(x + i, e - i), vb));
+    const float* xb = x + b;
+    store_run(
+        y + b, e - b, stream, [&](i64 i) { return xsimd::fma(va, batch_f32::load_unaligned(xb + i), vb); },
+        [&](i64 i, i64 r) { return xsimd::fma(va, load_partial(xb + i, r), vb); });
   });
 }
 
@@ -124,13 +127,14 @@ void for_row_segments(i64 rows, i64 cols, i64 grain_elems, F&& fn) {
 
 void bias_act(Activation a, float alpha, float beta, const float* x, const float* bias, float* y, i64 rows, i64 cols) {
   if (rows <= 0 || cols <= 0) return;
+  const bool stream = rows * cols * 4 >= stream_store_bytes();
   with_act(a, [&](auto tag) {
     constexpr Activation A = decltype(tag)::value;
     for_row_segments(rows, cols, act_costly(A) ? grain_costly : grain_cheap, [&](i64 b, i64 e, i64 segs, i64 seg) {
       for (i64 it = b; it < e; ++it) {
         const i64 r = segs == 1 ? it : it / segs;
         const i64 c0 = (it - r * segs) * seg, c1 = std::min(cols, c0 + seg);
-        act_span<A, true>(x + r * cols + c0, bias + c0, y + r * cols + c0, c1 - c0, alpha, beta);
+        act_span<A, true>(x + r * cols + c0, bias + c0, y + r * cols + c0, c1 - c0, alpha, beta, stream);
       }
     });
   });
@@ -145,25 +149,26 @@ T binary_apply(const T& a, const T& b) {
 }
 
 // One row of the innermost dim; vector paths when each side is contiguous or a broadcast scalar.
+// `stream`: see store_run.
 template <BinaryOp Op>
-void binary_row(const float* a, i64 sa, const float* b, i64 sb, float* y, i64 n) {
-  i64 i = 0;
+void binary_row(const float* a, i64 sa, const float* b, i64 sb, float* y, i64 n, bool stream = false) {
   if (sa == 1 && sb == 1) {
-    for (; i + vec_width <= n; i += vec_width)
-      binary_apply<Op>(batch_f32::load_unaligned(a + i), batch_f32::load_unaligned(b + i)).store_unaligned(y + i);
-    if (i < n) store_partial(y + i, n - i, binary_apply<Op>(load_partial(a + i, n - i), load_partial(b + i, n - i)));
+    store_run(
+        y, n, stream,
+        [&](i64 i) { return binary_apply<Op>(batch_f32::load_unaligned(a + i), batch_f32::load_unaligned(b + i)); },
+        [&](i64 i, i64 r) { return binary_apply<Op>(load_partial(a + i, r), load_partial(b + i, r)); });
   } else if (sa == 1 && sb == 0) {
     const batch_f32 vb(*b);
-    for (; i + vec_width <= n; i += vec_width)
-      binary_apply<Op>(batch_f32::load_unaligned(a + i), vb).store_unaligned(y + i);
-    if (i < n) store_partial(y + i, n - i, binary_apply<Op>(load_partial(a + i, n - i), vb));
+    store_run(
+        y, n, stream, [&](i64 i) { return binary_apply<Op>(batch_f32::load_unaligned(a + i), vb); },
+        [&](i64 i, i64 r) { return binary_apply<Op>(load_partial(a + i, r), vb); });
   } else if (sa == 0 && sb == 1) {
     const batch_f32 va(*a);
-    for (; i + vec_width <= n; i += vec_width)
-      binary_apply<Op>(va, batch_f32::load_unaligned(b + i)).store_unaligned(y + i);
-    if (i < n) store_partial(y + i, n - i, binary_apply<Op>(va, load_partial(b + i, n - i)));
+    store_run(
+        y, n, stream, [&](i64 i) { return binary_apply<Op>(va, batch_f32::load_unaligned(b + i)); },
+        [&](i64 i, i64 r) { return binary_apply<Op>(va, load_partial(b + i, r)); });
   } else {
-    for (; i < n; ++i) y[i] = binary_apply<Op>(a[i * sa], b[i * sb]);
+    for (i64 i = 0; i < n; ++i) y[i] = binary_apply<Op>(a[i * sa], b[i * sb]);
   }
 }
 
@@ -280,6 +285,7 @@ void binary_typed(const BinaryArgs& args) {
   const i64 cols = l.shape[l.rank - 1], sa = l.sa[l.rank - 1], sb = l.sb[l.rank - 1];
   i64 rows = 1;
   for (int d = 0; d + 1 < l.rank; ++d) rows *= l.shape[d];
+  const bool stream = rows * cols * 4 >= stream_store_bytes();
   for_row_segments(rows, cols, grain_cheap, [&](i64 b, i64 e, i64 segs, i64 seg) {
     i64 row = b / segs;
     RowCursor cur(l, row);
@@ -288,7 +294,7 @@ void binary_typed(const BinaryArgs& args) {
       for (; row < r; ++row) cur.next();
       const i64 c0 = (it - r * segs) * seg, c1 = std::min(cols, c0 + seg);
       binary_row<Op>(args.a + cur.off_a + c0 * sa, sa, args.b + cur.off_b + c0 * sb, sb, args.y + r * cols + c0,
-                     c1 - c0);
+                     c1 - c0, stream);
     }
   });
 }

@@ -21,7 +21,7 @@ constexpr float tiny_mean_square = 0x1p-100f;
 // a power of two (1 unless the row was rescaled), so x * pre is exact.
 template <bool HasGamma, bool HasBeta>
 void affine_row(const float* x, const float* gamma, const float* beta, float* y, i64 n, float pre, float shift,
-                float fine_shift, float scale) {
+                float fine_shift, float scale, bool stream) {
   const batch_f32 vp(pre), vs(shift), vf(fine_shift), vk(scale);
   auto one = [&](const batch_f32& v, const batch_f32& g, const batch_f32& b) {
     batch_f32 t = ((v * vp - vs) - vf) * vk;
@@ -29,18 +29,18 @@ void affine_row(const float* x, const float* gamma, const float* beta, float* y,
     if constexpr (HasBeta) t += b;
     return t;
   };
-  i64 j = 0;
-  for (; j + vec_width <= n; j += vec_width) {
-    const batch_f32 g = HasGamma ? batch_f32::load_unaligned(gamma + j) : batch_f32(1.0f);
-    const batch_f32 b = HasBeta ? batch_f32::load_unaligned(beta + j) : batch_f32(0.0f);
-    one(batch_f32::load_unaligned(x + j), g, b).store_unaligned(y + j);
-  }
-  if (j < n) {
-    const i64 r = n - j;
-    const batch_f32 g = HasGamma ? load_partial(gamma + j, r) : batch_f32(1.0f);
-    const batch_f32 b = HasBeta ? load_partial(beta + j, r) : batch_f32(0.0f);
-    store_partial(y + j, r, one(load_partial(x + j, r), g, b));
-  }
+  store_run(
+      y, n, stream,
+      [&](i64 j) {
+        const batch_f32 g = HasGamma ? batch_f32::load_unaligned(gamma + j) : batch_f32(1.0f);
+        const batch_f32 b = HasBeta ? batch_f32::load_unaligned(beta + j) : batch_f32(0.0f);
+        return one(batch_f32::load_unaligned(x + j), g, b);
+      },
+      [&](i64 j, i64 r) {
+        const batch_f32 g = HasGamma ? load_partial(gamma + j, r) : batch_f32(1.0f);
+        const batch_f32 b = HasBeta ? load_partial(beta + j, r) : batch_f32(0.0f);
+        return one(load_partial(x + j, r), g, b);
+      });
 }
 
 // Sums of d = x * pre - shift and of d^2 over one row, in one pass with two chains each.
@@ -117,6 +117,7 @@ void for_rows(i64 rows, i64 n, F&& row_fn) {
 
 template <bool HasGamma, bool HasBeta>
 void layernorm_typed(const float* x, const float* gamma, const float* beta, float* y, i64 rows, i64 n, float eps) {
+  const bool stream = rows * n * 4 >= stream_store_bytes();
   for_rows(rows, n, [&](i64 r) {
     const float* p = x + r * n;
     const float nf = static_cast<float>(n);
@@ -139,11 +140,11 @@ void layernorm_typed(const float* x, const float* gamma, const float* beta, floa
       if (s != 1.0f) {
         float smean = 0.0f, sfine = 0.0f;
         const float svar = moments(s, smean, sfine);
-        affine_row<HasGamma, HasBeta>(p, gamma, beta, y + r * n, n, s, smean, sfine, scaled_rstd(svar, s, eps));
+        affine_row<HasGamma, HasBeta>(p, gamma, beta, y + r * n, n, s, smean, sfine, scaled_rstd(svar, s, eps), stream);
         return;
       }
     }
-    affine_row<HasGamma, HasBeta>(p, gamma, beta, y + r * n, n, 1.0f, mean, fine, 1.0f / std::sqrt(var + eps));
+    affine_row<HasGamma, HasBeta>(p, gamma, beta, y + r * n, n, 1.0f, mean, fine, 1.0f / std::sqrt(var + eps), stream);
   });
 }
 
@@ -161,6 +162,7 @@ void layernorm(const float* x, const float* gamma, const float* beta, float* y, 
 
 template <bool HasGamma>
 void rmsnorm_typed(const float* x, const float* gamma, float* y, i64 rows, i64 n, float eps) {
+  const bool stream = rows * n * 4 >= stream_store_bytes();
   for_rows(rows, n, [&](i64 r) {
     const float* p = x + r * n;
     const float nf = static_cast<float>(n);
@@ -177,11 +179,11 @@ void rmsnorm_typed(const float* x, const float* gamma, float* y, i64 rows, i64 n
                                        return t * t;
                                      }) /
                           nf;
-        affine_row<HasGamma, false>(p, gamma, nullptr, y + r * n, n, s, 0.0f, 0.0f, scaled_rstd(sms, s, eps));
+        affine_row<HasGamma, false>(p, gamma, nullptr, y + r * n, n, s, 0.0f, 0.0f, scaled_rstd(sms, s, eps), stream);
         return;
       }
     }
-    affine_row<HasGamma, false>(p, gamma, nullptr, y + r * n, n, 1.0f, 0.0f, 0.0f, 1.0f / std::sqrt(ms + eps));
+    affine_row<HasGamma, false>(p, gamma, nullptr, y + r * n, n, 1.0f, 0.0f, 0.0f, 1.0f / std::sqrt(ms + eps), stream);
   });
 }
 

@@ -58,6 +58,47 @@ inline void store_partial(float* p, i64 r, const batch_f32& v) {
 }
 #endif
 
+// Outputs of at least cpu::stream_store_bytes() bytes are written with non-temporal stores: an
+// output that large cannot stay in the last-level cache for the next op anyway, and a normal store
+// first reads every line it writes (for an op that reads one array and writes one, a third more
+// memory traffic).
+using cpu::stream_store_bytes;
+
+// A non-temporal store of a whole vector to p, aligned to the vector's size.
+inline void store_stream(float* p, const batch_f32& v) {
+#if defined(TRINE_ISA_AVX512)
+  _mm512_stream_ps(p, v);
+#elif defined(TRINE_ISA_AVX2)
+  _mm256_stream_ps(p, v);
+#else
+  _mm_stream_ps(p, v);
+#endif
+}
+
+// Runs shorter than this are stored normally even when streaming: their partial lines at both
+// ends would mix normal and non-temporal stores to one line, and each run pays a fence.
+inline constexpr i64 stream_min_run = 1024;
+
+// y[i, i + vec_width) = full(i) for each whole vector of [0, n), and the first r lanes of
+// part(i, r) for the rest. With `stream` (and n >= stream_min_run), whole vectors at
+// vector-aligned addresses are stored non-temporally (the unaligned head goes through part()), and
+// the stores are fenced before the return, so the thread that waits for this chunk sees them.
+template <class Full, class Part>
+inline void store_run(float* y, i64 n, bool stream, Full&& full, Part&& part) {
+  i64 i = 0;
+  if (stream && n >= stream_min_run) {
+    constexpr auto align = static_cast<std::uintptr_t>(vec_width * 4);
+    const i64 head = std::min<i64>(n, static_cast<i64>((align - reinterpret_cast<std::uintptr_t>(y) % align) % align) / 4);
+    if (head > 0) store_partial(y, head, part(i64{0}, head));
+    for (i = head; i + vec_width <= n; i += vec_width) store_stream(y + i, full(i));
+    if (i < n) store_partial(y + i, n - i, part(i, n - i));
+    _mm_sfence();
+    return;
+  }
+  for (; i + vec_width <= n; i += vec_width) full(i).store_unaligned(y + i);
+  if (i < n) store_partial(y + i, n - i, part(i, n - i));
+}
+
 inline float hsum(const batch_f32& v) { return xsimd::hadd(v); }
 
 // Lane i of the result = hsum(rows[i]), for vec_width rows. xsimd 8.1's AVX-512 haddp returns the

@@ -75,11 +75,11 @@ batch_f32 finish(const batch_f32& x, const batch_f32& m, const batch_f32& inv_or
 }
 
 template <bool Log>
-void write_row(const float* x, float* y, i64 n, RowStat st) {
+void write_row(const float* x, float* y, i64 n, RowStat st, bool stream) {
   const batch_f32 m(st.m), k(Log ? std::log(st.s) : 1.0f / st.s);
-  i64 j = 0;
-  for (; j + vec_width <= n; j += vec_width) finish<Log>(batch_f32::load_unaligned(x + j), m, k).store_unaligned(y + j);
-  if (j < n) store_partial(y + j, n - j, finish<Log>(load_partial(x + j, n - j), m, k));
+  store_run(
+      y, n, stream, [&](i64 j) { return finish<Log>(batch_f32::load_unaligned(x + j), m, k); },
+      [&](i64 j, i64 r) { return finish<Log>(load_partial(x + j, r), m, k); });
 }
 
 // Softmax of a row that fits in L2, with one exp per element instead of the online pass's two:
@@ -87,7 +87,11 @@ void write_row(const float* x, float* y, i64 n, RowStat st) {
 // cache. Same special values as the online form: -inf weighs 0, +inf or NaN make the row NaN
 // (exp(inf - inf), exp(NaN - m)), a row of only -inf gives 0 * (1/0) = NaN. `next` (the row
 // after, or null) is prefetched during the exp pass, so memory works while the exps are computed.
-void softmax_row_cached(const float* x, float* y, i64 n, const float* next) {
+// With `stream` the exps go to `scratch` (n floats, staying in L2) instead of y, and y is written
+// once, non-temporally: no read of y's lines before they are written.
+void softmax_row_cached(const float* x, float* y, i64 n, const float* next, bool stream, float* scratch) {
+  float* const out = y;
+  if (stream && n >= stream_min_run) y = scratch;
   batch_f32 bm(-f32_inf);
   i64 j = 0;
   for (; j + vec_width <= n; j += vec_width) bm = xsimd::max(bm, batch_f32::load_unaligned(x + j));
@@ -117,8 +121,9 @@ void softmax_row_cached(const float* x, float* y, i64 n, const float* next) {
     store_partial(y + j, n - j, e);
   }
   const batch_f32 k(1.0f / xsimd::hadd(s0 + s1));
-  for (j = 0; j + vec_width <= n; j += vec_width) (batch_f32::load_unaligned(y + j) * k).store_unaligned(y + j);
-  if (j < n) store_partial(y + j, n - j, load_partial(y + j, n - j) * k);
+  store_run(
+      out, n, stream, [&](i64 i) { return batch_f32::load_unaligned(y + i) * k; },
+      [&](i64 i, i64 r) { return load_partial(y + i, r) * k; });
 }
 
 // Rows up to this long take softmax_row_cached: x, then y, stay in L2 between its passes.
@@ -126,13 +131,17 @@ constexpr i64 cached_row_len = i64{1} << 14;
 
 template <bool Log>
 void softmax_rows(const float* x, float* y, i64 outer, i64 n) {
+  const bool stream = outer * n * 4 >= stream_store_bytes();
   if (n <= segment_len) {
     parallel_for(outer, grain_for(n, grain_costly), [&](i64 b, i64 e) {
+      thread_local std::vector<float> scratch;
+      if (!Log && stream && n <= cached_row_len && scratch.size() < static_cast<std::size_t>(n))
+        scratch.resize(static_cast<std::size_t>(cached_row_len));
       for (i64 r = b; r < e; ++r) {
         if (!Log && n <= cached_row_len) {
-          softmax_row_cached(x + r * n, y + r * n, n, r + 1 < e ? x + (r + 1) * n : nullptr);
+          softmax_row_cached(x + r * n, y + r * n, n, r + 1 < e ? x + (r + 1) * n : nullptr, stream, scratch.data());
         } else {
-          write_row<Log>(x + r * n, y + r * n, n, row_stat(x + r * n, n));
+          write_row<Log>(x + r * n, y + r * n, n, row_stat(x + r * n, n), stream);
         }
       }
     });
@@ -152,7 +161,7 @@ void softmax_rows(const float* x, float* y, i64 outer, i64 n) {
     for (i64 it = b; it < e; ++it) {
       const i64 r = it / segs, j0 = (it % segs) * segment_len;
       const RowStat st = merge(seg_m.data() + r * segs, seg_s.data() + r * segs, segs);
-      write_row<Log>(x + r * n + j0, y + r * n + j0, std::min(segment_len, n - j0), st);
+      write_row<Log>(x + r * n + j0, y + r * n + j0, std::min(segment_len, n - j0), st, stream);
     }
   });
 }
