@@ -337,22 +337,28 @@ std::vector<Candidate> candidates() {
   return out;
 }
 
-// Memory reuse inside a batch that runs as one submission: a recorded tensor that no handle outside
-// the batch holds gives its memory, once its last entry has run, to a tensor produced later. For
-// each storage, the index of the storage whose allocation it uses (itself: a fresh one). A chain
-// of 64 ops on 1M floats then needs two blocks of 4 MiB, not 64.
-std::vector<std::size_t> plan_memory(const BatchRecord& b) {
+// Memory reuse inside each submission of a batch: a recorded tensor that no handle outside the
+// batch holds gives its memory, once its last entry has run, to a tensor produced later in the same
+// segment (`segment_of` each entry; a batch on one device is one segment). For each storage, the
+// index of the storage whose allocation it uses (itself: a fresh one). A chain of 64 ops on 1M
+// floats then needs two blocks of 4 MiB, not 64. Only a tensor every entry of one segment touches
+// gives its memory: one read on another device is read back at the end of its segment, and one read
+// again by a later segment of the same device must keep its contents; and it gives it only within
+// that segment, whose submission orders the reader before the next writer.
+std::vector<std::size_t> plan_memory(const BatchRecord& b, const std::vector<std::size_t>& segment_of) {
   const std::size_t n = b.storages.size();
   std::map<const Storage*, std::size_t> index;
   for (std::size_t k = 0; k < n; ++k) index[b.storages[k].get()] = k;
   std::vector<std::size_t> produced(n, 0), last(n, 0);
   std::vector<long> refs(n, 1);  // b.storages holds one
+  std::vector<std::vector<std::size_t>> touched_in(n);  // the segments of the entries touching it
   auto use = [&](const std::shared_ptr<Storage>& s, std::size_t i, bool write) {
     auto it = index.find(s.get());
     if (it == index.end()) return;
     ++refs[it->second];
     if (write) produced[it->second] = i;
     last[it->second] = std::max(last[it->second], i);
+    touched_in[it->second].push_back(segment_of[i]);
   };
   for (std::size_t i = 0; i < b.entries.size(); ++i) {
     std::visit(
@@ -376,11 +382,22 @@ std::vector<std::size_t> plan_memory(const BatchRecord& b) {
   std::vector<std::size_t> order(n);
   for (std::size_t k = 0; k < n; ++k) order[k] = k;
   std::sort(order.begin(), order.end(), [&](std::size_t a, std::size_t c) { return produced[a] < produced[c]; });
-  std::multimap<std::size_t, std::size_t> free;  // capacity -> root
+  std::vector<bool> local(n);
+  for (std::size_t k = 0; k < n; ++k) {
+    const auto& t = touched_in[k];
+    local[k] = std::all_of(t.begin(), t.end(), [&](std::size_t g) { return g == segment_of[produced[k]]; });
+  }
+  std::multimap<std::size_t, std::size_t> free;  // capacity -> root, in the current segment
   std::vector<bool> released(n, false);
+  std::size_t segment = 0;
   for (std::size_t k : order) {
+    if (segment_of[produced[k]] != segment) {  // memory is handed on within a segment only
+      free.clear();
+      segment = segment_of[produced[k]];
+    }
     for (std::size_t j : order) {  // everything whose last use is over, and that nobody else holds
       if (released[j] || produced[j] >= produced[k] || last[j] >= produced[k]) continue;
+      if (!local[j] || segment_of[produced[j]] != segment) continue;
       if (b.storages[j].use_count() != refs[j]) continue;
       released[j] = true;
       free.emplace(b.storages[root[j]]->bytes(), root[j]);
@@ -425,11 +442,11 @@ void place_batch(BatchRecord& b) {
     if (const auto* call = std::get_if<OpCall>(&b.entries[i]))
       storage_device[call->output.storage().get()] = device_of[i];
   }
-  bool one_device = true;
-  for (const auto& d : device_of) one_device = one_device && d == device_of.front();
-  std::vector<std::size_t> root(b.storages.size());
-  for (std::size_t k = 0; k < root.size(); ++k) root[k] = k;
-  if (one_device) root = plan_memory(b);
+  // The segment of each entry, as Cutter cuts them: a new one wherever the device changes.
+  std::vector<std::size_t> segment_of(device_of.size(), 0);
+  for (std::size_t i = 1; i < device_of.size(); ++i)
+    segment_of[i] = segment_of[i - 1] + (device_of[i] == device_of[i - 1] ? 0 : 1);
+  const std::vector<std::size_t> root = plan_memory(b, segment_of);
   std::size_t done = 0;
   try {
     for (; done < b.storages.size(); ++done) {

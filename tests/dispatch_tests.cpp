@@ -413,6 +413,46 @@ TEST_CASE("an error in a batch placed across devices names the entry's place in 
   CHECK_THROWS_AS(bad.get(), Error);
 }
 
+TEST_CASE("a batch placed across devices reuses memory inside each device's run", "[dispatch][batch]") {
+  Restore restore;
+  const Device dev = other_device();
+  dispatch::allow_software(true);
+  // matmul 1000x faster on `dev`, everything else on the cpu: the matmul runs on dev, the chain of
+  // scales after it on the cpu, one run each.
+  dispatch::Profile p = profile_where(Device::cpu(), 1e-7);
+  for (auto& m : p.devices)
+    m.ops["matmul"] = {{std::numeric_limits<double>::infinity(), 1e-6, 0, m.device == dev.str() ? 1e12 : 1e9}};
+  dispatch::set_profile(p);
+  const auto xs = Tensor::random({256 * 64}, 41).to_vector();
+  const Tensor w = Tensor::random({64, 256}, 42);  // products of 256 x 256: 256 KiB, counted blocks
+  Batch batch;
+  Tensor t = matmul(batch.upload(xs, {256, 64}), w);
+  Tensor kept;
+  for (int i = 0; i < 16; ++i) {
+    t = scale(t, 0.5f, 0.25f);
+    if (i == 7) kept = t;  // held by the caller: its memory is never handed on
+  }
+  BatchRead out = batch.read(t);
+  const auto before = memory::stats(Device::cpu());
+  batch.run();
+  const auto after = memory::stats(Device::cpu());
+  REQUIRE(batch.devices().size() == 2);
+  // On the cpu: the product's copy and 16 results; without reuse 17 allocations.
+  const auto allocations = (after.hits + after.misses) - (before.hits + before.misses);
+  CHECK(allocations <= 5);
+  Tensor e = matmul(Tensor::from(xs, {256, 64}, DType::f32, Device::cpu()), w);
+  Tensor e_kept;
+  for (int i = 0; i < 16; ++i) {
+    e = scale(e, 0.5f, 0.25f);
+    if (i == 7) e_kept = e;
+  }
+  require_close(out.get(), e.to_vector());
+  require_close(kept.to_vector(), e_kept.to_vector());
+  batch.run();  // a replay is the same
+  require_close(out.get(), e.to_vector());
+  require_close(kept.to_vector(), e_kept.to_vector());
+}
+
 TEST_CASE("a failing run of a split batch is renamed by its entries' places in the batch", "[dispatch][batch]") {
   using detail::k_not_recorded;
   const std::vector<std::size_t> run{k_not_recorded, 4, 6, k_not_recorded};  // a run of 4 entries
