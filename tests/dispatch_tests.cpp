@@ -61,6 +61,14 @@ dispatch::Profile profile_where_then_cpu(Device fast) {
   return p;
 }
 
+// matmul 1000x faster on `dev`, everything else 1000x faster on the cpu, transfers nearly free.
+dispatch::Profile profile_matmul_on(Device dev) {
+  dispatch::Profile p = profile_where(Device::cpu(), 1e-7);
+  for (auto& m : p.devices)
+    m.ops["matmul"] = {{std::numeric_limits<double>::infinity(), 1e-6, 0, m.device == dev.str() ? 1e12 : 1e9}};
+  return p;
+}
+
 // The most one shader binding addresses on a Vulkan device (128 MiB on lavapipe), from its
 // capability line.
 std::uint64_t max_binding(Device vk) {
@@ -386,12 +394,8 @@ TEST_CASE("an error in a batch placed across devices names the entry's place in 
   Restore restore;
   const Device dev = other_device();
   dispatch::allow_software(true);
-  // matmul 1000x faster on `dev`, everything else on the cpu, transfers nearly free: the batch is
-  // cut into runs on two devices, with transfers between them that were never recorded.
-  dispatch::Profile p = profile_where(Device::cpu(), 1e-7);
-  for (auto& m : p.devices)
-    m.ops["matmul"] = {{std::numeric_limits<double>::infinity(), 1e-6, 0, m.device == dev.str() ? 1e12 : 1e9}};
-  dispatch::set_profile(p);
+  // The batch is cut into runs on two devices, with transfers between them that were never recorded.
+  dispatch::set_profile(profile_matmul_on(dev));
   const Tensor w = Tensor::random({40, 24}, 12);
   Batch batch;
   Tensor x = batch.upload(Tensor::random({48 * 40}, 11).to_vector(), {48, 40});  // entry 1
@@ -417,12 +421,8 @@ TEST_CASE("a batch placed across devices reuses memory inside each device's run"
   Restore restore;
   const Device dev = other_device();
   dispatch::allow_software(true);
-  // matmul 1000x faster on `dev`, everything else on the cpu: the matmul runs on dev, the chain of
-  // scales after it on the cpu, one run each.
-  dispatch::Profile p = profile_where(Device::cpu(), 1e-7);
-  for (auto& m : p.devices)
-    m.ops["matmul"] = {{std::numeric_limits<double>::infinity(), 1e-6, 0, m.device == dev.str() ? 1e12 : 1e9}};
-  dispatch::set_profile(p);
+  // The matmul runs on dev, the chain of scales after it on the cpu, one run each.
+  dispatch::set_profile(profile_matmul_on(dev));
   const auto xs = Tensor::random({256 * 64}, 41).to_vector();
   const Tensor w = Tensor::random({64, 256}, 42);  // products of 256 x 256: 256 KiB, counted blocks
   Batch batch;
