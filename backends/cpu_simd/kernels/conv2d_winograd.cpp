@@ -1,0 +1,315 @@
+// Winograd conv2d F(m x m, 3 x 3), m = 2 or 4 (Lavin and Gray's transforms), for 3x3 kernels at
+// stride 1 and dilation 1: per image-group, each input tile of (m+2)^2 pixels is transformed (V),
+// each filter (U), and the (m+2)^2 products M = U V are batched GEMMs [Kg x Cg] x [Cg x tiles] on the
+// GEMM driver; the output transform of M gives the m x m output tiles. Tiles along a row are the
+// vector lanes of both transforms: the padded input is kept in m column phases (column m*u + r in
+// phase r at u), so tile q's column b is phase b % m at q + b / m, contiguous over q.
+#include "backends/cpu_simd/isa.hpp"
+
+#include "backends/cpu_simd/gemm/driver.hpp"
+#include "backends/cpu_simd/kernels/simd_common.hpp"
+
+namespace trine::cpu::TRINE_ISA_NS {
+namespace {
+
+constexpr i64 w = vec_width;
+
+template <int M>
+struct Transforms;
+
+// F(2, 3): alpha = 4 points 0, 1, -1, inf.
+template <>
+struct Transforms<2> {
+  static constexpr int alpha = 4;
+  static constexpr float bt[4][4] = {{1, 0, -1, 0}, {0, 1, 1, 0}, {0, -1, 1, 0}, {0, 1, 0, -1}};
+  static constexpr float g[4][3] = {{1, 0, 0}, {0.5f, 0.5f, 0.5f}, {0.5f, -0.5f, 0.5f}, {0, 0, 1}};
+  static constexpr float at[2][4] = {{1, 1, 1, 0}, {0, 1, -1, -1}};
+};
+
+// F(4, 3): alpha = 6 points 0, 1, -1, 2, -2, inf.
+template <>
+struct Transforms<4> {
+  static constexpr int alpha = 6;
+  static constexpr float bt[6][6] = {{4, 0, -5, 0, 1, 0},  {0, -4, -4, 1, 1, 0}, {0, 4, -4, -1, 1, 0},
+                                     {0, -2, -1, 2, 1, 0}, {0, 2, -1, -2, 1, 0}, {0, 4, 0, -5, 0, 1}};
+  static constexpr float g[6][3] = {{1.0f / 4, 0, 0},
+                                    {-1.0f / 6, -1.0f / 6, -1.0f / 6},
+                                    {-1.0f / 6, 1.0f / 6, -1.0f / 6},
+                                    {1.0f / 24, 1.0f / 12, 1.0f / 6},
+                                    {1.0f / 24, -1.0f / 12, 1.0f / 6},
+                                    {0, 0, 1}};
+  static constexpr float at[4][6] = {
+      {1, 1, 1, 1, 1, 0}, {0, 1, -1, 2, -2, 0}, {0, 1, 1, 4, 4, 0}, {0, 1, -1, 8, -8, 1}};
+};
+
+// sum_j coef[j] * x[j] over n terms. The coefficients are compile-time constants once inlined and
+// unrolled, so the zero terms vanish and the +-1 terms are adds.
+template <int N>
+[[gnu::always_inline]] inline batch_f32 combine(const float* coef, const batch_f32* x) {
+  batch_f32 acc(0.0f);
+  bool first = true;
+#pragma GCC unroll 8
+  for (int j = 0; j < N; ++j) {
+    const float c = coef[j];
+    if (c == 0.0f) continue;
+    if (first) {
+      acc = c == 1.0f ? x[j] : c == -1.0f ? -x[j] : batch_f32(c) * x[j];
+      first = false;
+    } else {
+      acc = c == 1.0f ? acc + x[j] : c == -1.0f ? acc - x[j] : xsimd::fma(batch_f32(c), x[j], acc);
+    }
+  }
+  return acc;
+}
+
+i64 round_up(i64 n, i64 m) { return (n + m - 1) / m * m; }
+
+struct Plan {
+  int m = 4, alpha = 6;
+  i64 Cg = 0, Kg = 0;
+  i64 TP = 0, TQ = 0, T = 0;  // tile rows, tiles per row, tiles
+  i64 Hp = 0;                 // padded rows of a channel
+  i64 Up = 0;                 // floats per phase row (tile columns + 1, rounded up, plus slack)
+  i64 plane = 0;              // floats per padded channel: Hp rows x m phases x Up
+};
+
+Plan make_plan(const Conv2dArgs& a, int m) {
+  Plan p;
+  p.m = m;
+  p.alpha = m + 2;
+  p.Cg = a.C / a.groups;
+  p.Kg = a.K / a.groups;
+  p.TP = (a.P + m - 1) / m;
+  p.TQ = (a.Q + m - 1) / m;
+  p.T = p.TP * p.TQ;
+  p.Hp = p.TP * m + 2;
+  p.Up = round_up(p.TQ, w) + w;  // vector loads at q + b / m read up to one vector past TQ
+  p.plane = p.Hp * m * p.Up;
+  return p;
+}
+
+// Channel x (H x W) into dst in phase layout: dst[(i * m + r) * Up + u] = x(i - pad_h, m*u + r - pad_w),
+// zero outside the input.
+void pad_phases(const Conv2dArgs& a, const Plan& p, const float* x, float* dst) {
+  const i64 m = p.m;
+  for (i64 i = 0; i < p.Hp; ++i) {
+    float* row = dst + i * m * p.Up;
+    const i64 h = i - a.pad_h;
+    if (h < 0 || h >= a.H) {
+      std::fill_n(row, m * p.Up, 0.0f);
+      continue;
+    }
+    const float* src = x + h * a.W;
+    for (i64 r = 0; r < m; ++r) {
+      // Phase r at u reads input column m*u + r - pad_w: inside the row for u in [u0, u1).
+      float* ph = row + r * p.Up;
+      const i64 first = a.pad_w - r, last = a.W - 1 + a.pad_w - r;  // m*u in [first, last]
+      const i64 u0 = std::clamp<i64>(first > 0 ? (first + m - 1) / m : 0, 0, p.Up);
+      const i64 u1 = std::clamp<i64>(last >= 0 ? last / m + 1 : 0, u0, p.Up);
+      const float* s = src + r - a.pad_w;
+      std::fill(ph, ph + u0, 0.0f);
+      for (i64 u = u0; u < u1; ++u) ph[u] = s[m * u];
+      std::fill(ph + u1, ph + p.Up, 0.0f);
+    }
+  }
+}
+
+// Input transform of one padded channel: v[xi * v_stride + t] for the alpha^2 points xi and tiles t.
+template <int M>
+void input_transform(const Plan& p, const float* xp, float* v, i64 v_stride) {
+  using Tr = Transforms<M>;
+  constexpr int A = Tr::alpha;
+  for (i64 tp = 0; tp < p.TP; ++tp) {
+    const float* rows = xp + tp * M * M * p.Up;  // padded row M * tp, phase 0
+    for (i64 q0 = 0; q0 < p.TQ; q0 += w) {
+      const i64 n = std::min(w, p.TQ - q0);
+      // t[i][b] = sum_a bt[i][a] d[a][b], d[a][b] being tile column b of padded row M*tp + a.
+      batch_f32 t[A][A];
+#pragma GCC unroll 8
+      for (int b = 0; b < A; ++b) {
+        batch_f32 d[A];
+        const float* col = rows + (b % M) * p.Up + q0 + b / M;
+#pragma GCC unroll 8
+        for (int r = 0; r < A; ++r) d[r] = batch_f32::load_unaligned(col + r * M * p.Up);
+#pragma GCC unroll 8
+        for (int i = 0; i < A; ++i) t[i][b] = combine<A>(Tr::bt[i], d);
+      }
+      float* out = v + tp * p.TQ + q0;
+#pragma GCC unroll 8
+      for (int i = 0; i < A; ++i) {
+#pragma GCC unroll 8
+        for (int j = 0; j < A; ++j) {
+          const batch_f32 r = combine<A>(Tr::bt[j], t[i]);
+          float* dst = out + (i * A + j) * v_stride;
+          if (n == w) {
+            r.store_unaligned(dst);
+          } else {
+            store_partial(dst, n, r);
+          }
+        }
+      }
+    }
+  }
+}
+
+// Filter transform of output channel k of the group's filters wg [Kg, Cg, 3, 3]:
+// u[(xi * Kg + k) * Cg + c] = (G g G^T)[xi], with the channels c as the vector lanes. The taps are
+// first gathered channel-innermost into gt[9][Cg'] (Cg' = Cg rounded up to the vector); u is then
+// written in runs of Cg (a float per 16 KB, as a scalar loop over (k, c) wrote it, stalled on 4K
+// aliasing: 28% of the whole conv at C=K=64).
+template <int M>
+void filter_transform(const Plan& p, const float* wg, i64 k, float* gt, float* u) {
+  using Tr = Transforms<M>;
+  constexpr int A = Tr::alpha;
+  const i64 cw = round_up(p.Cg, w);
+  for (i64 c = 0; c < p.Cg; ++c)
+    for (int t = 0; t < 9; ++t) gt[t * cw + c] = wg[(k * p.Cg + c) * 9 + t];
+  for (i64 c0 = 0; c0 < p.Cg; c0 += w) {
+    const i64 n = std::min(w, p.Cg - c0);
+    batch_f32 g[3][3], t[A][3];
+#pragma GCC unroll 9
+    for (int r = 0; r < 9; ++r) g[r / 3][r % 3] = batch_f32::load_aligned(gt + r * cw + c0);
+#pragma GCC unroll 8
+    for (int i = 0; i < A; ++i)
+#pragma GCC unroll 3
+      for (int s = 0; s < 3; ++s) {
+        const batch_f32 col[3] = {g[0][s], g[1][s], g[2][s]};
+        t[i][s] = combine<3>(Tr::g[i], col);
+      }
+#pragma GCC unroll 8
+    for (int i = 0; i < A; ++i)
+#pragma GCC unroll 8
+      for (int j = 0; j < A; ++j) {
+        float* dst = u + ((i * A + j) * p.Kg + k) * p.Cg + c0;
+        const batch_f32 r = combine<3>(Tr::g[j], t[i]);
+        if (n == w) {
+          r.store_unaligned(dst);
+        } else {
+          store_partial(dst, n, r);
+        }
+      }
+  }
+}
+
+// Output transform of one output channel: y (P x Q) from mk[xi * m_stride + t], plus bias.
+template <int M>
+void output_transform(const Conv2dArgs& a, const Plan& p, const float* mk, i64 m_stride, float bias, float* y) {
+  using Tr = Transforms<M>;
+  constexpr int A = Tr::alpha;
+  alignas(64) float stage[M][M][w];
+  for (i64 tp = 0; tp < p.TP; ++tp) {
+    for (i64 q0 = 0; q0 < p.TQ; q0 += w) {
+      const i64 n = std::min(w, p.TQ - q0);
+      const float* in = mk + tp * p.TQ + q0;
+      // s[a][j] = sum_i at[a][i] m[i][j], then out[a][b] = sum_j at[b][j] s[a][j].
+      batch_f32 s[M][A];
+#pragma GCC unroll 8
+      for (int j = 0; j < A; ++j) {
+        batch_f32 col[A];
+#pragma GCC unroll 8
+        for (int i = 0; i < A; ++i) col[i] = load_partial(in + (i * A + j) * m_stride, n);
+#pragma GCC unroll 8
+        for (int r = 0; r < M; ++r) s[r][j] = combine<A>(Tr::at[r], col);
+      }
+      const batch_f32 bv(bias);
+#pragma GCC unroll 8
+      for (int r = 0; r < M; ++r)
+#pragma GCC unroll 8
+        for (int b = 0; b < M; ++b) (combine<A>(Tr::at[b], s[r]) + bv).store_aligned(stage[r][b]);
+      // Scatter the lanes (tiles) into the output rows, dropping the part of edge tiles past P, Q.
+      for (int r = 0; r < M; ++r) {
+        const i64 row = tp * M + r;
+        if (row >= a.P) break;
+        float* yr = y + row * a.Q;
+        for (i64 l = 0; l < n; ++l) {
+          const i64 col0 = (q0 + l) * M;
+          const int nb = static_cast<int>(std::min<i64>(M, a.Q - col0));
+          for (int b = 0; b < nb; ++b) yr[col0 + b] = stage[r][b][l];
+        }
+      }
+    }
+  }
+}
+
+struct WinogradScratch {
+  AlignedBuffer u, v, m;  // the calling thread's: shared by the pool's threads during a call
+};
+
+AlignedBuffer& padded_scratch() {
+  thread_local AlignedBuffer b;
+  return b;
+}
+
+template <int M>
+void winograd(const Conv2dArgs& a) {
+  constexpr int A = M + 2;
+  const Plan p = make_plan(a, M);
+  thread_local WinogradScratch scratch;
+  float* u = scratch.u.get(A * A * p.Kg * p.Cg);
+  float* v = scratch.v.get(A * A * p.Cg * p.T);
+  // The output transform loads whole vectors of a tile row: slack past the last point's tiles.
+  float* mm = scratch.m.get(A * A * p.Kg * p.T + w);
+  const i64 hw = a.H * a.W, pq = a.P * a.Q;
+  for (i64 g = 0; g < a.groups; ++g) {
+    const float* wg = a.w + g * p.Kg * p.Cg * 9;
+    parallel_for(p.Kg, 1, [&](i64 k0, i64 k1) {
+      float* gt = padded_scratch().get(9 * round_up(p.Cg, w));
+      for (i64 k = k0; k < k1; ++k) filter_transform<M>(p, wg, k, gt, u);
+    });
+    for (i64 n = 0; n < a.N; ++n) {
+      const float* x = a.x + (n * a.C + g * p.Cg) * hw;
+      parallel_for(p.Cg, 1, [&](i64 c0, i64 c1) {
+        float* xp = padded_scratch().get(p.plane);
+        for (i64 c = c0; c < c1; ++c) {
+          pad_phases(a, p, x + c * hw, xp);
+          input_transform<M>(p, xp, v + c * p.T, p.Cg * p.T);
+        }
+      });
+      parallel_for(A * A, 1, [&](i64 x0, i64 x1) {
+        for (i64 xi = x0; xi < x1; ++xi) {
+          const StridedMatrix um{u, DType::f32, xi * p.Kg * p.Cg, p.Cg, 1};
+          const StridedMatrix vm{v, DType::f32, xi * p.Cg * p.T, p.T, 1};
+          auto pack_a = [&um](i64 i0, i64 rows, i64 k0, i64 kc, float* dst) {
+            pack_a_typed<DType::f32>(um, i0, rows, k0, kc, dst);
+          };
+          auto pack_b = [&vm](i64 k0, i64 kc, i64 j0, i64 cols, float* dst) {
+            pack_b_typed<DType::f32>(vm, k0, kc, j0, cols, dst);
+          };
+          gemm_blocked(0, p.Kg, 0, p.T, p.Cg, pack_a, pack_b, mm + xi * p.Kg * p.T, p.T);
+        }
+      });
+      float* y = a.y + (n * a.K + g * p.Kg) * pq;
+      parallel_for(p.Kg, 1, [&](i64 k0, i64 k1) {
+        for (i64 k = k0; k < k1; ++k) {
+          const float b = a.bias ? a.bias[g * p.Kg + k] : 0.0f;
+          output_transform<M>(a, p, mm + k * p.T, p.Kg * p.T, b, y + k * pq);
+        }
+      });
+    }
+  }
+}
+
+}  // namespace
+
+int conv2d_winograd_tile(const Conv2dArgs& a) {
+  const int forced = winograd_forced();
+  if (!(a.R == 3 && a.S == 3 && a.stride_h == 1 && a.stride_w == 1 && a.dil_h == 1 && a.dil_w == 1)) return 0;
+  if (a.P < 1 || a.Q < 1 || a.groups == a.C) return 0;
+  if (forced >= 0) return forced;
+  const i64 Cg = a.C / a.groups, Kg = a.K / a.groups, pq = a.P * a.Q;
+  // Measured against the direct kernel and the implicit GEMM (docs/design.md, "conv2d paths").
+  if (Cg >= 32 && Kg >= 32 && pq >= 28 * 28) return 4;
+  if (Cg >= 16 && Kg >= 16 && pq >= 14 * 14 && pq < 28 * 28) return 2;
+  return 0;
+}
+
+void conv2d_winograd(const Conv2dArgs& a, int tile) {
+  if (tile == 2) {
+    winograd<2>(a);
+  } else {
+    TRINE_ASSERT(tile == 4, "[conv2d] Winograd tile must be 2 or 4");
+    winograd<4>(a);
+  }
+}
+
+}  // namespace trine::cpu::TRINE_ISA_NS
