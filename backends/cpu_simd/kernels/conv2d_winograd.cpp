@@ -64,6 +64,10 @@ template <int N>
 
 i64 round_up(i64 n, i64 m) { return (n + m - 1) / m * m; }
 
+// The most bytes of transformed input plus products (both (m+2)^2 x channels x tiles) one call
+// holds: C=K=64 at 56x56 takes 3.6 MB with F(4x4), C=K=256 at 112x112 58 MB.
+constexpr i64 max_transformed_bytes = i64{64} << 20;
+
 struct Plan {
   int m = 4, alpha = 6;
   i64 Cg = 0, Kg = 0;
@@ -294,12 +298,18 @@ void winograd(const Conv2dArgs& a) {
 int conv2d_winograd_tile(const Conv2dArgs& a) {
   const int forced = winograd_forced();
   if (!(a.R == 3 && a.S == 3 && a.stride_h == 1 && a.stride_w == 1 && a.dil_h == 1 && a.dil_w == 1)) return 0;
-  if (a.P < 1 || a.Q < 1 || a.groups == a.C) return 0;
-  if (forced >= 0) return forced;
+  if (a.P < 1 || a.Q < 1 || (a.groups > 1 && a.groups == a.C)) return 0;
   const i64 Cg = a.C / a.groups, Kg = a.K / a.groups, pq = a.P * a.Q;
+  // The transformed input and products of one image-group are held whole: past this, the direct
+  // kernel (which has its own limit) or the implicit GEMM, which work in cache-sized blocks.
+  auto fits = [&](i64 m) {
+    const Plan p = make_plan(a, static_cast<int>(m));
+    return (m + 2) * (m + 2) * (Cg + Kg) * p.T * static_cast<i64>(sizeof(float)) <= max_transformed_bytes;
+  };
+  if (forced >= 0) return forced == 0 || fits(forced) ? forced : 0;
   // Measured against the direct kernel and the implicit GEMM (docs/design.md, "conv2d paths").
-  if (Cg >= 32 && Kg >= 32 && pq >= 28 * 28) return 4;
-  if (Cg >= 16 && Kg >= 16 && pq >= 14 * 14 && pq < 28 * 28) return 2;
+  if (Cg >= 32 && Kg >= 32 && pq >= 28 * 28 && fits(4)) return 4;
+  if (Cg >= 16 && Kg >= 16 && pq >= 14 * 14 && pq < 28 * 28 && fits(2)) return 2;
   return 0;
 }
 
