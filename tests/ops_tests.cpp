@@ -335,6 +335,8 @@ TEST_CASE("conv2d: stride, padding, dilation, groups, bias", "[ops][conv2d]") {
       {1, 64, 28, 30, 64, 3, 3, {1, 1, 1, 2}, true},          // F(4x4): groups 2 (32 channels each)
       {1, 32, 29, 31, 40, 3, 3, {1, 0, 1, 1}, false},         // F(2x2): 27 x 29, no padding
       {2, 48, 14, 15, 48, 3, 3, {1, 1, 1, 3}, true},          // F(2x2): groups 3 (16 channels each), 14 x 15
+      {1, 32, 12, 72, 32, 3, 3, {1, 1, 1, 1}, true},          // F(4x4): rows of 72 = 64 (AVX-512's in-register phases) + 8
+      {1, 16, 8, 50, 16, 3, 3, {1, 1, 1, 1}, false},          // F(2x2): rows of 50 = 32 (in registers) + 18
       {1, 8, 3, 40, 8, 3, 3, {1, 0, 1, 1}, true},             // one output row (forced Winograd only)
       {2, 5, 4, 6, 7, 3, 3, {1, 0, 1, 1}, false},             // 2 x 4 outputs (forced Winograd only)
   };
@@ -354,6 +356,8 @@ TEST_CASE("conv2d: stride, padding, dilation, groups, bias", "[ops][conv2d]") {
     CHECK(debug::cpu_conv2d_path({1, 64, 28, 30}, {64, 32, 3, 3}, Conv2dParams{1, 1, 1, 2}) == "winograd_f4");
     CHECK(debug::cpu_conv2d_path({1, 32, 29, 31}, {40, 32, 3, 3}, Conv2dParams{1, 0, 1, 1}) == "winograd_f2");
     CHECK(debug::cpu_conv2d_path({2, 48, 14, 15}, {48, 16, 3, 3}, Conv2dParams{1, 1, 1, 3}) == "winograd_f2");
+    CHECK(debug::cpu_conv2d_path({1, 32, 12, 72}, {32, 32, 3, 3}, Conv2dParams{1, 1, 1, 1}) == "winograd_f4");
+    CHECK(debug::cpu_conv2d_path({1, 16, 8, 50}, {16, 16, 3, 3}, Conv2dParams{1, 1, 1, 1}) == "winograd_f2");
     CHECK(debug::cpu_conv2d_path({2, 32, 56, 56}, {64, 32, 3, 3}, Conv2dParams{1, 1, 1, 1}) == "winograd_f4");
     CHECK(debug::cpu_conv2d_path({1, 5, 20, 23}, {8, 5, 3, 3}, Conv2dParams{1, 1, 1, 1}) == "direct");
   }
