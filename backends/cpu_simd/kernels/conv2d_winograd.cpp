@@ -299,13 +299,13 @@ void output_transform(const Conv2dArgs& a, const Plan& p, const float* mk, i64 m
         float* yr = y + row * a.Q;
 #if defined(TRINE_ISA_AVX512)
         merge_phases<M>(stage[r], yr + q0 * M, a.Q - q0 * M);  // Q - q0*M <= n*M: lanes past n dropped
-        continue;
-#endif
+#else
         for (i64 l = 0; l < n; ++l) {
           const i64 col0 = (q0 + l) * M;
           const int nb = static_cast<int>(std::min<i64>(M, a.Q - col0));
           for (int b = 0; b < nb; ++b) yr[col0 + b] = stage[r][b][l];
         }
+#endif
       }
     }
   }
@@ -327,8 +327,7 @@ void winograd(const Conv2dArgs& a) {
   thread_local WinogradScratch scratch;
   float* u = scratch.u.get(A * A * p.Kg * p.Cg);
   float* v = scratch.v.get(A * A * p.Cg * p.T);
-  // The output transform loads whole vectors of a tile row: slack past the last point's tiles.
-  float* mm = scratch.m.get(A * A * p.Kg * p.T + w);
+  float* mm = scratch.m.get(A * A * p.Kg * p.T);  // the output transform's loads are masked at T
   const i64 hw = a.H * a.W, pq = a.P * a.Q;
   for (i64 g = 0; g < a.groups; ++g) {
     const float* wg = a.w + g * p.Kg * p.Cg * 9;
