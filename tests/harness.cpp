@@ -192,8 +192,14 @@ void check_op(OpKind op, const std::vector<Tensor>& inputs, const OpParams& para
   const ref::Array got = ref::from_tensor(out);
   REQUIRE(got.data.size() == expect.data.size());
   const ref::Comparison c = ref::compare(got.data, expect);
-  const double bound = ref::error_bound(op, params, expect.terms) * ref::device_math_factor(out.device().kind);
-  log_error(op, expect.terms, c.error, bound, label);
+  double bound = ref::error_bound(op, params, expect.terms) * ref::device_math_factor(out.device().kind);
+  std::string path;
+  if (op == OpKind::conv2d && out.device().kind == DeviceKind::cpu) {
+    path = debug::cpu_conv2d_path(inputs[0].shape(), inputs[1].shape(), std::get<Conv2dParams>(params));
+    if (path == "winograd_f4") bound *= ref::winograd_f4_factor;
+  }
+  log_error(op, expect.terms, c.error, bound, path.empty() ? label : label + " [" + path + "]");
+  INFO("cpu conv2d path " << (path.empty() ? "-" : path));
   // CHECK, not REQUIRE: the case is over either way, and the test case goes on to its next cases,
   // so one run reports every case above its bound.
   INFO(c.first_mismatch);

@@ -348,6 +348,22 @@ TEST_CASE("TRINE_CPU_STREAM_BYTES set to anything but a byte count is an error n
   }
 }
 
+TEST_CASE("TRINE_CPU_WINOGRAD set to anything but auto, 0, 2 or 4 is an error naming the variable",
+          "[winograd_env_bad][.]") {
+  // Run by ctest with TRINE_CPU_WINOGRAD=3: an error on every conv2d, Winograd's shape or not.
+  const trine::Tensor x = trine::Tensor::random({1, 2, 6, 6}, 1, -1.0f, 1.0f);
+  for (std::int64_t r : {1, 3}) {
+    const trine::Tensor w = trine::Tensor::random({2, 2, r, r}, 2, -1.0f, 1.0f);
+    try {
+      (void)trine::conv2d(x, w, trine::Conv2dParams{}).to_vector();
+      FAIL("no error for TRINE_CPU_WINOGRAD=" << std::getenv("TRINE_CPU_WINOGRAD"));
+    } catch (const trine::Error& e) {
+      CHECK(e.code() == trine::ErrorCode::invalid_argument);
+      CHECK_THAT(e.what(), Catch::Contains("TRINE_CPU_WINOGRAD"));
+    }
+  }
+}
+
 TEST_CASE("TRINE_CPU_AMX set to anything but 0 or 1 is an error naming the variable", "[amx_env_bad][.]") {
   // Run by ctest with TRINE_CPU_AMX=2: an error on every ISA, whichever bf16 kernel it has.
   try {

@@ -4,9 +4,11 @@
 // per further device named in TRINE_TEST_DEVICES. Error bounds: tests/reference/bounds.hpp.
 #include <catch2/catch.hpp>
 
+#include <cstdlib>
 #include <string>
 
 #include "tests/harness.hpp"
+#include "trine/debug.hpp"
 
 using namespace trine;
 using trine::test::check_op;
@@ -342,6 +344,18 @@ TEST_CASE("conv2d: stride, padding, dilation, groups, bias", "[ops][conv2d]") {
       {1, 3, 20, 65, 3, 7, 7, {2, 3, 1, 3}, false},          // 7x7 stride 2
       {1, 6, 1, 1, 6, 1, 1, {1, 0, 1, 6}, true},
       {1, 64, 28, 28, 64, 3, 3, {1, 1, 1, 64}, true},  // large
+      // 3x3 stride 1: the cpu's Winograd paths by its shape rule (checked below), partial tiles at
+      // the bottom and right edges; TRINE_CPU_WINOGRAD=2 / 4 (ctest) forces them on every 3x3
+      // stride-1 case here, the small ones included
+      {2, 32, 30, 29, 32, 3, 3, {1, 1, 1, 1}, true},          // F(4x4): 30 x 29 outputs, tiles of 2 and 1 at the edges
+      {1, 32, 33, 29, 40, 3, 3, {1, {0, 1}, 1, 1}, false},    // F(4x4): 31 x 29, padding 0 x 1
+      {1, 64, 28, 30, 64, 3, 3, {1, 1, 1, 2}, true},          // F(4x4): groups 2 (32 channels each)
+      {1, 32, 29, 31, 40, 3, 3, {1, 0, 1, 1}, false},         // F(2x2): 27 x 29, no padding
+      {2, 48, 14, 15, 48, 3, 3, {1, 1, 1, 3}, true},          // F(2x2): groups 3 (16 channels each), 14 x 15
+      {1, 32, 12, 72, 32, 3, 3, {1, 1, 1, 1}, true},          // F(4x4): rows of 72 = 64 (AVX-512's in-register phases) + 8
+      {1, 16, 8, 50, 16, 3, 3, {1, 1, 1, 1}, false},          // F(2x2): rows of 50 = 32 (in registers) + 18
+      {1, 8, 3, 40, 8, 3, 3, {1, 0, 1, 1}, true},             // one output row (forced Winograd only)
+      {2, 5, 4, 6, 7, 3, 3, {1, 0, 1, 1}, false},             // 2 x 4 outputs (forced Winograd only)
   };
   for (const auto& c : cases) {
     std::vector<Tensor> in{make_input({c.n, c.c, c.h, c.w}, seq()),
@@ -351,6 +365,18 @@ TEST_CASE("conv2d: stride, padding, dilation, groups, bias", "[ops][conv2d]") {
                         std::to_string(c.p.padding.h) + "," + std::to_string(c.p.padding.w) + " dil " +
                         std::to_string(c.p.dilation.h) + " groups " + std::to_string(c.p.groups);
     check_op(OpKind::conv2d, in, c.p, shape_label(in, extra));
+  }
+  // The shape rule sends the cases above to the Winograd paths (unless TRINE_CPU_WINOGRAD overrides it).
+  if (test::test_device().kind == DeviceKind::cpu && !std::getenv("TRINE_CPU_WINOGRAD")) {
+    CHECK(debug::cpu_conv2d_path({2, 32, 30, 29}, {32, 32, 3, 3}, Conv2dParams{1, 1, 1, 1}) == "winograd_f4");
+    CHECK(debug::cpu_conv2d_path({1, 32, 33, 29}, {40, 32, 3, 3}, Conv2dParams{1, {0, 1}, 1, 1}) == "winograd_f4");
+    CHECK(debug::cpu_conv2d_path({1, 64, 28, 30}, {64, 32, 3, 3}, Conv2dParams{1, 1, 1, 2}) == "winograd_f4");
+    CHECK(debug::cpu_conv2d_path({1, 32, 29, 31}, {40, 32, 3, 3}, Conv2dParams{1, 0, 1, 1}) == "winograd_f2");
+    CHECK(debug::cpu_conv2d_path({2, 48, 14, 15}, {48, 16, 3, 3}, Conv2dParams{1, 1, 1, 3}) == "winograd_f2");
+    CHECK(debug::cpu_conv2d_path({1, 32, 12, 72}, {32, 32, 3, 3}, Conv2dParams{1, 1, 1, 1}) == "winograd_f4");
+    CHECK(debug::cpu_conv2d_path({1, 16, 8, 50}, {16, 16, 3, 3}, Conv2dParams{1, 1, 1, 1}) == "winograd_f2");
+    CHECK(debug::cpu_conv2d_path({2, 32, 56, 56}, {64, 32, 3, 3}, Conv2dParams{1, 1, 1, 1}) == "winograd_f4");
+    CHECK(debug::cpu_conv2d_path({1, 5, 20, 23}, {8, 5, 3, 3}, Conv2dParams{1, 1, 1, 1}) == "direct");
   }
   std::vector<Tensor> view{make_input({1, 3, 9, 11}, seq(), View::transposed),
                            make_input({4, 3, 3, 3}, seq(), View::strided)};

@@ -361,6 +361,18 @@ bool amx_allowed() {
   return allowed;
 }
 
+int winograd_forced() {
+  static const int forced = [] {
+    const char* env = std::getenv("TRINE_CPU_WINOGRAD");
+    if (!env || !*env) return -1;
+    const std::string v(env);
+    if (v == "auto") return -1;
+    if (v == "0" || v == "2" || v == "4") return v[0] - '0';
+    throw Error(ErrorCode::invalid_argument, "[cpu] TRINE_CPU_WINOGRAD must be auto, 0, 2 or 4, got '" + v + "'");
+  }();
+  return forced;
+}
+
 }  // namespace trine::cpu
 
 namespace trine::detail {
@@ -407,6 +419,22 @@ std::string cpu_bf16_matmul() {
   (void)cpu::amx_allowed();  // a bad TRINE_CPU_AMX is an error whichever kernel would run
   const auto& c = cpu::isa_choice();
   return c.error.empty() ? c.table->bf16_gemm_kind() : "none";
+}
+
+std::string cpu_conv2d_path(const Shape& x, const Shape& w, const Conv2dParams& p) {
+  const auto& c = cpu::isa_choice();
+  if (!c.error.empty()) return "none";
+  if (x.rank() != 4 || w.rank() != 4 || p.groups < 1 || x[1] % p.groups || w[0] % p.groups || w[1] != x[1] / p.groups)
+    throw Error(ErrorCode::invalid_argument,
+                "[cpu_conv2d_path] shapes " + x.str() + " and " + w.str() + " do not fit a conv2d");
+  cpu::Conv2dArgs a;
+  a.N = x[0], a.C = x[1], a.H = x[2], a.W = x[3];
+  a.K = w[0], a.R = w[2], a.S = w[3];
+  a.stride_h = p.stride.h, a.stride_w = p.stride.w, a.pad_h = p.padding.h, a.pad_w = p.padding.w;
+  a.dil_h = p.dilation.h, a.dil_w = p.dilation.w, a.groups = p.groups;
+  a.P = (a.H + 2 * a.pad_h - a.dil_h * (a.R - 1) - 1) / a.stride_h + 1;
+  a.Q = (a.W + 2 * a.pad_w - a.dil_w * (a.S - 1) - 1) / a.stride_w + 1;
+  return c.table->conv2d_path(a);
 }
 
 }  // namespace trine::debug

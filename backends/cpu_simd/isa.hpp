@@ -60,6 +60,11 @@ const char* gemm_bf16_kind();  // "amx", "avx512_bf16" or "f32"; TRINE_CPU_AMX=0
 bool conv2d_direct_fits(const Conv2dArgs& a);
 void conv2d_direct(const Conv2dArgs& a);
 
+// kernels/conv2d_winograd.cpp, called by conv2d.cpp: 3x3, stride 1, dilation 1. The tile size m of
+// F(m x m, 3 x 3) the shape rule (or TRINE_CPU_WINOGRAD) picks, 2 or 4, or 0 for another path.
+int conv2d_winograd_tile(const Conv2dArgs& a);
+void conv2d_winograd(const Conv2dArgs& a, int tile);
+
 // kernels/conv2d_depthwise.cpp, called by conv2d.cpp: groups == C > 1, K a multiple of C.
 bool conv2d_is_depthwise(const Conv2dArgs& a);
 void conv2d_depthwise(const Conv2dArgs& a);

@@ -110,6 +110,9 @@ struct KernelTable {
   void (*rmsnorm)(const float* x, const float* gamma, float* y, i64 rows, i64 n, float eps) = nullptr;
 
   void (*conv2d)(const Conv2dArgs&) = nullptr;
+  // Which kernel conv2d runs for these shapes (the pointers are not read): "depthwise",
+  // "winograd_f2", "winograd_f4", "direct" or "implicit_gemm", for the tests' error bounds.
+  const char* (*conv2d_path)(const Conv2dArgs&) = nullptr;
   void (*attention)(const AttentionArgs&) = nullptr;
   // x, y [outer, L, D], D even; row l has position `offset + l`.
   void (*rope)(const float* x, float* y, i64 outer, i64 L, i64 D, float base, i64 offset) = nullptr;
@@ -134,7 +137,7 @@ struct KernelTable {
   X(gemm) X(gemv) X(dot) \
   X(unary) X(scale) X(binary) X(bias_act) \
   X(softmax) X(reduce) X(layernorm) X(rmsnorm) \
-  X(conv2d) X(attention) X(rope) \
+  X(conv2d) X(conv2d_path) X(attention) X(rope) \
   X(convert) X(transpose) X(bf16_gemm_kind)
 // clang-format on
 #define TRINE_CPU_COUNT_ENTRY(name) +1
@@ -167,6 +170,11 @@ bool amx_allowed();
 // TRINE_CPU_STREAM_BYTES (a byte count; anything else is Error(invalid_argument)). Defined in
 // cpu_backend.cpp, read once.
 i64 stream_store_bytes();
+// TRINE_CPU_WINOGRAD, a test hook: unset or "auto" leaves conv2d's Winograd path to the measured
+// shape rule; 0 turns it off; 2 or 4 forces F(2x2,3x3) or F(4x4,3x3) on every conv2d it can run
+// (3x3, stride 1, dilation 1, not depthwise), however small. Returns -1, 0, 2 or 4; any other value
+// is Error(invalid_argument), on every ISA. Defined in cpu_backend.cpp, read once.
+int winograd_forced();
 
 // One table per ISA, each defined in that ISA's object library (kernels/table.cpp).
 namespace sse4_2 {

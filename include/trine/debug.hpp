@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "trine/ops.hpp"
 #include "trine/tensor.hpp"
 
 namespace trine::debug {
@@ -27,6 +28,12 @@ std::string cpu_isa_reason();
 // (converted to f32 while packing). The first two treat bf16 subnormals as zero (docs/ops.md).
 // TRINE_CPU_AMX=0 rules out "amx"; Error(invalid_argument) if it is set to anything but 0 or 1.
 std::string cpu_bf16_matmul();
+
+// Which cpu kernel conv2d runs for an input of shape x [N, C, H, W] and a weight w [K, C/groups, R,
+// S] under p: "depthwise", "winograd_f2", "winograd_f4" (F(2x2,3x3) / F(4x4,3x3), docs/design.md),
+// "direct" or "implicit_gemm". The conformance tests bound Winograd F(4x4,3x3)'s error more widely
+// (docs/ops.md). Error(invalid_argument) for shapes conv2d would reject, or a bad TRINE_CPU_WINOGRAD.
+std::string cpu_conv2d_path(const Shape& x, const Shape& w, const Conv2dParams& p);
 
 // One empty submission on `device` (no commands), waited for: the driver's floor under a sync
 // call, for benchmarks (trine-bench prints a sync call's fixed cost next to it). Vulkan devices

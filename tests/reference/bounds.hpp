@@ -99,6 +99,15 @@ inline double error_bound(OpKind op, const OpParams& params, std::int64_t terms)
   return 0;
 }
 
+// conv2d through Winograd F(4x4,3x3) on the cpu (debug::cpu_conv2d_path names the path a shape
+// takes) gets 10 times conv2d's bound: 10 is the root-sum-square of the 1-D transform coefficients
+// |A^T| |G| |B^T| behind the last output row (or column) of a tile, against direct convolution's 3
+// taps. Rounding errors of independent sign add in quadrature, so that is the amplification on
+// data like the suite's; the worst case (their plain sum, 16 per direction, 256 in 2-D) is for
+// adversarial inputs, and a bound that loose would let a 3e-5 bias through. docs/ops.md has the
+// derivation and the errors measured. F(2x2,3x3) (constants 0, +-1, +-1/2) fits conv2d's bound.
+inline constexpr double winograd_f4_factor = 10.0;
+
 // Devices whose math library is not within an ulp or two of correctly rounded get more room on the
 // ops that call it (never on exact ops, whose bound stays 0). Vulkan: the spec lets exp and exp2
 // err by 3 + 2|x| ulp and log by 3 ulp, and lavapipe's builtins measure about that (tanh 3.1 eps

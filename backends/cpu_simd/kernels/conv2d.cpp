@@ -121,14 +121,37 @@ void add_bias(float* y, const float* bias, i64 rows, i64 cols) {
   }
 }
 
-void conv2d_kernel(const Conv2dArgs& a) {
-  if (conv2d_is_depthwise(a)) {
-    conv2d_depthwise(a);
-    return;
+enum class Conv2dPath { depthwise, winograd_f2, winograd_f4, direct, implicit_gemm };
+
+// The one place the path is chosen: by conv2d_kernel, and reported by conv2d_path_name.
+Conv2dPath choose_path(const Conv2dArgs& a) {
+  // Read first, so that a bad TRINE_CPU_WINOGRAD is an error on every conv2d.
+  const int tile = conv2d_winograd_tile(a);
+  if (conv2d_is_depthwise(a)) return Conv2dPath::depthwise;
+  if (tile == 2) return Conv2dPath::winograd_f2;
+  if (tile == 4) return Conv2dPath::winograd_f4;
+  if (conv2d_direct_fits(a)) return Conv2dPath::direct;
+  return Conv2dPath::implicit_gemm;
+}
+
+const char* conv2d_path_name(const Conv2dArgs& a) {
+  switch (choose_path(a)) {
+    case Conv2dPath::depthwise: return "depthwise";
+    case Conv2dPath::winograd_f2: return "winograd_f2";
+    case Conv2dPath::winograd_f4: return "winograd_f4";
+    case Conv2dPath::direct: return "direct";
+    case Conv2dPath::implicit_gemm: return "implicit_gemm";
   }
-  if (conv2d_direct_fits(a)) {
-    conv2d_direct(a);
-    return;
+  return "implicit_gemm";
+}
+
+void conv2d_kernel(const Conv2dArgs& a) {
+  switch (choose_path(a)) {
+    case Conv2dPath::depthwise: conv2d_depthwise(a); return;
+    case Conv2dPath::winograd_f2: conv2d_winograd(a, 2); return;
+    case Conv2dPath::winograd_f4: conv2d_winograd(a, 4); return;
+    case Conv2dPath::direct: conv2d_direct(a); return;
+    case Conv2dPath::implicit_gemm: break;
   }
   const i64 G = a.groups, Cg = a.C / G, Kg = a.K / G;
   const i64 crs = Cg * a.R * a.S, pq = a.P * a.Q, hw = a.H * a.W;
@@ -173,6 +196,9 @@ void conv2d_kernel(const Conv2dArgs& a) {
 
 }  // namespace
 
-void register_conv2d(KernelTable& t) { t.conv2d = conv2d_kernel; }
+void register_conv2d(KernelTable& t) {
+  t.conv2d = conv2d_kernel;
+  t.conv2d_path = conv2d_path_name;
+}
 
 }  // namespace trine::cpu::TRINE_ISA_NS
