@@ -2,10 +2,16 @@
 // allocation retried when a device runs out, and memory that work in flight uses is never handed out.
 #include <catch2/catch.hpp>
 
+#include <cstdint>
+#include <cstdlib>
+#include <fstream>
 #include <map>
+#include <sstream>
+#include <string>
 
 #include "backends/backend.hpp"
 #include "tensor/memory_cache.hpp"
+#include "tensor/storage.hpp"
 #include "trine/debug.hpp"
 #include "trine/trine.hpp"
 
@@ -127,4 +133,70 @@ TEST_CASE("memory that work in flight uses is not handed out again", "[memory][a
     if (!f.ready()) CHECK(t.storage()->handle() != held);
   }
   f.wait();
+}
+
+namespace {
+
+// The kernel's THP mode, the bracketed word of /sys/kernel/mm/transparent_hugepage/enabled
+// ("always", "madvise" or "never"), or empty where the file is missing.
+std::string thp_mode() {
+  std::ifstream f("/sys/kernel/mm/transparent_hugepage/enabled");
+  std::string line;
+  std::getline(f, line);
+  const auto a = line.find('['), b = line.find(']');
+  return a == std::string::npos || b == std::string::npos ? "" : line.substr(a + 1, b - a - 1);
+}
+
+// AnonHugePages (kB) of the mapping of this process that holds `p`, from /proc/self/smaps.
+long huge_kb_at(const void* p) {
+  const auto addr = reinterpret_cast<std::uintptr_t>(p);
+  std::ifstream f("/proc/self/smaps");
+  std::string line;
+  bool inside = false;
+  while (std::getline(f, line)) {
+    std::uintptr_t lo = 0, hi = 0;
+    char dash = 0;
+    std::istringstream head(line);
+    if (head >> std::hex >> lo >> dash >> hi && dash == '-') {
+      inside = lo <= addr && addr < hi;
+      continue;
+    }
+    if (inside && line.rfind("AnonHugePages:", 0) == 0) return std::stol(line.substr(14));
+  }
+  return -1;
+}
+
+}  // namespace
+
+TEST_CASE("large cpu blocks are on transparent huge pages unless TRINE_CPU_HUGE_PAGES=0", "[memory][huge_pages]") {
+  const std::string mode = thp_mode();
+  if (mode != "madvise" && mode != "always") {
+    WARN("transparent huge pages are '" << mode << "' on this kernel: nothing to check");
+    return;
+  }
+  const char* env = std::getenv("TRINE_CPU_HUGE_PAGES");
+  const bool off = env && std::string(env) == "0";
+  // 32 MiB, written by the op: sixteen 2 MiB pages the kernel can back with huge ones.
+  Tensor t = Tensor::full({8 << 20}, 1.0f, DType::f32, Device::cpu());
+  const auto& s = *t.storage();
+  const long kb = huge_kb_at(s.backend().host_pointer(s.handle()));
+  INFO("THP mode " << mode << ", AnonHugePages of the block's mapping: " << kb << " kB");
+  REQUIRE(kb >= 0);
+  if (!off) {
+    CHECK(kb >= 2048);  // at least one huge page (the kernel may lack free 2 MiB pages for some)
+  } else if (mode == "madvise") {
+    CHECK(kb == 0);  // not advised: 4 KiB pages
+  }
+}
+
+TEST_CASE("TRINE_CPU_HUGE_PAGES set to anything but 0 or 1 is an error naming the variable",
+          "[huge_pages_env_bad][.]") {
+  // Run by ctest with TRINE_CPU_HUGE_PAGES=yes: the first large cpu allocation fails with it.
+  try {
+    (void)Tensor::full({8 << 20}, 1.0f, DType::f32, Device::cpu());
+    FAIL("no error for TRINE_CPU_HUGE_PAGES=" << std::getenv("TRINE_CPU_HUGE_PAGES"));
+  } catch (const Error& e) {
+    CHECK(e.code() == ErrorCode::invalid_argument);
+    CHECK_THAT(e.what(), Catch::Contains("TRINE_CPU_HUGE_PAGES"));
+  }
 }

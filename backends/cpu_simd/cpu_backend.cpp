@@ -42,6 +42,21 @@ constexpr unsigned char k_sentinel = 0xA5;
 constexpr std::size_t k_huge_page = std::size_t{2} << 20;
 constexpr std::size_t k_huge_from = std::size_t{4} << 20;
 
+// TRINE_CPU_HUGE_PAGES: unset or 1 advises blocks from k_huge_from up as huge pages, 0 leaves them
+// on the kernel's default pages; any other value is Error(invalid_argument) at the first large
+// allocation. Read once.
+bool huge_pages_allowed() {
+  static const bool allowed = [] {
+    const char* env = std::getenv("TRINE_CPU_HUGE_PAGES");
+    if (!env || !*env) return true;
+    const std::string v(env);
+    if (v != "0" && v != "1")
+      throw Error(ErrorCode::invalid_argument, "[cpu] TRINE_CPU_HUGE_PAGES must be 0 or 1, got '" + v + "'");
+    return v == "1";
+  }();
+  return allowed;
+}
+
 struct IsaChoice {
   const KernelTable* table = nullptr;
   std::string name;
@@ -150,7 +165,7 @@ class CpuBackend final : public detail::Backend {
     std::size_t padded = (bytes + k_align - 1) / k_align * k_align;
     std::size_t total = k_align + k_guard + padded + k_guard;
     void* base = nullptr;
-    if (total >= k_huge_from) {
+    if (total >= k_huge_from && huge_pages_allowed()) {
       total = (total + k_huge_page - 1) / k_huge_page * k_huge_page;
       base = std::aligned_alloc(k_huge_page, total);
       if (base) (void)madvise(base, total, MADV_HUGEPAGE);  // a hint: without THP it changes nothing
