@@ -27,7 +27,7 @@ constexpr bool act_costly(Activation a) {
 // (maxps would return the 2nd operand and drop it). The selects on e == inf and on a zero erfc fix
 // the -inf limits, where the plain formulas give -inf * 0 = NaN.
 template <Activation A>
-batch_f32 act(const batch_f32& x, float alpha, float beta) {
+[[gnu::always_inline]] inline batch_f32 act(const batch_f32& x, float alpha, float beta) {
   const batch_f32 zero(0.0f), one(1.0f);
   if constexpr (A == Activation::identity) {
     return x;
