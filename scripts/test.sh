@@ -70,8 +70,12 @@ if [[ $quick == 1 ]]; then
   exit 0
 fi
 
+# The sanitizer builds compile at -O1 with line tables only (-g1): what a report's stack needs, at
+# about 60% of RelWithDebInfo's -O2 -g compile time, the largest part of a CI run.
+san_flags=(-DCMAKE_BUILD_TYPE=RelWithDebInfo "-DCMAKE_CXX_FLAGS_RELWITHDEBINFO=-O1 -g1 -DNDEBUG")
+
 step "AddressSanitizer + UndefinedBehaviorSanitizer build"
-cmake -S . -B "$root/asan" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DTRINE_SANITIZE=address,undefined >/dev/null
+cmake -S . -B "$root/asan" -G Ninja "${san_flags[@]}" -DTRINE_SANITIZE=address,undefined >/dev/null
 cmake --build "$root/asan" -j "$jobs"
 
 step "sanitizer tests"
@@ -90,7 +94,7 @@ echo "Vulkan, dispatch and trine-bench suites: leak checking off (lavapipe's LLV
 env "${asan_env[@]/detect_leaks=1/detect_leaks=0}" ctest --test-dir "$root/asan" --output-on-failure -j "$jobs" -R '^(vulkan|dispatch|trine_bench)'
 
 step "ThreadSanitizer build (tests only)"
-cmake -S . -B "$root/tsan" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DTRINE_SANITIZE=thread \
+cmake -S . -B "$root/tsan" -G Ninja "${san_flags[@]}" -DTRINE_SANITIZE=thread \
   -DTRINE_BUILD_TOOLS=OFF >/dev/null
 cmake --build "$root/tsan" -j "$jobs" --target trine_tests
 

@@ -1,6 +1,5 @@
 // The PTX emulator on hand-written PTX: parsing and its errors, per-instruction results known from
 // the PTX ISA, warp behaviour (divergence, shuffles, votes, barriers), tensor-core fragments.
-#define CATCH_CONFIG_MAIN
 #include <catch2/catch.hpp>
 
 #include <bit>

@@ -1,13 +1,12 @@
 // The test runner: Catch2's main, after checking that the ISA requested through TRINE_CPU_ISA exists
 // here and that the device named by TRINE_TEST_DEVICE is available.
-#define CATCH_CONFIG_RUNNER
-#include <catch2/catch.hpp>
 
 #include <cstdio>
 #include <cstdlib>
 #include <string>
 
 #include "backends/vulkan/debug.hpp"
+#include "tests/catch_run.hpp"
 #include "tests/harness.hpp"
 #include "trine/debug.hpp"
 
@@ -30,7 +29,7 @@ int main(int argc, char** argv) {
   }
   std::printf("device under test: %s\n", trine::test::test_device().str().c_str());
   (void)trine::test::base_seed();  // prints the seed first, so even a crash leaves it to replay
-  const int failed = Catch::Session().run(argc, argv);
+  const int failed = trine::test::run_catch(argc, argv);
   // Vulkan runs under the validation layer (ctest sets TRINE_VULKAN_VALIDATION=1): a message no test
   // took and checked (the [vulkan] and [ops] cases check theirs) fails the run.
   if (const auto messages = trine::vulkan::take_validation_messages(); !messages.empty()) {

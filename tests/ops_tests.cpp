@@ -4,6 +4,7 @@
 // per further device named in TRINE_TEST_DEVICES. Error bounds: tests/reference/bounds.hpp.
 #include <catch2/catch.hpp>
 
+#include <cstdio>
 #include <cstdlib>
 #include <string>
 
@@ -389,15 +390,28 @@ TEST_CASE("attention, causal and not", "[ops][attention]") {
     std::int64_t lq, lk, d, dv;
     bool causal;
     float scale;
+    bool cpu_only = false;
   };
   const std::vector<A> cases = {
-      {{1}, 1, 1, 1, 1, false, 0},     {{1}, 1, 1, 1, 1, true, 0},          {{2, 3}, 7, 7, 8, 8, false, 0},
-      {{2, 3}, 7, 7, 8, 8, true, 0},   {{1, 2}, 5, 13, 16, 8, true, 0},     {{1, 2}, 5, 13, 16, 8, false, 0.3f},
-      {{3}, 31, 33, 64, 64, false, 0}, {{3}, 31, 33, 64, 64, true, 0},      {{1, 4}, 127, 127, 64, 32, true, 0},
-      {{2}, 1, 1000, 64, 64, true, 0}, {{1, 8}, 256, 256, 64, 64, true, 0}, {{1}, 1000, 1000, 32, 32, false, 0},
+      {{1}, 1, 1, 1, 1, false, 0},     {{1}, 1, 1, 1, 1, true, 0},      {{2, 3}, 7, 7, 8, 8, false, 0},
+      {{2, 3}, 7, 7, 8, 8, true, 0},   {{1, 2}, 5, 13, 16, 8, true, 0}, {{1, 2}, 5, 13, 16, 8, false, 0.3f},
+      {{3}, 31, 33, 64, 64, false, 0}, {{3}, 31, 33, 64, 64, true, 0},  {{1, 4}, 127, 127, 64, 32, true, 0},
+      {{2}, 1, 1000, 64, 64, true, 0},
+      // Several of the cpu's 128-key tiles per query block, causal and not, with the blocks shared
+      // among threads. The other devices have no path these reach that 127 x 127 and the decode
+      // shapes miss (Vulkan: one workgroup per output, keys strided over it; cuda: 32-key tiles),
+      // and they were 60% of the GPU-assisted validation run on lavapipe and of the emulated run.
+      {{1, 8}, 256, 256, 64, 64, true, 0, true}, {{1}, 1000, 1000, 32, 32, false, 0, true},
       // decode with few query blocks and many keys: the cpu splits the keys (flash-decoding)
       {{2}, 1, 4099, 64, 64, false, 0}, {{1, 3}, 3, 2500, 40, 24, true, 0}};
+  const bool on_cpu = trine::test::test_device().kind == DeviceKind::cpu;
   for (const auto& a : cases) {
+    if (a.cpu_only && !on_cpu) {
+      std::printf("attention %lld x %lld, D %lld: cpu-only case (multi-tile cpu path), not run on %s\n",
+                  static_cast<long long>(a.lq), static_cast<long long>(a.lk), static_cast<long long>(a.d),
+                  trine::test::test_device().str().c_str());
+      continue;
+    }
     Shape qs = a.lead, ks = a.lead, vs = a.lead;
     qs.push_back(a.lq), qs.push_back(a.d);
     ks.push_back(a.lk), ks.push_back(a.d);

@@ -1,9 +1,9 @@
 # The cuda_ptx tests: the emitter, every generator through ptxas, the driver loader, and the
 # compile-fail checks that state-space and register-type mixing does not compile.
 if(TRINE_CUDA)
-  add_executable(trine_ptx_tests ${CMAKE_CURRENT_LIST_DIR}/ptx_tests.cpp)
+  add_executable(trine_ptx_tests ${CMAKE_CURRENT_LIST_DIR}/ptx_tests.cpp ${CMAKE_CURRENT_LIST_DIR}/catch_main.cpp)
   target_include_directories(trine_ptx_tests PRIVATE ${PROJECT_SOURCE_DIR})
-  target_link_libraries(trine_ptx_tests PRIVATE trine Catch2::Catch2)
+  target_link_libraries(trine_ptx_tests PRIVATE trine trine_catch)
   # -Wno-restrict: GCC 12 warns falsely on std::string concatenation at -O3 (GCC bug 105329).
   target_compile_options(trine_ptx_tests PRIVATE ${TRINE_WARNINGS} -Wno-restrict)
   add_test(NAME ptx_emitter COMMAND trine_ptx_tests "[emitter],[generators]")

@@ -1,7 +1,6 @@
 // The cuda_ptx emitter, generators and loader without a GPU: emitted text has the PTX grammar's
 // shape and is deterministic; every shipped kernel compiles with ptxas for all six targets with no
 // spills (registers, shared memory and spills printed per kernel); the loader reports a missing libcuda.
-#define CATCH_CONFIG_MAIN
 #include <catch2/catch.hpp>
 
 #include <unistd.h>
