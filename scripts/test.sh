@@ -112,14 +112,12 @@ for tag in "[pool]" "[async]" "[batch]" "[memory]" "[ops]"; do
 done
 # The three runs go side by side, each into its own log, printed when it ends: most of their time
 # is one thread, so one after another left a core idle (222 s in a row on a Zen 3).
-tsan_pids=() tsan_logs=() tsan_names=()
-tsan_start() {  # name, then the command (env assignments first)
-  local log="$root/tsan-${#tsan_pids[@]}.log"
+tsan_pids=() tsan_names=()
+tsan_start() {  # name, then the command (env assignments first); run i writes $root/tsan-i.log
   tsan_names+=("$1")
   shift
-  env "$@" >"$log" 2>&1 &
+  env "$@" >"$root/tsan-${#tsan_pids[@]}.log" 2>&1 &
   tsan_pids+=($!)
-  tsan_logs+=("$log")
 }
 tsan_start "[pool],[async],[batch],[memory]" "$tsan_bin" "[pool],[async],[batch],[memory]"
 # The emulator's streams run on worker threads of their own: async and batches on the emulated
@@ -131,7 +129,7 @@ for i in "${!tsan_pids[@]}"; do
   status=0
   wait "${tsan_pids[$i]}" || status=$?
   echo "---- ThreadSanitizer: ${tsan_names[$i]}"
-  cat "${tsan_logs[$i]}"
+  cat "$root/tsan-$i.log"
   if [[ $status != 0 ]]; then
     echo "FAILED under ThreadSanitizer: ${tsan_names[$i]} (exit $status; a data race or deadlock report is above)"
     tsan_failed=1
