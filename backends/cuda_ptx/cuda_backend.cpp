@@ -2,6 +2,7 @@
 // stream per device, completions as events, so it runs the same on libcuda and on the emulator.
 #include <chrono>
 #include <cstdlib>
+#include <cstring>
 #include <deque>
 #include <map>
 #include <type_traits>
@@ -9,6 +10,7 @@
 #include <mutex>
 #include <string>
 #include <thread>
+#include <variant>
 #include <vector>
 
 #include "backends/backend.hpp"
@@ -49,9 +51,34 @@ class CudaCompletion;
 // A submission in flight and its completion, held by the backend until the stream has passed it.
 // The completion holds only its event: a Storage -> writer -> submission -> Storage cycle would
 // keep memory alive when nobody reads the result.
+// Page-locked buffers that a submission's uploads were staged through; freed once it completed.
+struct PinnedStaging {
+  const DriverApi* api = nullptr;
+  std::vector<void*> buffers;
+  PinnedStaging() = default;
+  PinnedStaging(const PinnedStaging&) = delete;
+  PinnedStaging& operator=(const PinnedStaging&) = delete;
+  ~PinnedStaging() {
+    for (void* b : buffers) api->cuMemFreeHost(b);
+  }
+};
+
+// One host-to-host copy run by a host function on the stream: from the source tensor's memory into
+// a page-locked buffer, once the work that writes the source has finished.
+struct HostCopy {
+  void* dst;
+  const void* src;
+  std::size_t bytes;
+  static void run(void* user_data) {
+    std::unique_ptr<HostCopy> c(static_cast<HostCopy*>(user_data));
+    std::memcpy(c->dst, c->src, c->bytes);
+  }
+};
+
 struct InFlight {
   std::shared_ptr<CudaCompletion> done;
   std::shared_ptr<detail::Submission> submission;
+  std::shared_ptr<PinnedStaging> staging;  // null unless uploads waited for another backend's work
 };
 
 // The entries to enqueue, which may include gathers the backend inserted (a strided input copied
@@ -141,11 +168,13 @@ class CudaCompletion final : public detail::Completion {
     if (error_) std::rethrow_exception(error_);
   }
   bool wait_for(std::chrono::nanoseconds timeout) override {
-    // The Driver API has no timed event wait: poll with short sleeps.
+    // The Driver API has no timed event wait: poll, with short sleeps while more than a sleep's
+    // overshoot (~50 us of timer slack) is left, so wait_for(1us) returns after about 1 us.
     const auto until = std::chrono::steady_clock::now() + timeout;
     while (!poll()) {
-      if (std::chrono::steady_clock::now() >= until) return false;
-      std::this_thread::sleep_for(std::chrono::microseconds(50));
+      const auto left = until - std::chrono::steady_clock::now();
+      if (left <= std::chrono::nanoseconds::zero()) return false;
+      if (left > std::chrono::microseconds(200)) std::this_thread::sleep_for(std::chrono::microseconds(50));
     }
     return true;
   }
@@ -329,7 +358,21 @@ class CudaBackend final : public detail::Backend {
     }
     ++stats_.submissions;
     std::size_t i = 0;
-    DeviceState::Recorded* rec = s.signature.empty() ? nullptr : &recorded_entry(d, s.signature);
+    // An upload whose source another backend is still writing cannot be handed to
+    // cuMemcpyHtoDAsync: from pageable memory the driver may read the source during the call,
+    // before the host function above has waited for that work (seen on a real GPU; the emulator
+    // reads such a source at the call too). Such uploads go through page-locked buffers that a
+    // host function fills once the work is done, and the submission is not recorded as a graph.
+    std::shared_ptr<PinnedStaging> staging;
+    if (foreign) {
+      for (const auto& e : s.entries)
+        if (std::holds_alternative<detail::Upload>(e) && std::get<detail::Upload>(e).bytes) {
+          staging = std::make_shared<PinnedStaging>();
+          staging->api = &api_;
+          break;
+        }
+    }
+    DeviceState::Recorded* rec = s.signature.empty() || staging ? nullptr : &recorded_entry(d, s.signature);
     try {
       if (rec && rec->exec) {
         replay(d, *rec);
@@ -337,10 +380,12 @@ class CudaBackend final : public detail::Backend {
         capture(d, s, *rec, i);  // the second run: recorded as a graph, then launched
         replay(d, *rec);
       } else {
-        for (; i < s.entries.size(); ++i) enqueue(d, s.entries[i]);
+        for (; i < s.entries.size(); ++i) enqueue(d, s.entries[i], staging.get());
         if (rec) ++rec->runs;
       }
     } catch (const Error& e) {
+      // Host functions already queued may still copy into the staging buffers: let them finish.
+      if (staging) api_.cuStreamSynchronize(d.stream);
       return detail::completed(std::make_exception_ptr(detail::entry_error(
           s.entries[s.serves[i]], s.position[i], s.recorded, e, Device{DeviceKind::cuda, index})));
     }
@@ -348,7 +393,7 @@ class CudaBackend final : public detail::Backend {
     check(api_.cuEventCreate(&event, CU_EVENT_DISABLE_TIMING), "cuEventCreate", "submit");
     check(api_.cuEventRecord(event, d.stream), "cuEventRecord", "submit");
     auto done = std::make_shared<CudaCompletion>(api_, d.context, event, std::move(foreign), provider_.emulated);
-    in_flight_.push_back({done, std::shared_ptr<detail::Submission>(std::move(submission))});
+    in_flight_.push_back({done, std::shared_ptr<detail::Submission>(std::move(submission)), std::move(staging)});
     return done;
   }
 
@@ -392,7 +437,7 @@ class CudaBackend final : public detail::Backend {
 
 
 
-  void enqueue(DeviceState& d, const detail::Entry& e) {
+  void enqueue(DeviceState& d, const detail::Entry& e, PinnedStaging* staging = nullptr) {
     switch (e.index()) {
       case 0: {
         const auto& call = std::get<detail::OpCall>(e);
@@ -402,7 +447,17 @@ class CudaBackend final : public detail::Backend {
       }
       case 1: {
         const auto& u = std::get<detail::Upload>(e);
-        if (u.bytes) check(api_.cuMemcpyHtoDAsync(ptr(*u.dst, u.offset), u.src, u.bytes, d.stream), "cuMemcpyHtoDAsync", "upload");
+        const void* src = u.src;
+        if (u.bytes && staging) {
+          void* pinned = nullptr;
+          check(api_.cuMemAllocHost(&pinned, u.bytes), "cuMemAllocHost", "upload");
+          staging->buffers.push_back(pinned);
+          auto copy = std::make_unique<HostCopy>(HostCopy{pinned, u.src, u.bytes});
+          check(api_.cuLaunchHostFunc(d.stream, &HostCopy::run, copy.get()), "cuLaunchHostFunc", "upload");
+          copy.release();  // HostCopy::run owns it now
+          src = pinned;
+        }
+        if (u.bytes) check(api_.cuMemcpyHtoDAsync(ptr(*u.dst, u.offset), src, u.bytes, d.stream), "cuMemcpyHtoDAsync", "upload");
         ++stats_.uploads;
         stats_.upload_bytes += u.bytes;
         return;

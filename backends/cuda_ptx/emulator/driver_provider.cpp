@@ -265,7 +265,7 @@ CUresult mem_alloc_host(void** p, std::size_t bytes) {
   if (!p) return CUDA_ERROR_INVALID_VALUE;
   *p = std::aligned_alloc(256, (bytes + 255) / 256 * 256);
   if (!*p) return CUDA_ERROR_OUT_OF_MEMORY;
-  st.host_blocks.insert(*p);
+  st.host_blocks.emplace(*p, bytes);
   return CUDA_SUCCESS;
 }
 CUresult mem_free_host(void* p) {
@@ -277,9 +277,34 @@ CUresult mem_free_host(void* p) {
 
 bool device_range(DriverState& st, CUdeviceptr p, std::size_t n) { return n == 0 || st.allocations.contains(p, n); }
 
+// Whether [p, p + n) lies in one page-locked block of cuMemAllocHost.
+bool pinned_range(const DriverState& st, const void* p, std::size_t n) {
+  auto it = st.host_blocks.upper_bound(p);
+  if (it == st.host_blocks.begin()) return false;
+  --it;
+  const auto* base = static_cast<const std::uint8_t*>(it->first);
+  const auto* at = static_cast<const std::uint8_t*>(p);
+  return at >= base && static_cast<std::size_t>(at - base) <= it->second && n <= it->second - static_cast<std::size_t>(at - base);
+}
+
 CUresult memcpy_htod(CUdeviceptr dst, const void* src, std::size_t n, CUstream s) {
   EMU_ENTER();
   if (!device_range(st, dst, n) || (!src && n)) return CUDA_ERROR_INVALID_VALUE;
+  // From pageable memory the driver may stage the source into its own page-locked buffer during
+  // the call, before the stream's earlier work has run (CUDA's API synchronization notes). The
+  // emulator always does, so that code relying on the copy reading the source later fails here as
+  // on a GPU. Page-locked sources are read when the stream reaches the copy. Stream capture keeps
+  // the pointer (a graph's memcpy node reads it at each launch).
+  EmuStream* es = s ? find_stream(s) : nullptr;
+  if (n && !pinned_range(st, src, n) && !(es && es->capturing)) {
+    auto copy = std::make_shared<std::vector<std::uint8_t>>(static_cast<const std::uint8_t*>(src),
+                                                            static_cast<const std::uint8_t*>(src) + n);
+    return submit(s, [=, &st] {
+      if (const CUresult r = sticky_now(st); r != CUDA_SUCCESS) return r;
+      std::memcpy(reinterpret_cast<void*>(dst), copy->data(), n);
+      return CUDA_SUCCESS;
+    });
+  }
   return submit(s, [=, &st] {
     if (const CUresult r = sticky_now(st); r != CUDA_SUCCESS) return r;
     std::memcpy(reinterpret_cast<void*>(dst), src, n);

@@ -70,7 +70,7 @@ struct DriverState {
   AllocationTable allocations;
   std::map<std::uint64_t, std::unique_ptr<std::uint8_t[]>> blocks;
   std::uint64_t allocated = 0;
-  std::set<void*> host_blocks;
+  std::map<const void*, std::size_t> host_blocks;  // cuMemAllocHost's page-locked blocks and sizes
   std::set<EmuModule*> modules;
   std::set<EmuFunction*> functions;
   std::set<EmuStream*> streams;
