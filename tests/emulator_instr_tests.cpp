@@ -243,7 +243,9 @@ TEST_CASE("approximate functions stay within the PTX ISA's bounds", "[emulator][
   ex2.approx.ftz.f32 %f1, -0.5;     st.global.f32 [%rd0+28], %f1;
   div.approx.f32 %f1, 1.0, 3.0;     st.global.f32 [%rd0+32], %f1;
   sqrt.approx.f32 %f1, 9.0;         st.global.f32 [%rd0+36], %f1;
-)", 10);
+  sin.approx.f32 %f1, 0f38D1B717;   st.global.f32 [%rd0+40], %f1;
+  sin.approx.f32 %f1, 0f00000000;   st.global.f32 [%rd0+44], %f1;
+)", 12);
   auto f = [&](int i) { return std::bit_cast<float>(v[static_cast<std::size_t>(i)]); };
   CHECK(f(0) == 8.0f);
   CHECK(f(1) == 3.0f);
@@ -255,6 +257,12 @@ TEST_CASE("approximate functions stay within the PTX ISA's bounds", "[emulator][
   CHECK(std::fabs(f(7) - std::exp2(-0.5f)) < 1e-6f);
   CHECK(std::fabs(f(8) - 1.0f / 3.0f) < 1e-7f);
   CHECK(f(9) == 3.0f);
+  // sin.approx's error is absolute (2^-20.9), as on a GPU: on 1e-4 that is thousands of ulp of the
+  // result, which the emulator shows rather than hide behind an exact sine; 0 stays exact.
+  const double tiny = static_cast<double>(std::bit_cast<float>(0x38D1B717u));
+  CHECK(std::fabs(f(10) - std::sin(tiny)) <= std::ldexp(1.0, -20) * 0.5359);
+  CHECK(std::fabs(f(10) - std::sin(tiny)) > 1000 * std::ldexp(std::sin(tiny), -24));
+  CHECK(f(11) == 0.0f);
 }
 
 TEST_CASE("setp.f32 ordered and unordered comparisons against NaN", "[emulator][instr]") {

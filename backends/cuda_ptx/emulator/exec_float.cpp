@@ -26,12 +26,13 @@ Exact exact_op(Op op, LD a, LD b, LD c) {
     case Op::div: { const LD s = a / b; return {s, std::isfinite(s) && b != 0 ? std::fma(-s, b, a) / b : 0}; }
     case Op::rcp: { const LD s = 1 / a; return {s, std::isfinite(s) && a != 0 ? std::fma(-s, a, 1.0L) / a : 0}; }
     case Op::sqrt: { const LD s = std::sqrt(a); return {s, std::isfinite(s) ? std::fma(-s, s, a) : 0}; }
-    // The approximate functions: computed in long double and rounded, so well inside the ISA's bounds.
+    // The approximate functions: computed in long double and rounded, so well inside the ISA's
+    // bounds; sin and cos with their absolute error added (approx_trig_error).
     case Op::rsqrt: return {1 / std::sqrt(a), 0};
     case Op::ex2: return {std::exp2(a), 0};
     case Op::lg2: return {std::log2(a), 0};
-    case Op::sin: return {std::sin(a), 0};
-    case Op::cos: return {std::cos(a), 0};
+    case Op::sin: return {std::sin(a) + approx_trig_error(static_cast<double>(a)), 0};
+    case Op::cos: return {std::cos(a) + approx_trig_error(static_cast<double>(a)), 0};
     case Op::tanh: return {std::tanh(a), 0};
     case Op::min: return {std::isnan(a) ? b : std::isnan(b) ? a : (a == 0 && b == 0 ? (std::signbit(a) ? a : b) : std::min(a, b)), 0};
     case Op::max: return {std::isnan(a) ? b : std::isnan(b) ? a : (a == 0 && b == 0 ? (std::signbit(a) ? b : a) : std::max(a, b)), 0};
@@ -195,8 +196,8 @@ bool fast_f32(Warp& w, const Instr& in, std::uint32_t m) {
     case Op::rsqrt: unary([](double v) { return 1.0 / std::sqrt(v); }); return true;
     case Op::ex2: unary([](double v) { return std::exp2(v); }); return true;
     case Op::lg2: unary([](double v) { return std::log2(v); }); return true;
-    case Op::sin: unary([](double v) { return std::sin(v); }); return true;
-    case Op::cos: unary([](double v) { return std::cos(v); }); return true;
+    case Op::sin: unary([](double v) { return std::sin(v) + approx_trig_error(v); }); return true;
+    case Op::cos: unary([](double v) { return std::cos(v) + approx_trig_error(v); }); return true;
     case Op::tanh: unary([](double v) { return std::tanh(v); }); return true;
     case Op::setp: {
       if (in.ops[0].count != 1 || in.bool_op != BoolOp::none) return false;

@@ -12,6 +12,19 @@
 namespace trine::cuda::emu {
 
 inline float as_f32(std::uint64_t v) { return std::bit_cast<float>(static_cast<std::uint32_t>(v)); }
+
+// sin.approx.f32 and cos.approx.f32 err by up to 2^-20.9 absolute on [-pi, pi] (PTX ISA); on a
+// small angle that is a large relative error, which a kernel must not rely on being less (an H100
+// put rope's outputs hundreds of ulp off where the emulator, exact, had them right). The emulator
+// adds an error of that size, fixed for each input (a hash of its bits picks it in [-1, 1] times
+// the bound), so such a kernel fails here as on a GPU. Exactly 0 stays exact, as on the hardware.
+inline double approx_trig_error(double a) {
+  if (a == 0 || !std::isfinite(a)) return 0;
+  std::uint64_t h = std::bit_cast<std::uint64_t>(a) * 0x9E3779B97F4A7C15ull;
+  h ^= h >> 29;
+  const double unit = static_cast<double>(h >> 11) * 0x1p-52 - 1.0;  // [-1, 1)
+  return unit * 0x1.0p-20 * 0.535886731268;  // 2^-20.9 = 2^-20 * 2^-0.9
+}
 inline double as_f64(std::uint64_t v) { return std::bit_cast<double>(v); }
 inline std::uint64_t bits_f32(float f) { return std::bit_cast<std::uint32_t>(f); }
 inline std::uint64_t bits_f64(double d) { return std::bit_cast<std::uint64_t>(d); }
