@@ -105,6 +105,14 @@ class Backend {
     (void)bytes;
     throw Error(ErrorCode::unsupported, "[allocate] this backend has no staging memory");
   }
+  // Optional: whether one allocation of `bytes` can exist on device `index` at all (its heap, its
+  // largest allocation), asked before placing a storage there, so that the dispatcher puts a step
+  // that cannot fit elsewhere instead of failing at allocation. The default: no such limit known.
+  virtual bool fits(int index, std::size_t bytes) const noexcept {
+    (void)index;
+    (void)bytes;
+    return true;
+  }
   // Returns memory from allocate(index, ...) or allocate_staging(index, ...). Never throws. Only
   // called once no submission uses it.
   virtual void deallocate(int index, void* handle) noexcept = 0;

@@ -94,6 +94,39 @@ std::string subgroup_ops_str(vk::SubgroupFeatureFlags f) {
   return s.empty() ? "none" : s;
 }
 
+}  // namespace
+
+MemoryChoice choose_memory(const vk::PhysicalDeviceMemoryProperties& mem) {
+  using F = vk::MemoryPropertyFlagBits;
+  const vk::MemoryPropertyFlags local = F::eDeviceLocal, host = F::eHostVisible | F::eHostCoherent,
+                                cached = host | F::eHostCached;
+  // The first type with every flag of `want` and none of `avoid`; -1 where there is none.
+  auto find = [&](vk::MemoryPropertyFlags want, vk::MemoryPropertyFlags avoid) {
+    for (std::uint32_t i = 0; i < mem.memoryTypeCount; ++i) {
+      const auto f = mem.memoryTypes[i].propertyFlags;
+      if ((f & want) == want && !(f & avoid)) return static_cast<int>(i);
+    }
+    return -1;
+  };
+  MemoryChoice m;
+  if (const int t = find(local | cached, {}); t >= 0) {
+    m.memory_type = m.staging_type = static_cast<std::uint32_t>(t);
+    m.mapped = m.has_staging = true;
+    return m;
+  }
+  int t = find(local, F::eHostVisible);
+  if (t < 0) t = find(local, {});
+  m.memory_type = static_cast<std::uint32_t>(t < 0 ? 0 : t);
+  int st = find(cached, {});
+  if (st < 0) st = find(host, local);
+  if (st < 0) st = find(host, {});
+  m.has_staging = st >= 0;
+  m.staging_type = static_cast<std::uint32_t>(st < 0 ? 0 : st);
+  return m;
+}
+
+namespace {
+
 DeviceCaps read_caps(const vk::raii::PhysicalDevice& pd) {
   DeviceCaps c;
   auto props = pd.getProperties2<vk::PhysicalDeviceProperties2, vk::PhysicalDeviceSubgroupProperties,
@@ -147,35 +180,22 @@ DeviceCaps read_caps(const vk::raii::PhysicalDevice& pd) {
   c.storage16 = f11.storageBuffer16BitAccess;
   c.storage8 = f12.storageBuffer8BitAccess;
 
-  // Storage buffers: prefer memory that is device-local and host-visible-coherent (lavapipe, UMA),
-  // then any device-local type.
   const auto mem = pd.getMemoryProperties();
-  const auto want = vk::MemoryPropertyFlagBits::eDeviceLocal | vk::MemoryPropertyFlagBits::eHostVisible |
-                    vk::MemoryPropertyFlagBits::eHostCoherent;
-  int best = -1;
-  for (std::uint32_t i = 0; i < mem.memoryTypeCount; ++i) {
-    if ((mem.memoryTypes[i].propertyFlags & want) == want) {
-      best = static_cast<int>(i);
-      break;
-    }
-  }
-  c.host_coherent = best >= 0;
-  for (std::uint32_t i = 0; best < 0 && i < mem.memoryTypeCount; ++i)
-    if (mem.memoryTypes[i].propertyFlags & vk::MemoryPropertyFlagBits::eDeviceLocal) best = static_cast<int>(i);
-  c.memory_type = static_cast<std::uint32_t>(best < 0 ? 0 : best);
-  // Staging buffers (discrete GPUs: device-local memory the host cannot map) come from any
-  // host-visible coherent type.
-  const auto host = vk::MemoryPropertyFlagBits::eHostVisible | vk::MemoryPropertyFlagBits::eHostCoherent;
-  for (std::uint32_t i = 0; !c.has_staging && i < mem.memoryTypeCount; ++i) {
-    if ((mem.memoryTypes[i].propertyFlags & host) == host) {
-      c.staging_type = i;
-      c.has_staging = true;
-    }
-  }
-  if (c.host_coherent) c.staging_type = c.memory_type;
+  const MemoryChoice m = choose_memory(mem);
+  c.memory_type = m.memory_type;
+  c.host_coherent = m.mapped;
+  c.staging_type = m.staging_type;
+  c.has_staging = m.has_staging;
   // Tests take the discrete-GPU path on lavapipe: storage memory treated as unmappable, every
   // upload and readback through a staging buffer and a copy on the device.
   if (env_on("TRINE_VULKAN_FORCE_STAGING")) c.host_coherent = false;
+  // Tests give lavapipe a discrete GPU's shape: a largest allocation below maxStorageBufferRange
+  // (an H100: 4292870144 bytes against 4 GiB), so a storage can be in range and still not fit.
+  if (const char* env = std::getenv("TRINE_VULKAN_MAX_ALLOCATION_BYTES"); env && *env) {
+    char* end = nullptr;
+    const unsigned long long v = std::strtoull(env, &end, 10);
+    if (*end == '\0' && v > 0) c.max_allocation_size = std::min<std::uint64_t>(c.max_allocation_size, v);
+  }
   c.heap_bytes = mem.memoryHeaps[mem.memoryTypes[c.memory_type].heapIndex].size;
 
   const auto families = pd.getQueueFamilyProperties();
@@ -199,7 +219,8 @@ std::string capability_line(const DeviceCaps& c) {
          std::to_string(c.max_workgroup_size[0]) + "," + std::to_string(c.max_workgroup_size[1]) + "," +
          std::to_string(c.max_workgroup_size[2]) + "], count <= [" + std::to_string(c.max_workgroup_count[0]) + "," +
          std::to_string(c.max_workgroup_count[1]) + "," + std::to_string(c.max_workgroup_count[2]) +
-         "]; maxStorageBufferRange " + mib(c.max_storage_buffer_range) + "; heap " + mib(c.heap_bytes) +
+         "]; maxStorageBufferRange " + mib(c.max_storage_buffer_range) + "; largest allocation " +
+         mib(c.max_allocation_size) + "; heap " + mib(c.heap_bytes) +
          (c.host_coherent ? " host-visible coherent" : " device-local") + "; f16 " + (c.f16 ? "yes" : "no") +
          ", int8 " + (c.int8 ? "yes" : "no") + "; robustBufferAccess " +
          (!c.robust_access   ? "absent"

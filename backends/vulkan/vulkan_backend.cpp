@@ -93,6 +93,13 @@ class VulkanBackend final : public detail::Backend {
   void* allocate_staging(int index, std::size_t bytes) override {
     return allocate_buffer(instance_->device(index), bytes, /*staging=*/true);
   }
+  bool fits(int index, std::size_t bytes) const noexcept override {
+    try {
+      return fits_allocation(instance_->device(index).caps(), bytes);
+    } catch (...) {  // the device cannot be opened: the allocation itself reports why
+      return true;
+    }
+  }
   void deallocate(int, void* handle) noexcept override { free_buffer(static_cast<Allocation*>(handle)); }
   // Every allocation creates and binds a buffer (and large ones their memory): cached whatever its size.
   std::size_t cache_min_block() const noexcept override { return 1; }
