@@ -62,7 +62,9 @@ class Planner {
             if constexpr (std::is_same_v<T, Upload>) {
               n.kind = Node::upload;
               for (const auto& c : cands_)
-                n.cost.push_back(dispatch::predict_transfer(profile_, Device::cpu(), c.device, double(x.bytes)));
+                n.cost.push_back(c.backend->fits(c.device.index, x.dst->bytes())
+                                     ? dispatch::predict_transfer(profile_, Device::cpu(), c.device, double(x.bytes))
+                                     : k_inf);
               producer[x.dst.get()] = static_cast<int>(i);
             } else if constexpr (std::is_same_v<T, OpCall>) {
               n.kind = Node::op;

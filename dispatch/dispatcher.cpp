@@ -209,6 +209,17 @@ void log_decision(OpKind op, std::span<const Tensor> inputs, const dispatch::Dec
 }  // namespace
 
 bool runs_on(Backend& backend, Device device, const OpCall& call, std::string* why) {
+  // Every storage the call would need there (its output, inputs moved there) must fit one allocation.
+  auto fits = [&](const Tensor& t) {
+    if (!t.defined() || (t.device() == device && t.storage()->handle())) return true;
+    const std::size_t bytes = t.storage() && !t.storage()->handle() ? t.storage()->bytes() : static_cast<std::size_t>(bytes_of(t));
+    if (backend.fits(device.index, bytes)) return true;
+    if (why) *why = "a storage of " + std::to_string(bytes) + " bytes is more than " + device.str() + " can hold in one allocation";
+    return false;
+  };
+  if (!fits(call.output)) return false;
+  for (const auto& t : call.inputs)
+    if (!fits(t)) return false;
   OpCall probe;
   probe.op = call.op;
   probe.params = call.params;

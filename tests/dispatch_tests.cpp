@@ -80,6 +80,16 @@ std::uint64_t max_binding(Device vk) {
   return 0;
 }
 
+// The largest single allocation on a Vulkan device, from its capability line.
+std::uint64_t largest_allocation(Device vk) {
+  for (const auto& d : devices()) {
+    const auto at = d.capabilities.find("largest allocation ");
+    if (d.device == vk && at != std::string::npos) return std::stoull(d.capabilities.substr(at + 19)) << 20;
+  }
+  FAIL("no largest allocation in " << vk.str() << "'s capabilities");
+  return 0;
+}
+
 // Restores the built-in profile and the software opt-in after each test.
 struct Restore {
   ~Restore() {
@@ -318,6 +328,45 @@ TEST_CASE("a batch step over a device's limits is placed elsewhere", "[dispatch]
   const auto used = batch.devices();
   CHECK(std::find(used.begin(), used.end(), dev) == used.end());
   CHECK(out.get() == std::vector<float>(1000, 3.0f));
+}
+
+TEST_CASE("a batch step in range but over a device's largest allocation is placed elsewhere", "[dispatch][batch]") {
+  // An H100's largest Vulkan allocation (4292870144 bytes) is below its maxStorageBufferRange (4 GiB):
+  // a storage can be bound whole and still not be allocated, and a batch placed there failed.
+  // ctest gives lavapipe that shape (TRINE_VULKAN_MAX_ALLOCATION_BYTES below its 128 MiB range).
+  Restore restore;
+  const Device dev = other_device();
+  const std::uint64_t most = largest_allocation(dev), range = max_binding(dev);
+  if (most + (8u << 20) > range) {
+    std::printf("largest allocation %llu MiB is not below maxStorageBufferRange %llu MiB on %s: the case does not arise "
+                "(the ctest entry dispatch_allocation_limit lowers it)\n",
+                static_cast<unsigned long long>(most >> 20), static_cast<unsigned long long>(range >> 20), dev.str().c_str());
+    return;
+  }
+  dispatch::allow_software(true);
+  dispatch::Profile p = profile_where_then_cpu(dev);
+  for (auto& m : p.devices) {  // moving the large storage costs nothing: only the limit keeps it off `dev`
+    m.upload_bytes_per_s = m.readback_bytes_per_s = 1e18;
+    if (m.device != dev.str()) m.op_fixed_s = m.device == "cpu" ? 1e-3 : 1.0;
+  }
+  dispatch::set_profile(p);
+  const auto n = static_cast<std::int64_t>(most / 4) + (1 << 20);  // 4 MiB over, within range
+  Batch batch;
+  Tensor x = batch.upload(std::vector<float>(static_cast<std::size_t>(n), 1.5f), {n});
+  BatchRead out = batch.read(add(x.slice(0, 0, 1000), x.slice(0, 0, 1000)));
+  batch.run();
+  const auto used = batch.devices();
+  CHECK(std::find(used.begin(), used.end(), dev) == used.end());
+  CHECK(out.get() == std::vector<float>(1000, 3.0f));
+  // The eager dispatcher says why the device is out.
+  const Tensor big = Tensor::full({n}, 1.0f, DType::f32, Device::cpu());
+  const auto d = dispatch::decide(OpKind::relu, std::vector<Tensor>{big}, ActParams{});
+  CHECK_FALSE(d.device == dev);
+  for (const auto& c : d.candidates) {
+    if (!(c.device == dev)) continue;
+    CHECK_FALSE(c.eligible);
+    CHECK_THAT(c.why_not, Catch::Contains("in one allocation"));
+  }
 }
 
 TEST_CASE("a batch without a device is placed as a whole where the profile says", "[dispatch][batch]") {
