@@ -192,7 +192,7 @@ void check_op(OpKind op, const std::vector<Tensor>& inputs, const OpParams& para
   const ref::Array got = ref::from_tensor(out);
   REQUIRE(got.data.size() == expect.data.size());
   const ref::Comparison c = ref::compare(got.data, expect);
-  double bound = ref::error_bound(op, params, expect.terms) * ref::device_math_factor(out.device().kind);
+  double bound = ref::device_bound(op, params, expect.terms, out.device().kind);
   std::string path;
   if (op == OpKind::conv2d && out.device().kind == DeviceKind::cpu) {
     path = debug::cpu_conv2d_path(inputs[0].shape(), inputs[1].shape(), std::get<Conv2dParams>(params));

@@ -115,4 +115,13 @@ inline constexpr double winograd_f4_factor = 10.0;
 // rounded) keep the table as it is.
 inline double device_math_factor(DeviceKind kind) { return kind == DeviceKind::vulkan ? 2.0 : 1.0; }
 
+// The bound for a result of `op` computed on a device of `kind`. Vulkan's division is the one exact
+// op a device may round otherwise: the Vulkan environment of SPIR-V lets OpFDiv err by 2.5 ulp, and
+// an NVIDIA H100 gave quotients an ulp off (1.18 eps seen) where lavapipe divides exactly. Its
+// bound is 3 eps: 2.5 ulp, plus the half ulp of the reference's own rounding to f32.
+inline double device_bound(OpKind op, const OpParams& params, std::int64_t terms, DeviceKind kind) {
+  if (kind == DeviceKind::vulkan && op == OpKind::div) return 3 * f32_eps;
+  return error_bound(op, params, terms) * device_math_factor(kind);
+}
+
 }  // namespace trine::ref
