@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <csignal>
 #include <cstdio>
 #include <fstream>
 #include <sstream>
@@ -21,6 +22,14 @@
 #include "benches/trine_bench/report.hpp"
 
 namespace {
+
+volatile std::sig_atomic_t g_stop = 0;
+
+// The first SIGINT/SIGTERM asks the grid loop to stop; the second takes the default action.
+extern "C" void on_stop_signal(int sig) {
+  g_stop = sig;
+  std::signal(sig, SIG_DFL);
+}
 
 using namespace trine_bench;
 
@@ -124,17 +133,29 @@ int run(int argc, char** argv) {
   o.budget_s = budget > 0 ? budget : (quick ? 0.5 : 5.0);
   Runner runner(o, devices);
   const auto grid = make_grid(ops, quick);
+  report.planned = grid.size();
   Progress progress(grid.size() + 2 * devices.size());
   const auto t0 = std::chrono::steady_clock::now();
+  // Ctrl-C or a `timeout` (SIGTERM) ends the run after the row being measured, and what was
+  // measured is written as usual, marked incomplete; a second signal ends it at once.
+  std::signal(SIGINT, on_stop_signal);
+  std::signal(SIGTERM, on_stop_signal);
   for (const auto& c : grid) {
+    if (g_stop) break;
     progress.step(std::string(trine::op_info(c.op).name) + " " + c.size);
     report.rows.push_back(runner.run(c));
   }
+  report.interrupted = g_stop != 0;
+  if (report.interrupted)
+    std::fprintf(stderr, "\ntrine-bench: interrupted after %zu of %zu rows; writing what was measured\n", report.rows.size(),
+                 grid.size());
   for (const auto& d : devices) {
+    if (report.interrupted) break;
     progress.step("fixed cost on " + d.device.str());
     report.fixed.push_back(runner.fixed_cost(d.device));
   }
   for (const auto& d : devices) {
+    if (report.interrupted) break;
     progress.step("64-op chains on " + d.device.str());
     // 4K floats (where the fixed cost per call dominates) and 1M (where memory does); the emulator
     // only the small one.
@@ -161,7 +182,7 @@ int run(int argc, char** argv) {
   write_page(report, s, plots, out / "index.md");
   std::printf("\nwrote %s/{table.txt,results.csv,results.json,index.md} and %zu plot(s) in %s/plots (%.0f s)\n",
               out.string().c_str(), plots.size(), out.string().c_str(), report.seconds);
-  return 0;
+  return report.interrupted ? 128 + static_cast<int>(g_stop) : 0;  // as a shell reports a signal's end
 }
 
 }  // namespace

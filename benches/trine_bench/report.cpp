@@ -104,7 +104,10 @@ Summary summarize(const Report& r) {
 }
 
 std::string summary_text(const Report& r, const Summary& s) {
-  std::string out = fmt::format("regret (auto's time / the best device's, {} rows): geometric mean {:.3f}, worst {:.2f}{}\n",
+  std::string out = r.interrupted ? fmt::format("interrupted: {} of {} grid rows measured; the fixed costs and chains were not\n",
+                                                r.rows.size(), r.planned)
+                                  : std::string();
+  out += fmt::format("regret (auto's time / the best device's, {} rows): geometric mean {:.3f}, worst {:.2f}{}\n",
                                 s.rows_with_regret, s.regret_geomean, s.regret_max, s.worst.empty() ? "" : " at " + s.worst);
   for (const auto& m : s.model) {
     out += fmt::format("model vs measured on {}: median |log(pred/meas)| {:.2f}, 90th percentile {:.2f} ({} cells)\n",
@@ -154,6 +157,8 @@ void write_json(const Report& r, const Summary& s, const std::filesystem::path& 
   j["quick"] = r.quick;
   j["profile"] = r.profile_source;
   j["seconds"] = r.seconds;
+  j["complete"] = !r.interrupted;
+  j["rows_planned"] = r.planned;
   for (const auto& d : r.devices) j["devices"].push_back({{"device", d.device.str()}, {"name", d.name}, {"software", d.software}});
   j["rows"] = nlohmann::json::array();
   for (const auto& row : r.rows) {
@@ -248,6 +253,8 @@ void write_page(const Report& r, const Summary& s, const std::vector<std::filesy
                 const std::filesystem::path& path) {
   std::ofstream md(path);
   md << "# trine-bench" << (r.quick ? " --quick" : "") << "\n\n";
+  if (r.interrupted)
+    md << "**Interrupted:** " << r.rows.size() << " of " << r.planned << " grid rows measured; no fixed costs or chains.\n\n";
   md << "trine " << trine::version() << ", cost model from " << r.profile_source << ", " << fmt::format("{:.0f}", r.seconds)
      << " s. Devices:\n\n";
   for (const auto& d : r.devices) md << "- `" << d.device.str() << "` " << d.name << (d.software ? " (software)" : "") << "\n";

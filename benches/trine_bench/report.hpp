@@ -17,6 +17,9 @@ struct Report {
   std::string profile_source;
   bool quick = false;
   double seconds = 0;  // the whole run
+  // Stopped by SIGINT or SIGTERM after `rows` of `planned` grid rows: what was measured is written.
+  bool interrupted = false;
+  std::size_t planned = 0;
 };
 
 // "1.23 ms"
