@@ -14,6 +14,7 @@
 #include <chrono>
 #include <csignal>
 #include <cstdio>
+#include <ctime>
 #include <fstream>
 #include <sstream>
 
@@ -24,11 +25,24 @@
 namespace {
 
 volatile std::sig_atomic_t g_stop = 0;
+std::timespec g_stop_at{};
 
-// The first SIGINT/SIGTERM asks the grid loop to stop; the second takes the default action.
+// The first SIGINT/SIGTERM asks the grid loop to stop; one more, half a second or later, ends the
+// process at once. `timeout` (without --foreground) signals the child and then its whole process
+// group, so the same stop arrives twice within microseconds: that second one is ignored.
 extern "C" void on_stop_signal(int sig) {
-  g_stop = sig;
-  std::signal(sig, SIG_DFL);
+  std::timespec now{};
+  clock_gettime(CLOCK_MONOTONIC, &now);  // async-signal-safe
+  if (!g_stop) {
+    g_stop = sig;
+    g_stop_at = now;
+    return;
+  }
+  const double since = static_cast<double>(now.tv_sec - g_stop_at.tv_sec) + 1e-9 * static_cast<double>(now.tv_nsec - g_stop_at.tv_nsec);
+  if (since >= 0.5) {
+    std::signal(sig, SIG_DFL);
+    std::raise(sig);
+  }
 }
 
 using namespace trine_bench;
