@@ -94,11 +94,9 @@ class VulkanBackend final : public detail::Backend {
     return allocate_buffer(instance_->device(index), bytes, /*staging=*/true);
   }
   bool fits(int index, std::size_t bytes) const noexcept override {
-    try {
-      return fits_allocation(instance_->device(index).caps(), bytes);
-    } catch (...) {  // the device cannot be opened: the allocation itself reports why
-      return true;
-    }
+    // The physical device's limits: asking opens no logical device.
+    if (!instance_ || index < 0 || static_cast<std::size_t>(index) >= instance_->count()) return true;
+    return fits_allocation(instance_->caps(index), bytes);
   }
   void deallocate(int, void* handle) noexcept override { free_buffer(static_cast<Allocation*>(handle)); }
   // Every allocation creates and binds a buffer (and large ones their memory): cached whatever its size.
