@@ -48,9 +48,6 @@ struct DeviceState {
 
 class CudaCompletion;
 
-// A submission in flight and its completion, held by the backend until the stream has passed it.
-// The completion holds only its event: a Storage -> writer -> submission -> Storage cycle would
-// keep memory alive when nobody reads the result.
 // Page-locked buffers that a submission's uploads were staged through; freed once it completed.
 struct PinnedStaging {
   const DriverApi* api = nullptr;
@@ -75,6 +72,9 @@ struct HostCopy {
   }
 };
 
+// A submission in flight and its completion, held by the backend until the stream has passed it.
+// The completion holds only its event: a Storage -> writer -> submission -> Storage cycle would
+// keep memory alive when nobody reads the result.
 struct InFlight {
   std::shared_ptr<CudaCompletion> done;
   std::shared_ptr<detail::Submission> submission;
@@ -358,10 +358,10 @@ class CudaBackend final : public detail::Backend {
     }
     ++stats_.submissions;
     std::size_t i = 0;
-    // An upload whose source another backend is still writing cannot be handed to
-    // cuMemcpyHtoDAsync: from pageable memory the driver may read the source during the call,
-    // before the host function above has waited for that work (seen on a real GPU; the emulator
-    // reads such a source at the call too). Such uploads go through page-locked buffers that a
+    // While another backend's work is pending, an upload cannot hand its source to
+    // cuMemcpyHtoDAsync: from pageable memory the driver may read it during the call, before the
+    // host function above has waited for that work (seen on a real GPU; the emulator reads such a
+    // source at the call too). The submission's uploads then go through page-locked buffers that a
     // host function fills once the work is done, and the submission is not recorded as a graph.
     std::shared_ptr<PinnedStaging> staging;
     if (foreign) {
