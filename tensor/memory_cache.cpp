@@ -28,6 +28,12 @@ std::size_t size_class(std::size_t bytes, std::size_t min_block) {
   return (bytes + step - 1) / step * step;
 }
 
+// Whether a block of `bytes` is allocated at its size class (and so may be cached): always, unless
+// the class is over what the device can allocate at once while `bytes` is not.
+bool at_class(const Backend& backend, Device device, std::size_t bytes, std::size_t cls) {
+  return cls == bytes || backend.fits(device.index, cls) || !backend.fits(device.index, bytes);
+}
+
 std::size_t default_limit() {
   if (const char* env = std::getenv("TRINE_CACHE_LIMIT"); env && *env) {
     char* end = nullptr;
@@ -85,6 +91,9 @@ void* cached_allocate(Backend& backend, Device device, std::size_t bytes, Memory
   const std::size_t min_block = backend.cache_min_block();
   if (bytes < min_block) return allocate(bytes);
   const std::size_t cls = size_class(bytes, min_block);
+  // A size whose class would not fit the device (its largest allocation) but which does itself:
+  // allocated exactly and never cached (cached_deallocate sees the same), or it could not exist.
+  if (!at_class(backend, device, bytes, cls)) return allocate(bytes);
   DeviceCache& c = caches().of(device, &backend);
   {
     std::lock_guard<std::mutex> lock(c.mu);
@@ -123,6 +132,10 @@ void cached_deallocate(Backend& backend, Device device, void* handle, std::size_
     return;
   }
   const std::size_t cls = size_class(bytes, min_block);
+  if (!at_class(backend, device, bytes, cls)) {  // allocated exactly (cached_allocate)
+    backend.deallocate(device.index, handle);
+    return;
+  }
   DeviceCache& c = caches().of(device, &backend);
   std::lock_guard<std::mutex> lock(c.mu);
   if (c.stats.cached_bytes + cls > c.stats.cache_limit) {
