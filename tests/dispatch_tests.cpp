@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "backends/entries.hpp"
+#include "tests/vulkan_harness.hpp"
 #include "trine/dispatch.hpp"
 #include "trine/trine.hpp"
 
@@ -69,26 +70,10 @@ dispatch::Profile profile_matmul_on(Device dev) {
   return p;
 }
 
-// The most one shader binding addresses on a Vulkan device (128 MiB on lavapipe), from its
-// capability line.
-std::uint64_t max_binding(Device vk) {
-  for (const auto& d : devices()) {
-    const auto at = d.capabilities.find("maxStorageBufferRange ");
-    if (d.device == vk && at != std::string::npos) return std::stoull(d.capabilities.substr(at + 22)) << 20;
-  }
-  FAIL("no maxStorageBufferRange in " << vk.str() << "'s capabilities");
-  return 0;
-}
-
-// The largest single allocation on a Vulkan device, from its capability line.
-std::uint64_t largest_allocation(Device vk) {
-  for (const auto& d : devices()) {
-    const auto at = d.capabilities.find("largest allocation ");
-    if (d.device == vk && at != std::string::npos) return std::stoull(d.capabilities.substr(at + 19)) << 20;
-  }
-  FAIL("no largest allocation in " << vk.str() << "'s capabilities");
-  return 0;
-}
+// The most one shader binding addresses on a Vulkan device (128 MiB on lavapipe), and its largest
+// single allocation.
+std::uint64_t max_binding(Device vk) { return test::capability_bytes(vk, "maxStorageBufferRange"); }
+std::uint64_t largest_allocation(Device vk) { return test::capability_bytes(vk, "largest allocation"); }
 
 // Restores the built-in profile and the software opt-in after each test.
 struct Restore {

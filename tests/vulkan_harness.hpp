@@ -3,6 +3,7 @@
 
 #include <catch2/catch.hpp>
 
+#include <cstdint>
 #include <string>
 
 #include "backends/vulkan/debug.hpp"
@@ -19,6 +20,17 @@ inline void require_vulkan() {
     INFO("vulkan backend: " << s.reason);
     REQUIRE(s.available);
   }
+}
+
+// A size a Vulkan device's capability line gives in MiB after `key` ("maxStorageBufferRange 128
+// MiB", "largest allocation 2048 MiB"), in bytes; fails the test where the line has none.
+inline std::uint64_t capability_bytes(Device vk, const std::string& key) {
+  for (const auto& d : devices()) {
+    const auto at = d.capabilities.find(key + " ");
+    if (d.device == vk && at != std::string::npos) return std::stoull(d.capabilities.substr(at + key.size() + 1)) << 20;
+  }
+  FAIL("no " << key << " in " << vk.str() << "'s capabilities");
+  return 0;
 }
 
 // Every validation message since the last call fails the current test.

@@ -368,11 +368,7 @@ TEST_CASE("vulkan: a tensor under the largest allocation whose cache size class 
   // The memory cache rounds a request up by up to 1/8 of its power of two; near a discrete GPU's
   // largest allocation (an H100: 4292870144 bytes) that rounding alone made a fitting tensor fail.
   // ctest's vulkan_allocation_size lowers lavapipe's largest allocation to 64 MiB to meet it.
-  std::uint64_t most = 0;
-  for (const auto& d : devices()) {
-    const auto at = d.capabilities.find("largest allocation ");
-    if (d.device == k_vk && at != std::string::npos) most = std::stoull(d.capabilities.substr(at + 19)) << 20;
-  }
+  const std::uint64_t most = test::capability_bytes(k_vk, "largest allocation");
   REQUIRE(most > 0);
   if (most > (std::uint64_t{256} << 20)) {
     std::printf("largest allocation %llu MiB on %s: over this test's 256 MiB (ctest vulkan_allocation_size lowers it)\n",
