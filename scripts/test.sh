@@ -6,9 +6,9 @@
 #      through find_package and through pkg-config
 #   3. the installed trine-info run with no LD_LIBRARY_PATH, from the install prefix and from a
 #      second prefix (installed tools find libtrine through their relative RPATH)
-#   4. the PTX parser fuzzer (scripts/fuzz.sh: clang, libFuzzer, ASan + UBSan) for 45 s, seeded
+#   4. the PTX parser fuzzer (scripts/fuzz.sh: clang, libFuzzer, ASan + UBSan) for 30 s, seeded
 #      with every shipped kernel's PTX
-#   5. the same tests once more under AddressSanitizer + UndefinedBehaviorSanitizer
+#   5. the same tests once more (but ptx_ptxas, ops_fresh_seed and the tour) under AddressSanitizer + UndefinedBehaviorSanitizer
 #   6. a ThreadSanitizer build running the thread pool, async and batch suites, and the
 #      differential suite with 2 threads
 # --quick skips steps 5 and 6. Each step prints its start time and how long it took.
@@ -62,8 +62,8 @@ for prefix in "$root/install" "$root/relocated"; do
   echo "ok: $prefix/bin/trine-info"
 done
 
-step "PTX parser fuzzer: build and a 45 s run"
-TRINE_PTX="$root/release/trine-ptx" FUZZ_SEED=1 scripts/fuzz.sh 45
+step "PTX parser fuzzer: build and a 30 s run"
+TRINE_PTX="$root/release/trine-ptx" FUZZ_SEED=1 scripts/fuzz.sh 30
 
 if [[ $quick == 1 ]]; then
   echo "quick run: sanitizer builds skipped"
