@@ -70,6 +70,17 @@ dispatch::Profile profile_matmul_on(Device dev) {
   return p;
 }
 
+// `dev` computes fastest and moving storage costs nothing anywhere: only a device limit keeps a
+// large storage off it.
+dispatch::Profile profile_only_limits_keep_off(Device dev) {
+  dispatch::Profile p = profile_where_then_cpu(dev);
+  for (auto& m : p.devices) {
+    m.upload_bytes_per_s = m.readback_bytes_per_s = 1e18;
+    if (m.device != dev.str()) m.op_fixed_s = m.device == "cpu" ? 1e-3 : 1.0;
+  }
+  return p;
+}
+
 // The most one shader binding addresses on a Vulkan device (128 MiB on lavapipe), and its largest
 // single allocation.
 std::uint64_t max_binding(Device vk) { return test::capability_bytes(vk, "maxStorageBufferRange"); }
@@ -296,12 +307,7 @@ TEST_CASE("a batch step over a device's limits is placed elsewhere", "[dispatch]
   Restore restore;
   const Device dev = other_device();
   dispatch::allow_software(true);
-  dispatch::Profile p = profile_where_then_cpu(dev);
-  for (auto& m : p.devices) {  // moving the large storage costs nothing: only the limit keeps it off `dev`
-    m.upload_bytes_per_s = m.readback_bytes_per_s = 1e18;
-    if (m.device != dev.str()) m.op_fixed_s = m.device == "cpu" ? 1e-3 : 1.0;
-  }
-  dispatch::set_profile(p);
+  dispatch::set_profile(profile_only_limits_keep_off(dev));
   // A small view of a recorded tensor over the range: the view moves with its whole storage, which
   // add binds whole.
   const auto n = static_cast<std::int64_t>(max_binding(dev) / 4) + 1024;
@@ -329,12 +335,7 @@ TEST_CASE("a batch step in range but over a device's largest allocation is place
     return;
   }
   dispatch::allow_software(true);
-  dispatch::Profile p = profile_where_then_cpu(dev);
-  for (auto& m : p.devices) {  // moving the large storage costs nothing: only the limit keeps it off `dev`
-    m.upload_bytes_per_s = m.readback_bytes_per_s = 1e18;
-    if (m.device != dev.str()) m.op_fixed_s = m.device == "cpu" ? 1e-3 : 1.0;
-  }
-  dispatch::set_profile(p);
+  dispatch::set_profile(profile_only_limits_keep_off(dev));
   const auto n = static_cast<std::int64_t>(most / 4) + (1 << 20);  // 4 MiB over, within range
   Batch batch;
   Tensor x = batch.upload(std::vector<float>(static_cast<std::size_t>(n), 1.5f), {n});
