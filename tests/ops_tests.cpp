@@ -317,6 +317,9 @@ TEST_CASE("conv2d: stride, padding, dilation, groups, bias", "[ops][conv2d]") {
       {1, 6, 9, 9, 4, 1, 1, {}, false},             // 1x1
       {1, 6, 9, 9, 4, 1, 1, {2, 0, 1, 1}, true},    // strided 1x1
       {1, 2, 3, 3, 3, 3, 3, {1, 0, 1, 1}, true},    // kernel equal to the input
+      // Winograd F(4x4) (forced) pads a 2-column row into phases of which the last has no input
+      // column: it must be zeros, not what the 9 x 9 case before it left in the same scratch
+      {1, 3, 9, 9, 2, 3, 3, {1, 1, 1, 1}, true},
       {1, 3, 2, 2, 2, 3, 3, {1, 1, 1, 1}, true},    // kernel larger than the input, fits with padding
       {1, 3, 64, 64, 16, 7, 7, {2, 3, 1, 1}, true},
       {2, 32, 56, 56, 64, 3, 3, {1, 1, 1, 1}, true},  // large

@@ -186,7 +186,11 @@ void pad_phases(const Conv2dArgs& a, const Plan& p, const float* x, float* dst) 
       std::fill(ph, ph + u0, 0.0f);
       for (i64 u = u0; u < ua; ++u) ph[u] = s[m * u];
       for (i64 u = ub; u < u1; ++u) ph[u] = s[m * u];
-      std::fill(ph + std::max(u1, vb), ph + p.Up, 0.0f);  // [u1, vb): zeros split above
+      // Past the row: zeros, but for [va, vb), which the split above wrote (zeros past the row).
+      // A phase can end before va (a row narrower than the padding plus the phase): [u1, va) is
+      // written here, or the scratch's last contents are read as input.
+      std::fill(ph + u1, ph + std::max(u1, va), 0.0f);
+      std::fill(ph + std::max(u1, vb), ph + p.Up, 0.0f);
     }
   }
 }
