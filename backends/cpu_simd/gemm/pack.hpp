@@ -2,9 +2,11 @@
 // micro-kernel reads, plus the per-thread aligned scratch the packed blocks live in.
 #pragma once
 
+#include <algorithm>
 #include <bit>
 #include <cstdint>
 #include <cstdlib>
+#include <limits>
 #include <string>
 
 #include "backends/cpu_simd/gemm/config.hpp"
@@ -35,6 +37,9 @@ class AlignedBuffer {
                     "[gemm] could not allocate " + std::to_string(bytes) + " bytes of packing scratch");
       capacity_ = n;
     }
+#if defined(TRINE_POISON_SCRATCH)
+    std::fill_n(data_, n, std::numeric_limits<float>::quiet_NaN());  // CMakeLists.txt says why
+#endif
     return data_;
   }
 
