@@ -99,6 +99,38 @@ inline void store_run(float* y, i64 n, bool stream, Full&& full, Part&& part) {
   if (i < n) store_partial(y + i, n - i, part(i, n - i));
 }
 
+// store_run for kernels whose one vector is a long dependency chain: block(i, out) computes the U
+// vectors from i at once (interleaved, so their latencies overlap), part(i, r) whatever is left
+// after the last whole block (r <= vec_width). Streaming and its head as store_run.
+template <int U, class Block, class Part>
+inline void store_run_blocks(float* y, i64 n, bool stream, Block&& block, Part&& part) {
+  constexpr i64 span = U * vec_width;
+  i64 i = 0;
+  const bool nt = stream && n >= stream_min_run;
+  if (nt) {
+    constexpr auto align = static_cast<std::uintptr_t>(vec_width * 4);
+    i = std::min<i64>(n, static_cast<i64>((align - reinterpret_cast<std::uintptr_t>(y) % align) % align) / 4);
+    if (i > 0) store_partial(y, i, part(i64{0}, i));
+  }
+  batch_f32 out[U];
+  for (; i + span <= n; i += span) {
+    block(i, out);
+#pragma GCC unroll 4
+    for (int k = 0; k < U; ++k) {
+      if (nt) {
+        store_stream(y + i + k * vec_width, out[k]);
+      } else {
+        out[k].store_unaligned(y + i + k * vec_width);
+      }
+    }
+  }
+  for (; i < n; i += vec_width) {
+    const i64 r = std::min(vec_width, n - i);
+    store_partial(y + i, r, part(i, r));
+  }
+  if (nt) _mm_sfence();
+}
+
 inline float hsum(const batch_f32& v) { return xsimd::hadd(v); }
 
 // Lane i of the result = hsum(rows[i]), for vec_width rows. xsimd 8.1's AVX-512 haddp returns the
