@@ -1,7 +1,8 @@
 # Checks that each ISA's kernel object (see CMakeLists.txt) exports nothing but its table(): any
 # other global or weak definition could be merged with another ISA's copy by the linker, and the
 # SSE4.2 path could then run AVX-512 code (SIGILL on older CPUs; invisible on an AVX-512 machine).
-foreach(isa sse4_2 avx2 avx512)
+string(REPLACE "," ";" ISAS "${ISAS}")  # TRINE_CPU_ISAS, comma-separated by tests/CMakeLists.txt
+foreach(isa ${ISAS})
   set(obj ${OBJ_DIR}/trine_cpu_${isa}.o)
   if(NOT EXISTS ${obj})
     message(FATAL_ERROR "missing ${obj}")

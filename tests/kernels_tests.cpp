@@ -190,14 +190,18 @@ TEST_CASE("an allocation that fails inside a kernel is out_of_memory named after
 
 namespace {
 
-// The kernel tables this CPU can run, with the ISA's name.
+// The kernel tables this build has (TRINE_CPU_ISAS) and this CPU can run, with the ISA's name.
 std::vector<const trine::cpu::KernelTable*> runnable_tables() {
   std::vector<const trine::cpu::KernelTable*> t{&trine::cpu::sse4_2::table()};
+#if defined(TRINE_CPU_BUILT_AVX2)
   if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && __builtin_cpu_supports("f16c"))
     t.push_back(&trine::cpu::avx2::table());
+#endif
+#if defined(TRINE_CPU_BUILT_AVX512)
   if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512dq") &&
       __builtin_cpu_supports("avx512cd") && __builtin_cpu_supports("avx512vl"))
     t.push_back(&trine::cpu::avx512::table());
+#endif
   return t;
 }
 

@@ -69,29 +69,50 @@ IsaChoice choose_isa() {
   struct Isa {
     const char* name;
     bool present;
-    const KernelTable& (*table)();
+    const KernelTable& (*table)();  // null: not built (TRINE_CPU_ISAS)
     const char* why_best;
   };
-  // Best first: the default is the first one this CPU has.
+#if defined(TRINE_CPU_BUILT_AVX512)
+  constexpr auto avx512_table = &avx512::table;
+#else
+  constexpr const KernelTable& (*avx512_table)() = nullptr;
+#endif
+#if defined(TRINE_CPU_BUILT_AVX2)
+  constexpr auto avx2_table = &avx2::table;
+#else
+  constexpr const KernelTable& (*avx2_table)() = nullptr;
+#endif
+  constexpr auto sse4_2_table = &sse4_2::table;  // always built (CMakeLists.txt)
+  // Best first: the default is the first one built that this CPU has.
   const Isa isas[] = {
-      {"avx512", have.avx512bw && have.avx512dq && have.avx512cd && have.avx512f, &avx512::table,
+      {"avx512", have.avx512bw && have.avx512dq && have.avx512cd && have.avx512f, avx512_table,
        "best this CPU supports (avx512f/cd/dq/bw present)"},
       // F16C too (the conversions use it): every AVX2 CPU made has it, xsimd does not ask.
-      {"avx2", have.fma3_avx2 && __builtin_cpu_supports("f16c"), &avx2::table,
+      {"avx2", have.fma3_avx2 && __builtin_cpu_supports("f16c"), avx2_table,
        "best this CPU supports (avx2+fma+f16c present, no avx512bw)"},
-      {"sse4_2", static_cast<bool>(have.sse4_2), &sse4_2::table, "best this CPU supports (no avx2+fma+f16c)"},
+      {"sse4_2", static_cast<bool>(have.sse4_2), sse4_2_table, "best this CPU supports (no avx2+fma+f16c)"},
   };
   IsaChoice c;
   const char* env = std::getenv("TRINE_CPU_ISA");
   const std::string want = env ? env : "";
+  std::string built;
+  for (const Isa& isa : isas)
+    if (isa.table) built += std::string(built.empty() ? "" : ", ") + isa.name;
   for (const Isa& isa : isas) {
     if (!want.empty() && want != isa.name) continue;
+    if (!isa.table) {
+      if (want.empty()) continue;
+      c.error = "TRINE_CPU_ISA=" + want + " was requested but this build has no " + want +
+                " kernels (built with TRINE_CPU_ISAS: " + built + ")";
+      return c;
+    }
     if (!isa.present) {
       if (want.empty()) continue;
       c.error = "TRINE_CPU_ISA=" + want + " was requested but this CPU does not support it";
       return c;
     }
-    return {&isa.table(), isa.name, want.empty() ? isa.why_best : "TRINE_CPU_ISA=" + want, {}};
+    const std::string why = isa.why_best + std::string(built == "avx512, avx2, sse4_2" ? "" : "; built: " + built);
+    return {&isa.table(), isa.name, want.empty() ? why : "TRINE_CPU_ISA=" + want, {}};
   }
   c.error = want.empty() ? "this CPU lacks SSE4.2, the oldest instruction set trine's kernels are built for"
                          : "TRINE_CPU_ISA='" + want + "' is not one of sse4_2, avx2, avx512";
