@@ -79,29 +79,12 @@ inline void store_stream(float* p, const batch_f32& v) {
 // ends would mix normal and non-temporal stores to one line, and each run pays a fence.
 inline constexpr i64 stream_min_run = 1024;
 
-// y[i, i + vec_width) = full(i) for each whole vector of [0, n), and the first r lanes of
-// part(i, r) for the rest. With `stream` (and n >= stream_min_run), whole vectors at
-// vector-aligned addresses are stored non-temporally (the unaligned head goes through part()), and
-// the stores are fenced before the return, so the thread that waits for this chunk sees them.
-template <class Full, class Part>
-inline void store_run(float* y, i64 n, bool stream, Full&& full, Part&& part) {
-  i64 i = 0;
-  if (stream && n >= stream_min_run) {
-    constexpr auto align = static_cast<std::uintptr_t>(vec_width * 4);
-    const i64 head = std::min<i64>(n, static_cast<i64>((align - reinterpret_cast<std::uintptr_t>(y) % align) % align) / 4);
-    if (head > 0) store_partial(y, head, part(i64{0}, head));
-    for (i = head; i + vec_width <= n; i += vec_width) store_stream(y + i, full(i));
-    if (i < n) store_partial(y + i, n - i, part(i, n - i));
-    _mm_sfence();
-    return;
-  }
-  for (; i + vec_width <= n; i += vec_width) full(i).store_unaligned(y + i);
-  if (i < n) store_partial(y + i, n - i, part(i, n - i));
-}
-
-// store_run for kernels whose one vector is a long dependency chain: block(i, out) computes the U
-// vectors from i at once (interleaved, so their latencies overlap), part(i, r) whatever is left
-// after the last whole block (r <= vec_width). Streaming and its head as store_run.
+// y[i, i + U * vec_width) = the U vectors block(i, out) writes to out, for each whole block of
+// [0, n), and the first r <= vec_width lanes of part(i, r) for the rest (U > 1: for kernels whose
+// one vector is a long dependency chain, computed U at once so their latencies overlap). With
+// `stream` (and n >= stream_min_run), whole vectors at vector-aligned addresses are stored
+// non-temporally (the unaligned head goes through part()), and the stores are fenced before the
+// return, so the thread that waits for this chunk sees them.
 template <int U, class Block, class Part>
 inline void store_run_blocks(float* y, i64 n, bool stream, Block&& block, Part&& part) {
   constexpr i64 span = U * vec_width;
@@ -113,15 +96,17 @@ inline void store_run_blocks(float* y, i64 n, bool stream, Block&& block, Part&&
     if (i > 0) store_partial(y, i, part(i64{0}, i));
   }
   batch_f32 out[U];
-  for (; i + span <= n; i += span) {
-    block(i, out);
+  if (nt) {  // two loops: relu's vector is too little work to share with a branch
+    for (; i + span <= n; i += span) {
+      block(i, out);
 #pragma GCC unroll 4
-    for (int k = 0; k < U; ++k) {
-      if (nt) {
-        store_stream(y + i + k * vec_width, out[k]);
-      } else {
-        out[k].store_unaligned(y + i + k * vec_width);
-      }
+      for (int k = 0; k < U; ++k) store_stream(y + i + k * vec_width, out[k]);
+    }
+  } else {
+    for (; i + span <= n; i += span) {
+      block(i, out);
+#pragma GCC unroll 4
+      for (int k = 0; k < U; ++k) out[k].store_unaligned(y + i + k * vec_width);
     }
   }
   for (; i < n; i += vec_width) {
@@ -129,6 +114,12 @@ inline void store_run_blocks(float* y, i64 n, bool stream, Block&& block, Part&&
     store_partial(y + i, r, part(i, r));
   }
   if (nt) _mm_sfence();
+}
+
+// The same, a vector at a time: full(i) returns y[i, i + vec_width).
+template <class Full, class Part>
+inline void store_run(float* y, i64 n, bool stream, Full&& full, Part&& part) {
+  store_run_blocks<1>(y, n, stream, [&](i64 i, batch_f32(&out)[1]) { out[0] = full(i); }, part);
 }
 
 inline float hsum(const batch_f32& v) { return xsimd::hadd(v); }
