@@ -13,7 +13,7 @@
 #include <vector>
 
 #include "backends/vulkan/debug.hpp"
-#if __has_include(<vulkan/vulkan_raii.hpp>)
+#if defined(TRINE_VULKAN_BUILT)  // the Vulkan backend is compiled in (tests/CMakeLists.txt)
 #include "backends/vulkan/context.hpp"
 #include "backends/vulkan/memory.hpp"
 #define TRINE_TEST_VK_MEMORY 1

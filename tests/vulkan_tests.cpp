@@ -20,7 +20,7 @@
 #include <vector>
 
 #include "backends/vulkan/debug.hpp"
-#if __has_include(<vulkan/vulkan_raii.hpp>)
+#if defined(TRINE_VULKAN_BUILT)  // the Vulkan backend is compiled in (tests/CMakeLists.txt)
 #include "backends/vulkan/vk_check.hpp"
 #define TRINE_TEST_VK_CHECK 1
 #endif

@@ -81,7 +81,9 @@ std::string version_str(std::uint32_t v) {
 std::string subgroup_ops_str(vk::SubgroupFeatureFlags f) {
   std::string s;
   auto add = [&](vk::SubgroupFeatureFlagBits b, const char* n) {
-    if (f & b) s += (s.empty() ? "" : "|") + std::string(n);
+    if (!(f & b)) return;
+    if (!s.empty()) s += '|';
+    s += n;
   };
   add(vk::SubgroupFeatureFlagBits::eBasic, "basic");
   add(vk::SubgroupFeatureFlagBits::eVote, "vote");

@@ -468,7 +468,13 @@ std::unique_ptr<Backend> make_vulkan_backend(std::string& reason, bool& built) {
       return nullptr;
     }
     reason = std::to_string(instance->count()) + " device(s):";
-    for (const auto& d : instance->infos()) reason += " " + d.device.str() + " " + d.name + ";";
+    for (const auto& d : instance->infos()) {
+      reason += ' ';
+      reason += d.device.str();
+      reason += ' ';
+      reason += d.name;
+      reason += ';';
+    }
     if (instance->validation()) reason += " validation layer on";
     return std::make_unique<vulkan::VulkanBackend>(std::move(instance));
   } catch (const Error& e) {
