@@ -23,12 +23,13 @@ constexpr bool act_costly(Activation a) {
   return !(a == Activation::identity || a == Activation::relu || a == Activation::leaky_relu || a == Activation::clip);
 }
 
-// e^a for a in [-87, 0] (a NaN or outside gives garbage: the caller clamps), in 12 vector
+// e^a for a in [-87, 0] (NaN gives NaN; outside the range, garbage: the caller clamps), in 12 vector
 // operations where xsimd::exp takes about 30 for the whole range and its special cases: a = n ln 2
 // + r with |r| <= ln 2 / 2 (n rounded by adding 1.5 * 2^23; ln 2 split so n * hi is exact without
 // FMA), e^r = 1 + r + r^2 q(r) with q a degree-4 least-squares fit (scripts/fit-gelu.py: 0.18
 // half-ulp from e^r in exact arithmetic, 1.43 in f32), then 2^n added to the exponent bits, which
-// stay normal while n >= -125 (a >= -86.9).
+// stay normal while n >= -125 (a >= -86.9). n reaches the exponent through a conversion, not
+// through t's bits, so a NaN's payload cannot move the exponent of the NaN that e then is.
 [[gnu::always_inline]] inline batch_f32 exp_bounded(const batch_f32& a) {
   using batch_i32 = xsimd::batch<std::int32_t, Arch>;
   const batch_f32 magic(12582912.0f);  // 1.5 * 2^23: adding it rounds to an integer
@@ -42,30 +43,29 @@ constexpr bool act_costly(Activation a) {
   q = xsimd::fma(q, r, batch_f32(0.166665763f));
   q = xsimd::fma(q, r, batch_f32(0.5f));
   const batch_f32 e = xsimd::fma(q, r * r, r) + batch_f32(1.0f);
-  const batch_i32 shift = (xsimd::bitwise_cast<batch_i32>(t) - xsimd::bitwise_cast<batch_i32>(magic)) << 23;
+  const batch_i32 shift = xsimd::to_int(n) << 23;
   return xsimd::bitwise_cast<batch_f32>(xsimd::bitwise_cast<batch_i32>(e) + shift);
 }
 
-// erfc(z) in place for U vectors of z >= 0 (or NaN), step by step across the U vectors, so that
-// their dependency chains (a division, 8 FMAs, an exp: ~100 cycles) overlap: one vector at a time
-// ran at 7 cycles an element on Zen 3, latency-bound.
+// |x| erfc(|x| / sqrt 2) / 2 in place of a = |x| for U vectors with 0 <= a <= 13 (the caller caps
+// it), step by step across the U vectors, so that their dependency chains (a division, 8 FMAs, an
+// exp: ~100 cycles) overlap: one vector at a time ran at 7 cycles an element on Zen 3, latency-bound.
 // erfc(z) = t exp(g(s) - z^2) with t = 2 / (2 + z), s = z / (2 + z) in [0, 1): g(s) = ln(erfc(z) / t)
 // + z^2 is smooth on [0, 1], g(0) = 0; the polynomial is a weighted least-squares fit of degree 8
-// (scripts/fit-gelu.py, which also models this code in f32: at most 1.07 eps on gelu's measure; the
-// conformance suite saw 1.32 of its bound's 3). The exp's argument is exact up to the fit: z^2's
-// rounding is added back by an fma. z is capped at 20, far past where erfc underflows in f32 (an
-// infinite z would give inf * 0 = NaN in s); a NaN z takes the cap too, and the caller's x keeps
-// the NaN.
+// (scripts/fit-gelu.py, which also models this code in f32 on gelu's measure). The exp's argument
+// is exact up to the fit: z^2's rounding is added back by an fma. At the cap, z = 9.19, it is
+// about -85.6, inside exp_bounded's range, so it needs no clamp.
 template <int U>
-[[gnu::always_inline]] inline void erfc_abs(batch_f32 (&z)[U]) {
+[[gnu::always_inline]] inline void half_erfc_times(batch_f32 (&a)[U]) {
   constexpr float c[] = {0.121784218f, -0.21438387f,  -0.0263144244f, 0.0642581508f,
                          0.18697454f,  0.162664682f, -0.303331792f,  -1.25675607f};
-  batch_f32 d[U], s[U], p[U];
+  batch_f32 z[U], s[U], p[U];
 #pragma GCC unroll 4
   for (int k = 0; k < U; ++k) {
-    z[k] = xsimd::select(z[k] < batch_f32(20.0f), z[k], batch_f32(20.0f));
-    d[k] = batch_f32(1.0f) / (batch_f32(2.0f) + z[k]);
-    s[k] = z[k] * d[k];
+    z[k] = a[k] * batch_f32(0.70710678118654752f);
+    const batch_f32 d = batch_f32(1.0f) / (batch_f32(2.0f) + z[k]);
+    s[k] = z[k] * d;
+    a[k] *= d;  // erfc(z) / 2 = d exp(...)
     p[k] = batch_f32(c[0]);
   }
 #pragma GCC unroll 8
@@ -78,31 +78,26 @@ template <int U>
     // z * z - zz: exact with FMA; 0 on SSE4.2 (no FMA), where z^2's rounding then moves the result
     // by 2^-24 z^2 relative, inside the x f'(x) part of gelu's measure (about x^2 = 2 z^2 eps).
     const batch_f32 zz_lo = xsimd::fms(z[k], z[k], zz);
-    p[k] = xsimd::fms(p[k], s[k], zz) - zz_lo;
-    // Below -87 erfc(z) < 1e-38, and gelu's result below 2^-100 (not measured): exp_bounded's range.
-    p[k] = xsimd::select(p[k] > batch_f32(-87.0f), p[k], batch_f32(-87.0f));
+    a[k] *= exp_bounded(xsimd::fms(p[k], s[k], zz) - zz_lo);
   }
-#pragma GCC unroll 4
-  for (int k = 0; k < U; ++k) z[k] = (d[k] + d[k]) * exp_bounded(p[k]);
 }
 
-// gelu in place for U vectors: x * Phi(x), Phi(x) = erfc(z) / 2 for x < 0 and 1 - erfc(z) / 2
-// otherwise, z = |x| / sqrt 2 (1 + erf(x / sqrt 2) would cancel for x << 0: 1e-3 relative at -4).
-// xsimd::erfc, which takes both of its branches' rationals and an exp, ran at 0.31 of a copy.
+// gelu in place for U vectors: gelu(x) = x Phi(x) = max(x, 0) - |x| erfc(|x| / sqrt 2) / 2, for
+// either sign (for x < 0 it is x erfc(z) / 2, where 1 + erf(x / sqrt 2) would cancel: 1e-3 relative
+// at -4). |x| is capped at 13: past it the subtracted part is below 1e-37, so x >= 13 gives x and
+// x <= -13 gives 0 (the true value is under 1e-37 there; the measure ignores differences below
+// 2^-100), which also takes -inf to 0 rather than to inf - inf. A NaN x takes the cap (minps returns
+// its 2nd operand on NaN) and comes out through max(0, x), which returns x. Signed zeros are kept.
+// xsimd::erfc, which takes both of its branches' rationals and an exp, ran at 0.35 of a copy.
 template <int U>
 [[gnu::always_inline]] inline void gelu_erf(batch_f32 (&x)[U]) {
-  batch_f32 z[U];
+  batch_f32 a[U];
 #pragma GCC unroll 4
-  for (int k = 0; k < U; ++k) z[k] = xsimd::abs(x[k]) * batch_f32(0.70710678118654752f);
-  erfc_abs<U>(z);
+  for (int k = 0; k < U; ++k) a[k] = xsimd::min(xsimd::abs(x[k]), batch_f32(13.0f));
+  half_erfc_times<U>(a);
 #pragma GCC unroll 4
-  for (int k = 0; k < U; ++k) {
-    const batch_f32 half_c = batch_f32(0.5f) * z[k];
-    const batch_f32 phi = xsimd::select(x[k] < batch_f32(0.0f), half_c, batch_f32(1.0f) - half_c);
-    // Below -13.5 the result is below 1e-40, and erfc_abs's clamp keeps phi from reaching 0: 0, so
-    // that -inf gives 0, not -inf * phi.
-    x[k] = xsimd::select(x[k] < batch_f32(-13.5f), batch_f32(0.0f), x[k] * phi);
-  }
+  for (int k = 0; k < U; ++k)
+    x[k] = xsimd::select(x[k] < batch_f32(-13.0f), batch_f32(0.0f), xsimd::max(batch_f32(0.0f), x[k]) - a[k]);
 }
 
 // Vectors per step of gelu's interleaved blocks.
@@ -174,7 +169,7 @@ void act_span(const float* x, const float* bias, float* y, i64 n, float alpha, f
   if constexpr (A == Activation::gelu) {
     store_run_blocks<gelu_unroll>(
         y, n, stream,
-        [&](i64 i, batch_f32(&v)[gelu_unroll]) {
+        [&](i64 i, batch_f32(&v)[gelu_unroll]) __attribute__((always_inline)) {
 #pragma GCC unroll 4
           for (int k = 0; k < gelu_unroll; ++k) {
             const i64 at = i + k * vec_width;
@@ -189,7 +184,7 @@ void act_span(const float* x, const float* bias, float* y, i64 n, float alpha, f
   }
   store_run(
       y, n, stream,
-      [&](i64 i) {
+      [&](i64 i) __attribute__((always_inline)) {  // else GCC calls it per vector for the costly ones
         if constexpr (act_costly(A)) __builtin_prefetch(x + i + prefetch_ahead);
         batch_f32 v = batch_f32::load_unaligned(x + i);
         if constexpr (HasBias) v += batch_f32::load_unaligned(bias + i);

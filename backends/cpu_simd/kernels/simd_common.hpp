@@ -119,7 +119,8 @@ inline void store_run_blocks(float* y, i64 n, bool stream, Block&& block, Part&&
 // The same, a vector at a time: full(i) returns y[i, i + vec_width).
 template <class Full, class Part>
 inline void store_run(float* y, i64 n, bool stream, Full&& full, Part&& part) {
-  store_run_blocks<1>(y, n, stream, [&](i64 i, batch_f32(&out)[1]) { out[0] = full(i); }, part);
+  store_run_blocks<1>(
+      y, n, stream, [&](i64 i, batch_f32(&out)[1]) __attribute__((always_inline)) { out[0] = full(i); }, part);
 }
 
 inline float hsum(const batch_f32& v) { return xsimd::hadd(v); }
