@@ -95,10 +95,11 @@ IsaChoice choose_isa() {
   IsaChoice c;
   const char* env = std::getenv("TRINE_CPU_ISA");
   const std::string want = env ? env : "";
-  std::string built, all_isas;
+  std::string built;
+  bool all_built = true;
   for (const Isa& isa : isas) {
     if (isa.table) built += std::string(built.empty() ? "" : ", ") + isa.name;
-    all_isas += std::string(all_isas.empty() ? "" : ", ") + isa.name;
+    all_built = all_built && isa.table;
   }
   for (const Isa& isa : isas) {
     if (!want.empty() && want != isa.name) continue;
@@ -113,7 +114,7 @@ IsaChoice choose_isa() {
       c.error = "TRINE_CPU_ISA=" + want + " was requested but this CPU does not support it";
       return c;
     }
-    const std::string why = isa.why_best + (built == all_isas ? std::string() : "; built: " + built);
+    const std::string why = isa.why_best + (all_built ? std::string() : "; built: " + built);
     return {&isa.table(), isa.name, want.empty() ? why : "TRINE_CPU_ISA=" + want, {}};
   }
   c.error = want.empty() ? "this CPU lacks SSE4.2, the oldest instruction set trine's kernels are built for"

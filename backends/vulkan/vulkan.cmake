@@ -82,10 +82,9 @@ target_sources(trine PRIVATE
 # GCC 12 warns falsely on std::string concatenation at -O3 (GCC bug 105329), as in the tests.
 set_source_files_properties(${TRINE_VULKAN_DIR}/context.cpp ${TRINE_VULKAN_DIR}/vulkan_backend.cpp
   ${TRINE_VULKAN_DIR}/recorder.cpp ${TRINE_VULKAN_DIR}/memory.cpp ${TRINE_VULKAN_DIR}/pool.cpp PROPERTIES COMPILE_OPTIONS -Wno-restrict)
-# vulkan-hpp's RAII header is about 7 s of every Vulkan source's compile (g++ 12, -O2): it is
+# vulkan-hpp's RAII header is about 7 s of every Vulkan source's compile (g++ 12, -O2), so it is
 # precompiled once: in a release build these sources took 86 CPU-seconds with it (its own 20
-# included), 149 without.
-# The top-level CMakeLists.txt keeps every other source of trine off it.
+# included), 149 without. The top-level CMakeLists.txt keeps every other source of trine off it.
 target_precompile_headers(trine PRIVATE <vulkan/vulkan_raii.hpp>)
 # Private: public headers never include Vulkan (tests/public_headers.cmake checks).
 target_link_libraries(trine PRIVATE Vulkan::Vulkan)

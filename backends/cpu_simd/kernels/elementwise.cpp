@@ -23,7 +23,7 @@ constexpr bool act_costly(Activation a) {
   return !(a == Activation::identity || a == Activation::relu || a == Activation::leaky_relu || a == Activation::clip);
 }
 
-// e^a for a in [-87, 0] (NaN gives NaN; outside the range, garbage: the caller clamps), in 12 vector
+// e^a for a in [-87, 0] (NaN gives NaN; outside the range, garbage: callers keep a in it), in 12 vector
 // operations where xsimd::exp takes about 30 for the whole range and its special cases: a = n ln 2
 // + r with |r| <= ln 2 / 2 (n rounded by adding 1.5 * 2^23; ln 2 split so n * hi is exact without
 // FMA), e^r = 1 + r + r^2 q(r) with q a degree-4 least-squares fit (scripts/fit-gelu.py: 0.18
@@ -104,7 +104,7 @@ template <int U>
 constexpr int gelu_unroll = 4;
 
 // Every branch selects on `x < c`, which is false for NaN, so NaN passes through untouched
-// (maxps would return the 2nd operand and drop it). The selects on e == inf and gelu's on x < -13.5
+// (maxps would return the 2nd operand and drop it). The selects on e == inf and gelu's on x < -13
 // fix the -inf limits, where the plain formulas give -inf * 0 = NaN.
 template <Activation A>
 [[gnu::always_inline]] inline batch_f32 act(const batch_f32& x, float alpha, float beta) {
@@ -166,29 +166,25 @@ void act_span(const float* x, const float* bias, float* y, i64 n, float alpha, f
     if constexpr (HasBias) v += load_partial(bias + i, r);
     return act<A>(v, alpha, beta);
   };
-  if constexpr (A == Activation::gelu) {
-    store_run_blocks<gelu_unroll>(
-        y, n, stream,
-        [&](i64 i, batch_f32(&v)[gelu_unroll]) __attribute__((always_inline)) {
-#pragma GCC unroll 4
-          for (int k = 0; k < gelu_unroll; ++k) {
-            const i64 at = i + k * vec_width;
-            __builtin_prefetch(x + at + prefetch_ahead);
-            v[k] = batch_f32::load_unaligned(x + at);
-            if constexpr (HasBias) v[k] += batch_f32::load_unaligned(bias + at);
-          }
-          gelu_erf<gelu_unroll>(v);
-        },
-        part);
-    return;
-  }
-  store_run(
+  // gelu is computed gelu_unroll vectors a step (its one vector is a long dependency chain); the
+  // others a vector at a time.
+  constexpr int U = A == Activation::gelu ? gelu_unroll : 1;
+  store_run_blocks<U>(
       y, n, stream,
-      [&](i64 i) __attribute__((always_inline)) {  // else GCC calls it per vector for the costly ones
-        if constexpr (act_costly(A)) __builtin_prefetch(x + i + prefetch_ahead);
-        batch_f32 v = batch_f32::load_unaligned(x + i);
-        if constexpr (HasBias) v += batch_f32::load_unaligned(bias + i);
-        return act<A>(v, alpha, beta);
+      [&](i64 i, batch_f32(&v)[U]) __attribute__((always_inline)) {  // else GCC may call it per step
+#pragma GCC unroll 4
+        for (int k = 0; k < U; ++k) {
+          const i64 at = i + k * vec_width;
+          if constexpr (act_costly(A)) __builtin_prefetch(x + at + prefetch_ahead);
+          v[k] = batch_f32::load_unaligned(x + at);
+          if constexpr (HasBias) v[k] += batch_f32::load_unaligned(bias + at);
+        }
+        if constexpr (A == Activation::gelu) {
+          gelu_erf<U>(v);
+        } else {
+#pragma GCC unroll 4
+          for (int k = 0; k < U; ++k) v[k] = act<A>(v[k], alpha, beta);
+        }
       },
       part);
 }
