@@ -49,6 +49,11 @@ TEST_CASE("matmul over a shape grid, batches, transposes and dtypes", "[ops][mat
   run({1000, 3}, {3, 5}, {});
   run({129, 257}, {257, 65}, {});
   run({384, 512}, {512, 320}, {});  // large: several cache blocks in every dimension
+  // More rows than any ISA's packed A block (mc <= 1536): B packed a whole block at a time, over
+  // several A blocks; more columns than any B block (nc <= 1365): several, the last one partial.
+  // Fewer rows than one A block: B packed one micro-panel at a time, over several B blocks.
+  run({1543, 24}, {24, 1500}, {});
+  run({7, 19}, {19, 2900}, {});
   // Vulkan's matmul_rows.comp (row-contiguous f32, N a multiple of 4): each row count it picks (1, 2,
   // 4, 8, 16 rows per workgroup) with M past it, one and two vec4 columns per invocation with N past
   // a workgroup's columns, and broadcast batches
