@@ -8,11 +8,9 @@
 #include <cstdlib>
 #include <limits>
 #include <string>
-#if defined(TRINE_ISA_AVX2) || defined(TRINE_ISA_AVX512)
-#include <immintrin.h>
-#endif
 
 #include "backends/cpu_simd/gemm/config.hpp"
+#include "backends/cpu_simd/kernels/simd_common.hpp"
 #include "trine/dtype.hpp"
 #include "trine/error.hpp"
 
@@ -100,23 +98,10 @@ inline i64 pack_a_rows_f32(const float* src, i64 rs, i64 kc, float* __restrict p
     __m256 r[8];
 #pragma GCC unroll 8
     for (int i = 0; i < 8; ++i) r[i] = i < mr ? _mm256_loadu_ps(src + i * rs + k) : _mm256_setzero_ps();
-    const __m256 t0 = _mm256_unpacklo_ps(r[0], r[1]), t1 = _mm256_unpackhi_ps(r[0], r[1]);
-    const __m256 t2 = _mm256_unpacklo_ps(r[2], r[3]), t3 = _mm256_unpackhi_ps(r[2], r[3]);
-    const __m256 t4 = _mm256_unpacklo_ps(r[4], r[5]), t5 = _mm256_unpackhi_ps(r[4], r[5]);
-    const __m256 t6 = _mm256_unpacklo_ps(r[6], r[7]), t7 = _mm256_unpackhi_ps(r[6], r[7]);
-    const __m256 u0 = _mm256_shuffle_ps(t0, t2, 0x44), u1 = _mm256_shuffle_ps(t0, t2, 0xEE);
-    const __m256 u2 = _mm256_shuffle_ps(t1, t3, 0x44), u3 = _mm256_shuffle_ps(t1, t3, 0xEE);
-    const __m256 u4 = _mm256_shuffle_ps(t4, t6, 0x44), u5 = _mm256_shuffle_ps(t4, t6, 0xEE);
-    const __m256 u6 = _mm256_shuffle_ps(t5, t7, 0x44), u7 = _mm256_shuffle_ps(t5, t7, 0xEE);
+    transpose8x8(r);
     float* q = p + k * mr;
-    _mm256_storeu_ps(q + 0 * mr, _mm256_permute2f128_ps(u0, u4, 0x20));
-    _mm256_storeu_ps(q + 1 * mr, _mm256_permute2f128_ps(u1, u5, 0x20));
-    _mm256_storeu_ps(q + 2 * mr, _mm256_permute2f128_ps(u2, u6, 0x20));
-    _mm256_storeu_ps(q + 3 * mr, _mm256_permute2f128_ps(u3, u7, 0x20));
-    _mm256_storeu_ps(q + 4 * mr, _mm256_permute2f128_ps(u0, u4, 0x31));
-    _mm256_storeu_ps(q + 5 * mr, _mm256_permute2f128_ps(u1, u5, 0x31));
-    _mm256_storeu_ps(q + 6 * mr, _mm256_permute2f128_ps(u2, u6, 0x31));
-    _mm256_storeu_ps(q + 7 * mr, _mm256_permute2f128_ps(u3, u7, 0x31));
+#pragma GCC unroll 8
+    for (int c = 0; c < 8; ++c) _mm256_storeu_ps(q + c * mr, r[c]);
   }
   return k;
 }

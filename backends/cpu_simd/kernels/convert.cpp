@@ -8,6 +8,7 @@
 
 #include <cstring>
 
+#include "backends/cpu_simd/kernels/simd_common.hpp"
 #include "trine/dtype.hpp"
 
 namespace trine::cpu::TRINE_ISA_NS {
@@ -118,25 +119,7 @@ void store_vec(void* p, Vec v) {
   }
 }
 
-// v[i] = row i of an 8x8 block; afterwards v[j] = column j.
-void transpose_block(Vec* v) {
-  const __m256 t0 = _mm256_unpacklo_ps(v[0], v[1]), t1 = _mm256_unpackhi_ps(v[0], v[1]);
-  const __m256 t2 = _mm256_unpacklo_ps(v[2], v[3]), t3 = _mm256_unpackhi_ps(v[2], v[3]);
-  const __m256 t4 = _mm256_unpacklo_ps(v[4], v[5]), t5 = _mm256_unpackhi_ps(v[4], v[5]);
-  const __m256 t6 = _mm256_unpacklo_ps(v[6], v[7]), t7 = _mm256_unpackhi_ps(v[6], v[7]);
-  const __m256 s0 = _mm256_shuffle_ps(t0, t2, 0x44), s1 = _mm256_shuffle_ps(t0, t2, 0xee);
-  const __m256 s2 = _mm256_shuffle_ps(t1, t3, 0x44), s3 = _mm256_shuffle_ps(t1, t3, 0xee);
-  const __m256 s4 = _mm256_shuffle_ps(t4, t6, 0x44), s5 = _mm256_shuffle_ps(t4, t6, 0xee);
-  const __m256 s6 = _mm256_shuffle_ps(t5, t7, 0x44), s7 = _mm256_shuffle_ps(t5, t7, 0xee);
-  v[0] = _mm256_permute2f128_ps(s0, s4, 0x20);
-  v[1] = _mm256_permute2f128_ps(s1, s5, 0x20);
-  v[2] = _mm256_permute2f128_ps(s2, s6, 0x20);
-  v[3] = _mm256_permute2f128_ps(s3, s7, 0x20);
-  v[4] = _mm256_permute2f128_ps(s0, s4, 0x31);
-  v[5] = _mm256_permute2f128_ps(s1, s5, 0x31);
-  v[6] = _mm256_permute2f128_ps(s2, s6, 0x31);
-  v[7] = _mm256_permute2f128_ps(s3, s7, 0x31);
-}
+void transpose_block(Vec* v) { transpose8x8(v); }
 #endif
 
 template <DType From, DType To>
