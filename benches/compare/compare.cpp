@@ -11,7 +11,7 @@
 #include <Eigen/Core>
 #include <cmath>
 #include <cstring>
-#include <optional>
+#include <functional>
 #include <oneapi/dnnl/dnnl.hpp>
 #include <string>
 #include <vector>
@@ -219,28 +219,27 @@ void bf16_lines(const Options& o, dnnl::engine& eng, dnnl::stream& strm) {
   for (std::size_t i = 0; i < a.n; ++i) ha[i] = trine::f32_to_bf16(a.host[i]), hb[i] = trine::f32_to_bf16(b.host[i]);
   const dnnl::memory::dims d{n, n};
   // oneDNN 2.6 has a bf16 matmul only where the CPU has AVX-512 (avx512_core at least); elsewhere
-  // it cannot create the primitive, and the line says so instead of ending the run.
-  std::optional<dnnl::matmul::primitive_desc> pd;
+  // it cannot create the primitive, `onednn` stays empty and the line says so.
+  Buffer c = aligned_floats(static_cast<std::size_t>(n * n));
+  std::function<void()> onednn;
   std::string no_onednn;
   try {
-    pd.emplace(dnnl::matmul::desc(dnnl::memory::desc(d, dt::bf16, tag::ab), dnnl::memory::desc(d, dt::bf16, tag::ab),
-                                  dnnl::memory::desc(d, dt::f32, tag::ab)),
-               eng);
+    const dnnl::matmul::primitive_desc pd(
+        dnnl::matmul::desc(dnnl::memory::desc(d, dt::bf16, tag::ab), dnnl::memory::desc(d, dt::bf16, tag::ab),
+                           dnnl::memory::desc(d, dt::f32, tag::ab)),
+        eng);
+    onednn = [&strm, mm = dnnl::matmul(pd), ma = dnnl::memory(pd.src_desc(), eng, ha.data()),
+              mb = dnnl::memory(pd.weights_desc(), eng, hb.data()), mc = dnnl::memory(pd.dst_desc(), eng, c.get())] {
+      mm.execute(strm, {{DNNL_ARG_SRC, ma}, {DNNL_ARG_WEIGHTS, mb}, {DNNL_ARG_DST, mc}});
+      strm.wait();
+    };
   } catch (const dnnl::error& e) {
     no_onednn = std::string("oneDNN has no bf16 matmul on this CPU: ") + e.what();
   }
-  Buffer c = aligned_floats(static_cast<std::size_t>(n * n));
-  std::optional<dnnl::memory> ma, mb, mc;
-  std::optional<dnnl::matmul> mm;
-  if (pd) ma.emplace(pd->src_desc(), eng, ha.data()), mb.emplace(pd->weights_desc(), eng, hb.data()), mc.emplace(pd->dst_desc(), eng, c.get()), mm.emplace(*pd);
-  auto onednn = [&] {
-    mm->execute(strm, {{DNNL_ARG_SRC, *ma}, {DNNL_ARG_WEIGHTS, *mb}, {DNNL_ARG_DST, *mc}});
-    strm.wait();
-  };
   const std::vector<float> mine = trine::matmul(a16, b16).to_vector();
   std::vector<Contender> cs{{"trine bf16", [&] { Tensor y = trine::matmul(a16, b16); }},
                             {"trine f32", [&] { Tensor y = trine::matmul(a.t, b.t); }}};
-  if (pd) {
+  if (onednn) {
     onednn();
     expect_close(line, "oneDNN bf16", mine.data(), c.get(), mine.size(), 1e-4);
     cs.push_back({"oneDNN bf16", onednn});
@@ -252,12 +251,8 @@ void bf16_lines(const Options& o, dnnl::engine& eng, dnnl::stream& strm) {
                           (__builtin_cpu_supports("amx-bf16") ? "yes" : "no");
   row(line + " vs trine f32 (" + cpu + ")", fmt("%.0f GFLOP/s", flops / t.per_call(0).median / 1e9),
       fmt("%.0f GFLOP/s", flops / t.per_call(1).median / 1e9), ratio_text(t.ratio(1)));
-  if (pd) {
-    row(line + " vs oneDNN bf16", fmt("%.0f GFLOP/s", flops / t.per_call(0).median / 1e9),
-        fmt("%.0f GFLOP/s", flops / t.per_call(2).median / 1e9), ratio_text(t.ratio(2)));
-  } else {
-    row(line + " vs oneDNN bf16", fmt("%.0f GFLOP/s", flops / t.per_call(0).median / 1e9), "-", no_onednn);
-  }
+  row(line + " vs oneDNN bf16", fmt("%.0f GFLOP/s", flops / t.per_call(0).median / 1e9),
+      onednn ? fmt("%.0f GFLOP/s", flops / t.per_call(2).median / 1e9) : "-", onednn ? ratio_text(t.ratio(2)) : no_onednn);
 }
 
 void fixed_cost_line(const Options& o) {
