@@ -405,10 +405,13 @@ TEST_CASE("attention, causal and not", "[ops][attention]") {
       {{2, 3}, 7, 7, 8, 8, true, 0},   {{1, 2}, 5, 13, 16, 8, true, 0}, {{1, 2}, 5, 13, 16, 8, false, 0.3f},
       {{3}, 31, 33, 64, 64, false, 0}, {{3}, 31, 33, 64, 64, true, 0},  {{1, 4}, 127, 127, 64, 32, true, 0},
       {{2}, 1, 1000, 64, 64, true, 0},
+      // Dv over 64 (Vulkan: two blocks of 64 value columns, the second partial; 70 keys: a partial
+      // second tile of 64 keys)
+      {{2}, 9, 70, 16, 100, true, 0},
       // Several of the cpu's 128-key tiles per query block, causal and not, with the blocks shared
       // among threads. The other devices have no path these reach that 127 x 127 and the decode
-      // shapes miss (Vulkan: one workgroup per output, keys strided over it; cuda: 32-key tiles),
-      // and they were 60% of the GPU-assisted validation run on lavapipe and of the emulated run.
+      // shapes miss (Vulkan: tiles of 64 keys; cuda: 32-key tiles), and they were 60% of the
+      // GPU-assisted validation run on lavapipe and of the emulated run.
       {{1, 8}, 256, 256, 64, 64, true, 0, true}, {{1}, 1000, 1000, 32, 32, false, 0, true},
       // decode with few query blocks and many keys: the cpu splits the keys (flash-decoding)
       {{2}, 1, 4099, 64, 64, false, 0}, {{1, 3}, 3, 2500, 40, 24, true, 0}};

@@ -95,9 +95,10 @@ void record_attention(Recorder& rec, const detail::OpCall& call) {
   const TensorRef rq = contiguous_f32(rec, q), rk = contiguous_f32(rec, k), rv = contiguous_f32(rec, v);
   AttentionPush p{u32(batch), u32(Lq), u32(Lk), u32(D), u32(Dv), ap.causal, scale, rq.offset, rk.offset, rv.offset};
   const TensorRef ry = ref_of(y);
-  // One workgroup per output element: see shaders/attention.comp.
+  // One workgroup per query row and block of k_group value columns: see shaders/attention.comp.
+  const std::uint64_t rows = static_cast<std::uint64_t>(batch * Lq);
   rec.dispatch("attention", {bind_in(rq), bind_in(rk), bind_in(rv), bind_out(ry)}, &p, sizeof(p),
-               static_cast<std::uint64_t>(y.numel()), {k_group});
+               rows * groups(static_cast<std::uint64_t>(Dv)), {k_group});
 }
 
 }  // namespace

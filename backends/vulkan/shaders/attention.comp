@@ -1,9 +1,12 @@
-// attention = softmax(q k^T * scale) v with an online softmax: one workgroup per output element
-// (query row, value column); each invocation streams over every WG-th key keeping its running max,
-// sum and accumulator, and the workgroup merges the partial states in shared memory, so the score
-// matrix never exists. Splitting the keys also keeps each invocation's loop short: lavapipe caps a
-// shader's loop iterations near 65535 and silently stops past them. Tiling keys through shared
-// memory (FlashAttention-style) is the next step.
+// attention = softmax(q k^T * scale) v with an online softmax, so the score matrix never exists.
+// One workgroup per (query row, block of WG value columns); invocation t owns column block * WG + t.
+// The keys go by in tiles of WG: invocation t scores key j0 + t into shared memory, then every
+// invocation rescales its running sum and accumulator by the tile's new max and adds the tile's
+// WG weighted values of its column. Each score is computed once per column block (one block up to
+// Dv = WG), not once per output element: an earlier version gave every output element a workgroup
+// and repeated all of its row's dot products Dv times (5.4 s for an 8 x 128 x 64 causal attention
+// on lavapipe). Every loop is short: lavapipe caps a shader's loop iterations near 65535 and
+// silently stops past them (the tile loop runs Lk / WG times).
 #version 450
 #extension GL_GOOGLE_include_directive : require
 #include "common.glsl"
@@ -21,49 +24,46 @@ layout(push_constant) uniform Push {
   uint q_off, k_off, v_off;
 } p;
 
-shared float sm[WG];
-shared float sl[WG];
-shared float sa[WG];
-
-// exp(a - m) for a partial state's max a, 0 for an empty state (a = -inf, where a - m is NaN).
-float rescale(float a, float m) { return isinf(a) && a < 0.0 ? 0.0 : exp(a - m); }
+shared float sp[WG];  // the tile's scores, then their weights exp(s - m)
 
 void main() {
-  uint o = linear_group();
-  if (o >= p.batch * p.Lq * p.Dv) return;  // uniform per workgroup
-  uint dv = o % p.Dv, row = o / p.Dv;
+  uint blocks = (p.Dv + WG - 1u) / WG;
+  uint g = linear_group();
+  if (g >= p.batch * p.Lq * blocks) return;  // uniform per workgroup
+  uint row = g / blocks, t = gl_LocalInvocationID.x;
+  uint c = (g % blocks) * WG + t;  // this invocation's value column (past Dv: helps score, writes nothing)
   uint b = row / p.Lq, i = row % p.Lq;
-  // causal: query i sees keys j <= i + (Lk - Lq)
+  // causal: query i sees keys j <= i + (Lk - Lq) (the op table asks Lq <= Lk)
   uint keys = p.causal != 0u ? min(p.Lk, i + (p.Lk - p.Lq) + 1u) : p.Lk;
   uint qb = p.q_off + row * p.D;
   float m = -1.0 / 0.0, l = 0.0, acc = 0.0;
-  for (uint j = gl_LocalInvocationID.x; j < keys; j += WG) {
-    uint kb = p.k_off + (b * p.Lk + j) * p.D;
-    float s = 0.0;
-    for (uint d = 0u; d < p.D; ++d) s += q[qb + d] * k[kb + d];
-    s *= p.scale;
-    float m_new = max(m, s);
-    float corr = rescale(m, m_new);
-    float e = exp(s - m_new);
-    l = l * corr + e;
-    acc = acc * corr + e * v[p.v_off + (b * p.Lk + j) * p.Dv + dv];
-    m = m_new;
-  }
-  uint t = gl_LocalInvocationID.x;
-  sm[t] = m;
-  sl[t] = l;
-  sa[t] = acc;
-  barrier();
-  for (uint s = WG / 2u; s > 0u; s >>= 1u) {
-    if (t < s) {
-      float m1 = sm[t], m2 = sm[t + s];
-      float mm = max(m1, m2);
-      float f1 = rescale(m1, mm), f2 = rescale(m2, mm);
-      sl[t] = sl[t] * f1 + sl[t + s] * f2;
-      sa[t] = sa[t] * f1 + sa[t + s] * f2;
-      sm[t] = mm;
+  for (uint j0 = 0u; j0 < keys; j0 += WG) {
+    uint n = min(WG, keys - j0);
+    if (t < n) {
+      uint kb = p.k_off + (b * p.Lk + j0 + t) * p.D;
+      float s = 0.0;
+      for (uint d = 0u; d < p.D; ++d) s += q[qb + d] * k[kb + d];
+      sp[t] = s * p.scale;
     }
     barrier();
+    float mt = sp[0];
+    for (uint u = 1u; u < n; ++u) mt = max(mt, sp[u]);
+    float m_new = max(m, mt);
+    // m is -inf before the first tile (corr 0: l and acc are 0 then anyway)
+    float corr = isinf(m) && m < 0.0 ? 0.0 : exp(m - m_new);
+    barrier();  // every invocation has read the scores before they turn into weights
+    if (t < n) sp[t] = exp(sp[t] - m_new);
+    barrier();
+    float lt = 0.0, at = 0.0;
+    uint vb = p.v_off + (b * p.Lk + j0) * p.Dv + c;
+    for (uint u = 0u; u < n; ++u) {
+      lt += sp[u];
+      if (c < p.Dv) at += sp[u] * v[vb + u * p.Dv];
+    }
+    l = l * corr + lt;
+    acc = acc * corr + at;
+    m = m_new;
+    barrier();  // the weights are read before the next tile's scores overwrite them
   }
-  if (t == 0u) y[o] = sa[0] / sl[0];
+  if (c < p.Dv) y[row * p.Dv + c] = acc / l;
 }
