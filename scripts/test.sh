@@ -85,7 +85,11 @@ san_flags+=("-DTRINE_CPU_ISAS=$host_isas")
 echo "sanitizer builds: cpu kernels for $host_isas (this CPU's)"
 
 step "AddressSanitizer + UndefinedBehaviorSanitizer build"
-cmake -S . -B "$root/asan" -G Ninja "${san_flags[@]}" -DTRINE_SANITIZE=address,undefined >/dev/null
+# Left out of UBSan: null (ASan reports the access itself, with its stack), alignment (x86 runs
+# misaligned scalar access; the kernels load vectors unaligned on purpose) and pointer-overflow:
+# the three checks instrumenting every access made the build a third slower.
+cmake -S . -B "$root/asan" -G Ninja "${san_flags[@]}" -DTRINE_SANITIZE=address,undefined \
+  -DTRINE_SANITIZE_SKIP=alignment,null,pointer-overflow >/dev/null
 cmake --build "$root/asan" -j "$jobs"
 
 step "sanitizer tests"
