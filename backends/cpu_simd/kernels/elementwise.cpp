@@ -23,30 +23,6 @@ constexpr bool act_costly(Activation a) {
   return !(a == Activation::identity || a == Activation::relu || a == Activation::leaky_relu || a == Activation::clip);
 }
 
-// e^a for a in [-87, 0] (NaN gives NaN; outside the range, garbage: callers keep a in it), in 12 vector
-// operations where xsimd::exp takes about 30 for the whole range and its special cases: a = n ln 2
-// + r with |r| <= ln 2 / 2 (n rounded by adding 1.5 * 2^23; ln 2 split so n * hi is exact without
-// FMA), e^r = 1 + r + r^2 q(r) with q a degree-4 least-squares fit (scripts/fit-gelu.py: 0.18
-// half-ulp from e^r in exact arithmetic, 1.43 in f32), then 2^n added to the exponent bits, which
-// stay normal while n >= -125 (a >= -86.9). n reaches the exponent through a conversion, not
-// through t's bits, so a NaN's payload cannot move the exponent of the NaN that e then is.
-[[gnu::always_inline]] inline batch_f32 exp_bounded(const batch_f32& a) {
-  using batch_i32 = xsimd::batch<std::int32_t, Arch>;
-  const batch_f32 magic(12582912.0f);  // 1.5 * 2^23: adding it rounds to an integer
-  const batch_f32 t = xsimd::fma(a, batch_f32(1.44269504f), magic);
-  const batch_f32 n = t - magic;
-  batch_f32 r = xsimd::fnma(n, batch_f32(0.693359375f), a);
-  r = xsimd::fnma(n, batch_f32(-2.12194440e-4f), r);
-  batch_f32 q(0.00139336439f);
-  q = xsimd::fma(q, r, batch_f32(0.00836317521f));
-  q = xsimd::fma(q, r, batch_f32(0.0416664667f));
-  q = xsimd::fma(q, r, batch_f32(0.166665763f));
-  q = xsimd::fma(q, r, batch_f32(0.5f));
-  const batch_f32 e = xsimd::fma(q, r * r, r) + batch_f32(1.0f);
-  const batch_i32 shift = xsimd::to_int(n) << 23;
-  return xsimd::bitwise_cast<batch_f32>(xsimd::bitwise_cast<batch_i32>(e) + shift);
-}
-
 // |x| erfc(|x| / sqrt 2) / 2 in place of a = |x| for U vectors with 0 <= a <= 13 (the caller caps
 // it), step by step across the U vectors, so that their dependency chains (a division, 8 FMAs, an
 // exp: ~100 cycles) overlap: one vector at a time ran at 7 cycles an element on Zen 3, latency-bound.

@@ -85,7 +85,7 @@ void write_row(const float* x, float* y, i64 n, RowStat st, bool stream) {
 // Softmax of a row that fits in L2, with one exp per element instead of the online pass's two:
 // the max, then y = exp(x - m) with its sum, then y *= 1 / sum, the last pass over y still in
 // cache. Same special values as the online form: -inf weighs 0, +inf or NaN make the row NaN
-// (exp(inf - inf), exp(NaN - m)), a row of only -inf gives 0 * (1/0) = NaN. `next` (the row
+// (exp(inf - inf), exp(NaN - m)), a row of only -inf gives NaN (-inf - -inf). `next` (the row
 // after, or null) is prefetched during the exp pass, so memory works while the exps are computed.
 // With `stream` the exps go to `scratch` (n floats, staying in L2) instead of y, and y is written
 // once, non-temporally: no read of y's lines before they are written.
@@ -97,8 +97,15 @@ void softmax_row_cached(const float* x, float* y, i64 n, const float* next, bool
   for (; j + vec_width <= n; j += vec_width) bm = xsimd::max(bm, batch_f32::load_unaligned(x + j));
   if (j < n) bm = xsimd::max(bm, load_partial(x + j, n - j, -f32_inf));
   const batch_f32 m(hmax_nan(bm));
-  const batch_f32 ninf(-f32_inf), zero(0.0f);
-  auto term = [&](const batch_f32& v) { return xsimd::select(v == ninf, zero, xsimd::exp(v - m)); };
+  // a = x - m <= 0. Below -86.5, where exp_bounded leaves its range, e^a < 2.6e-38 is taken as 0
+  // (-inf among them; docs/ops.md lets kernels flush such results); a NaN a (a NaN or +inf in the
+  // row) stays NaN, since maxps returns its 2nd operand on NaN. exp_bounded is 12 operations a
+  // vector against xsimd::exp's 30: this pass was compute-bound on one core.
+  const batch_f32 lo(-86.5f), zero(0.0f);
+  auto term = [&](const batch_f32& v) {
+    const batch_f32 a = v - m;
+    return xsimd::select(a < lo, zero, exp_bounded(xsimd::max(lo, a)));
+  };
   batch_f32 s0(0.0f), s1(0.0f);
   for (j = 0; j + 2 * vec_width <= n; j += 2 * vec_width) {
     if (next) {
