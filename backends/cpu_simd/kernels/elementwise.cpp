@@ -23,61 +23,68 @@ constexpr bool act_costly(Activation a) {
   return !(a == Activation::identity || a == Activation::relu || a == Activation::leaky_relu || a == Activation::clip);
 }
 
-// |x| erfc(|x| / sqrt 2) / 2 in place of a = |x| for U vectors with 0 <= a <= 13 (the caller caps
-// it), step by step across the U vectors, so that their dependency chains (a division, 8 FMAs, an
-// exp: ~100 cycles) overlap: one vector at a time ran at 7 cycles an element on Zen 3, latency-bound.
-// erfc(z) = t exp(g(s) - z^2) with t = 2 / (2 + z), s = z / (2 + z) in [0, 1): g(s) = ln(erfc(z) / t)
-// + z^2 is smooth on [0, 1], g(0) = 0; the polynomial is a weighted least-squares fit of degree 8
-// (scripts/fit-gelu.py, which also models this code in f32 on gelu's measure). The exp's argument
-// is exact up to the fit: z^2's rounding is added back by an fma. At the cap, z = 9.19, it is
-// about -85.6, inside exp_bounded's range, so it needs no clamp.
-template <int U>
-[[gnu::always_inline]] inline void half_erfc_times(batch_f32 (&a)[U]) {
-  constexpr float c[] = {0.121784218f, -0.21438387f,  -0.0263144244f, 0.0642581508f,
-                         0.18697454f,  0.162664682f, -0.303331792f,  -1.25675607f};
-  batch_f32 z[U], s[U], p[U];
-#pragma GCC unroll 4
+// gelu for U vectors: gelu(x) = x Phi(x) = max(x, 0) - F(a), a = |x|, F(a) = a erfc(a / sqrt 2) / 2,
+// for either sign (for x < 0 it is -F(a), where 1 + erf(x / sqrt 2) would cancel: 1e-3 relative at
+// -4). F(a) = s 2^(G(s) - C a^2) with s = a / (K + a) in [0, 1), K = 2 sqrt 2, C = log2(e) / 2: G(s) =
+// log2((K + a) erfc(a / sqrt 2) / 2) + C a^2 is smooth with G(0) = 1/2, here a degree-8 weighted
+// least-squares fit (scripts/fit-gelu.py, which also models this code in f32 on gelu's measure: 0.97
+// eps at worst with FMA, 0.88 without; the natural-base form before it, 1.07). C a^2's rounding moves
+// the result by about a^2 2^-24 relative, inside the x f'(x) part of the measure (about a^2 eps).
+//
+// Two passes over the U vectors: the first takes x to s and the exponent w, the second takes 2^w to
+// the result. In one pass a vector was a chain of about 100 cycles (a division, 8 FMAs, the exp) that
+// the out-of-order window overlapped only 2-3 deep: 25-30 cycles a vector on Zen 3 against ~10 of
+// arithmetic. Each pass is half the chain, and a block of gelu_block vectors gives the core many
+// independent ones (with 4096 floats in L1 on Zen 3: 5.2 ns a vector, against 7.3 for the best
+// interleave of one pass, and 7.4-10 for the old natural-base form).
+//
+// |x| is capped at 13: past it F(a) < 1e-37, so x >= 13 gives x and x <= -13 gives 0 (the true value
+// is under 1e-37 there; the measure ignores differences below 2^-100), which also takes -inf to 0
+// rather than to inf - inf. At the cap w is about -123, so 2^w stays normal. A NaN x takes the cap
+// (minps returns its 2nd operand on NaN), so w is never NaN, and comes out through max(0, x), which
+// returns x. Signed zeros are kept. xsimd::erfc, which takes both of its branches' rationals and an
+// exp, ran at 0.35 of a copy.
+//
+// load(k) returns the k-th input vector. It is called once in each pass, so x is read again from L1
+// rather than kept in a block-long array.
+template <int U, class Load>
+[[gnu::always_inline]] inline void gelu_erf(Load&& load, batch_f32 (&y)[U]) {
+  constexpr float g[] = {0.20596315f,  -0.387834638f, 0.0425988175f, 0.0510190465f, 0.281251788f,
+                         0.233033434f, -0.437508821f, -1.81311786f,  0.49999997f};
+  // 2^r = 1 + r P(r) on |r| <= 1/2: P of degree 5, a least-squares fit (the same script).
+  constexpr float e[] = {0.000154673646f, 0.00134004327f, 0.00961803552f, 0.0555032715f, 0.240226507f, 0.693147182f};
+  batch_f32 s[U], w[U];
   for (int k = 0; k < U; ++k) {
-    z[k] = a[k] * batch_f32(0.70710678118654752f);
-    const batch_f32 d = batch_f32(1.0f) / (batch_f32(2.0f) + z[k]);
-    s[k] = z[k] * d;
-    a[k] *= d;  // erfc(z) / 2 = d exp(...)
-    p[k] = batch_f32(c[0]);
-  }
+    const batch_f32 a = xsimd::min(xsimd::abs(load(k)), batch_f32(13.0f));
+    s[k] = a / (batch_f32(2.82842712f) + a);
+    batch_f32 p(g[0]);
 #pragma GCC unroll 8
-  for (int j = 1; j < 8; ++j)
-#pragma GCC unroll 4
-    for (int k = 0; k < U; ++k) p[k] = xsimd::fma(p[k], s[k], batch_f32(c[j]));
-#pragma GCC unroll 4
+    for (int j = 1; j < 9; ++j) p = xsimd::fma(p, s[k], batch_f32(g[j]));
+    w[k] = xsimd::fnma(a, a * batch_f32(0.72134752f), p);
+  }
+  using batch_i32 = xsimd::batch<std::int32_t, Arch>;
+  const batch_f32 magic(12582912.0f);  // 1.5 * 2^23: adding it rounds to an integer, n, kept in t's low bits
   for (int k = 0; k < U; ++k) {
-    const batch_f32 zz = z[k] * z[k];
-    // z * z - zz: exact with FMA; 0 on SSE4.2 (no FMA), where z^2's rounding then moves the result
-    // by 2^-24 z^2 relative, inside the x f'(x) part of gelu's measure (about x^2 = 2 z^2 eps).
-    const batch_f32 zz_lo = xsimd::fms(z[k], z[k], zz);
-    a[k] *= exp_bounded(xsimd::fms(p[k], s[k], zz) - zz_lo);
+    const batch_f32 t = w[k] + magic;
+    const batch_f32 r = w[k] - (t - magic);  // exact: |r| <= 1/2
+    batch_f32 p(e[0]);
+#pragma GCC unroll 8
+    for (int j = 1; j < 6; ++j) p = xsimd::fma(p, r, batch_f32(e[j]));
+    // 2^n enters through t's low bits shifted into the exponent: -126 < n <= 0 here.
+    const batch_i32 two_n = xsimd::bitwise_cast<batch_i32>(t) << 23;
+    const batch_f32 pow2 =
+        xsimd::bitwise_cast<batch_f32>(xsimd::bitwise_cast<batch_i32>(xsimd::fma(p, r, batch_f32(1.0f))) + two_n);
+    const batch_f32 x = load(k);
+    y[k] =
+        xsimd::select(x < batch_f32(-13.0f), batch_f32(0.0f), xsimd::fnma(s[k], pow2, xsimd::max(batch_f32(0.0f), x)));
   }
 }
 
-// gelu in place for U vectors: gelu(x) = x Phi(x) = max(x, 0) - |x| erfc(|x| / sqrt 2) / 2, for
-// either sign (for x < 0 it is x erfc(z) / 2, where 1 + erf(x / sqrt 2) would cancel: 1e-3 relative
-// at -4). |x| is capped at 13: past it the subtracted part is below 1e-37, so x >= 13 gives x and
-// x <= -13 gives 0 (the true value is under 1e-37 there; the measure ignores differences below
-// 2^-100), which also takes -inf to 0 rather than to inf - inf. A NaN x takes the cap (minps returns
-// its 2nd operand on NaN) and comes out through max(0, x), which returns x. Signed zeros are kept.
-// xsimd::erfc, which takes both of its branches' rationals and an exp, ran at 0.35 of a copy.
-template <int U>
-[[gnu::always_inline]] inline void gelu_erf(batch_f32 (&x)[U]) {
-  batch_f32 a[U];
-#pragma GCC unroll 4
-  for (int k = 0; k < U; ++k) a[k] = xsimd::min(xsimd::abs(x[k]), batch_f32(13.0f));
-  half_erfc_times<U>(a);
-#pragma GCC unroll 4
-  for (int k = 0; k < U; ++k)
-    x[k] = xsimd::select(x[k] < batch_f32(-13.0f), batch_f32(0.0f), xsimd::max(batch_f32(0.0f), x[k]) - a[k]);
-}
-
-// Vectors per step of gelu's interleaved blocks.
-constexpr int gelu_unroll = 4;
+// Vectors per block of gelu's two passes: enough independent chains to fill the out-of-order
+// window, few enough that the block's x, s and w stay in L1. Rows shorter than a block (bias_act's)
+// go gelu_short_block vectors a step: a vector at a time, they took twice as long.
+constexpr int gelu_block = 64;
+constexpr int gelu_short_block = 4;
 
 // Every branch selects on `x < c`, which is false for NaN, so NaN passes through untouched
 // (maxps would return the 2nd operand and drop it). The selects on e == inf and gelu's on x < -13
@@ -102,9 +109,9 @@ template <Activation A>
     const batch_f32 e = xsimd::exp(-x);
     return xsimd::select(e == batch_f32(f32_inf), zero, x / (one + e));
   } else if constexpr (A == Activation::gelu) {
-    batch_f32 v[1] = {x};
-    gelu_erf<1>(v);
-    return v[0];
+    batch_f32 y[1];
+    gelu_erf<1>([&](int) { return x; }, y);
+    return y[0];
   } else if constexpr (A == Activation::gelu_tanh) {
     // (1 + tanh(u)) / 2 == 1 / (1 + exp(-2u)): the same value without the cancellation for x << 0.
     const float k = 1.5957691216057308f;  // 2 * sqrt(2 / pi)
@@ -134,32 +141,39 @@ void with_act(Activation a, Body&& body) {
   }
 }
 
-// y[i] = act(x[i] + bias[i]) (bias may be null) over [0, n); `stream`: see store_run.
-template <Activation A, bool HasBias>
+// y[i] = act(x[i] + bias[i]) (bias may be null) over [0, n); `stream`: see store_run. gelu is computed
+// U = gelu_block vectors a step (see gelu_erf), and what whole blocks leave gelu_short_block vectors a
+// step; the others a vector at a time.
+template <Activation A, bool HasBias, int U = A == Activation::gelu ? gelu_block : 1>
 void act_span(const float* x, const float* bias, float* y, i64 n, float alpha, float beta, bool stream = false) {
+  if constexpr (A == Activation::gelu && U == gelu_block) {
+    const i64 whole = n / (U * vec_width) * (U * vec_width);
+    if (whole < n)
+      act_span<A, HasBias, gelu_short_block>(x + whole, HasBias ? bias + whole : nullptr, y + whole, n - whole, alpha,
+                                             beta, stream);
+    n = whole;
+  }
   auto part = [&](i64 i, i64 r) {
     batch_f32 v = load_partial(x + i, r);
     if constexpr (HasBias) v += load_partial(bias + i, r);
     return act<A>(v, alpha, beta);
   };
-  // gelu is computed gelu_unroll vectors a step (its one vector is a long dependency chain); the
-  // others a vector at a time.
-  constexpr int U = A == Activation::gelu ? gelu_unroll : 1;
   store_run_blocks<U>(
       y, n, stream,
       [&](i64 i, batch_f32(&v)[U]) __attribute__((always_inline)) {  // else GCC may call it per step
-#pragma GCC unroll 4
-        for (int k = 0; k < U; ++k) {
+        auto load = [&](int k) __attribute__((always_inline)) {
           const i64 at = i + k * vec_width;
-          if constexpr (act_costly(A)) __builtin_prefetch(x + at + prefetch_ahead);
-          v[k] = batch_f32::load_unaligned(x + at);
-          if constexpr (HasBias) v[k] += batch_f32::load_unaligned(bias + at);
-        }
+          batch_f32 xv = batch_f32::load_unaligned(x + at);
+          if constexpr (HasBias) xv += batch_f32::load_unaligned(bias + at);
+          return xv;
+        };
         if constexpr (A == Activation::gelu) {
-          gelu_erf<U>(v);
+          // The next block, a cache line at a time (its arithmetic keeps the hardware prefetcher behind).
+          for (i64 j = 0; j < U * vec_width; j += 16) __builtin_prefetch(x + i + U * vec_width + j);
+          gelu_erf<U>(load, v);
         } else {
-#pragma GCC unroll 4
-          for (int k = 0; k < U; ++k) v[k] = act<A>(v[k], alpha, beta);
+          if constexpr (act_costly(A)) __builtin_prefetch(x + i + prefetch_ahead);
+          v[0] = act<A>(load(0), alpha, beta);
         }
       },
       part);
