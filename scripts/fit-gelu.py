@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
-"""The polynomials of the cpu's gelu (backends/cpu_simd/kernels/elementwise.cpp) and of exp_bounded
-(kernels/simd_common.hpp, softmax's exp), fitted here, and a model of gelu's f32 arithmetic measured
-the way the conformance tests measure it.
+"""The polynomials of the cpu's gelu (backends/cpu_simd/kernels/elementwise.cpp) and of pow2_bounded
+(kernels/simd_common.hpp: gelu's 2^w and softmax's exp), fitted here, and a model of gelu's f32
+arithmetic measured the way the conformance tests measure it.
 
 Needs numpy and mpmath (pip install numpy mpmath). Prints the coefficient lists and the model's
 worst error in f32 eps on gelu's measure (tests/reference/bridge.hpp: |out - fl32(ref)| over
@@ -11,8 +11,8 @@ worst error in f32 eps on gelu's measure (tests/reference/bridge.hpp: |out - fl3
 gelu(x) = max(x, 0) - F(a), a = min(|x|, 13), F(a) = a erfc(a / sqrt 2) / 2 = s 2^(G(s) - C a^2) with
 s = a / (K + a), K = 2 sqrt 2 (in f32), C = log2(e) / 2 (in f32). G(s) = log2((K + a) erfc(a / sqrt 2)
 / 2) + C a^2 is smooth, G(0) = 1/2; it is fitted by least squares on Chebyshev nodes over the s that
-a <= 13 reaches, weighted by how much error the measure allows there (about 1 + a^2). 2^r on |r| <=
-1/2 is 1 + r P(r). exp_bounded's e^r on |r| <= ln 2 / 2 is 1 + r + r^2 q(r).
+a <= 13 reaches, weighted by how much error the measure allows there (about 1 + a^2). pow2_bounded's
+2^r on |r| <= 1/2 is 1 + r P(r).
 """
 import math
 import struct
@@ -52,14 +52,8 @@ r2_nodes = 0.5 * np.cos(np.pi * (np.arange(400) + 0.5) / 400)
 p_vals = np.array([float((mp.mpf(2) ** mp.mpf(r) - 1) / mp.mpf(r)) for r in r2_nodes])
 Pc = cheb_fit(r2_nodes, p_vals, 5, -0.5, 0.5, weights=np.abs(r2_nodes))
 
-half_ln2 = float(mp.log(2) / 2)
-r_nodes = half_ln2 * np.cos(np.pi * (np.arange(400) + 0.5) / 400)
-q_vals = np.array([float((mp.exp(mp.mpf(r)) - 1 - r) / (mp.mpf(r) ** 2)) for r in r_nodes])
-Qc = cheb_fit(r_nodes, q_vals, 4, -half_ln2, half_ln2)
-
 print("gelu: G(s), highest power first:", ", ".join("%.9g" % v for v in reversed(Gc)))
-print("gelu: P(r) of 2^r, highest power first:", ", ".join("%.9g" % v for v in reversed(Pc)))
-print("exp_bounded: q(r), highest power first:", ", ".join("%.9g" % v for v in reversed(Qc)))
+print("pow2_bounded: P(r), highest power first:", ", ".join("%.9g" % v for v in reversed(Pc)))
 
 USE_FMA = True
 
@@ -81,6 +75,15 @@ def from_bits(i):
 MAGIC = f32(12582912.0)
 
 
+def pow2_bounded(w):
+    t = f32(w + MAGIC)
+    r = f32(w - f32(t - MAGIC))
+    q = f32(Pc[-1])
+    for c in reversed(Pc[:-1]):
+        q = fma(q, r, f32(c))
+    return from_bits(bits(fma(q, r, f32(1))) + ((bits(t) - bits(MAGIC)) << 23))
+
+
 def gelu_model(x):
     x = f32(x)
     a = f32(min(abs(x), A_CAP))
@@ -89,25 +92,7 @@ def gelu_model(x):
     for c in reversed(Gc[:-1]):
         p = fma(p, s, f32(c))
     w = fma(-a, f32(a * C), p)
-    t = f32(w + MAGIC)
-    r = f32(w - f32(t - MAGIC))
-    q = f32(Pc[-1])
-    for c in reversed(Pc[:-1]):
-        q = fma(q, r, f32(c))
-    pow2 = from_bits(bits(fma(q, r, f32(1))) + ((bits(t) - bits(MAGIC)) << 23))
-    return f32(0) if x < -13 else fma(-s, pow2, f32(max(f32(0), x)))
-
-
-def exp_bounded(a):
-    t = fma(a, f32(1.44269504), MAGIC)
-    n = f32(t - MAGIC)
-    r = fma(-n, f32(0.693359375), a)
-    r = fma(-n, f32(-2.12194440e-4), r)
-    q = f32(Qc[-1])
-    for c in reversed(Qc[:-1]):
-        q = fma(q, r, f32(c))
-    e = f32(fma(q, f32(r * r), r) + f32(1))
-    return from_bits(bits(e) + ((bits(t) - bits(MAGIC)) << 23))
+    return f32(0) if x < -13 else fma(-s, pow2_bounded(w), f32(max(f32(0), x)))
 
 
 def reference(x):
@@ -133,6 +118,6 @@ for USE_FMA in (True, False):
     print("model of gelu in f32 %s: worst %.3f eps at x = %g (the conformance bound is 3)"
           % ("with FMA" if USE_FMA else "without FMA", worst, at))
 USE_FMA = True
-exp_worst = max(abs(float(exp_bounded(a)) - math.exp(float(a))) / math.exp(float(a))
-                for a in np.linspace(-87, 0, 20001).astype(np.float32)) / 2.0**-24
-print("exp_bounded on [-87, 0]: worst %.2f half-ulps" % exp_worst)
+pow2_worst = max(abs(float(pow2_bounded(w)) - 2.0 ** float(w)) / 2.0 ** float(w)
+                 for w in np.linspace(-125, 0.5, 20001).astype(np.float32)) / 2.0**-24
+print("pow2_bounded on [-125, 1/2]: worst %.2f half-ulps" % pow2_worst)

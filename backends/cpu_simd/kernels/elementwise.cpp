@@ -51,8 +51,6 @@ template <int U, class Load>
 [[gnu::always_inline]] inline void gelu_erf(Load&& load, batch_f32 (&y)[U]) {
   constexpr float g[] = {0.20596315f,  -0.387834638f, 0.0425988175f, 0.0510190465f, 0.281251788f,
                          0.233033434f, -0.437508821f, -1.81311786f,  0.49999997f};
-  // 2^r = 1 + r P(r) on |r| <= 1/2: P of degree 5, a least-squares fit (the same script).
-  constexpr float e[] = {0.000154673646f, 0.00134004327f, 0.00961803552f, 0.0555032715f, 0.240226507f, 0.693147182f};
   batch_f32 s[U], w[U];
   for (int k = 0; k < U; ++k) {
     const batch_f32 a = xsimd::min(xsimd::abs(load(k)), batch_f32(13.0f));
@@ -62,18 +60,8 @@ template <int U, class Load>
     for (int j = 1; j < 9; ++j) p = xsimd::fma(p, s[k], batch_f32(g[j]));
     w[k] = xsimd::fnma(a, a * batch_f32(0.72134752f), p);
   }
-  using batch_i32 = xsimd::batch<std::int32_t, Arch>;
-  const batch_f32 magic(12582912.0f);  // 1.5 * 2^23: adding it rounds to an integer, n, kept in t's low bits
   for (int k = 0; k < U; ++k) {
-    const batch_f32 t = w[k] + magic;
-    const batch_f32 r = w[k] - (t - magic);  // exact: |r| <= 1/2
-    batch_f32 p(e[0]);
-#pragma GCC unroll 8
-    for (int j = 1; j < 6; ++j) p = xsimd::fma(p, r, batch_f32(e[j]));
-    // 2^n enters through t's low bits shifted into the exponent: -126 < n <= 0 here.
-    const batch_i32 two_n = xsimd::bitwise_cast<batch_i32>(t) << 23;
-    const batch_f32 pow2 =
-        xsimd::bitwise_cast<batch_f32>(xsimd::bitwise_cast<batch_i32>(xsimd::fma(p, r, batch_f32(1.0f))) + two_n);
+    const batch_f32 pow2 = pow2_bounded<false>(w[k]);  // w is in [-123, 1/2], never NaN
     const batch_f32 x = load(k);
     y[k] =
         xsimd::select(x < batch_f32(-13.0f), batch_f32(0.0f), xsimd::fnma(s[k], pow2, xsimd::max(batch_f32(0.0f), x)));

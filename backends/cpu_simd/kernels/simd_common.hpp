@@ -25,27 +25,26 @@ inline i64 grain_for(i64 work_per_item, i64 grain_elems) {
   return std::max<i64>(1, grain_elems / std::max<i64>(1, work_per_item));
 }
 
-// e^a for a in [-87, 0] (NaN gives NaN; outside the range, garbage: callers keep a in it), in 12 vector
-// operations where xsimd::exp takes about 30 for the whole range and its special cases: a = n ln 2
-// + r with |r| <= ln 2 / 2 (n rounded by adding 1.5 * 2^23; ln 2 split so n * hi is exact without
-// FMA), e^r = 1 + r + r^2 q(r) with q a degree-4 least-squares fit (scripts/fit-gelu.py: 0.18
-// half-ulp from e^r in exact arithmetic, 1.43 in f32), then 2^n added to the exponent bits, which
-// stay normal while n >= -125 (a >= -86.9). n reaches the exponent through a conversion, not
-// through t's bits, so a NaN's payload cannot move the exponent of the NaN that e then is.
-[[gnu::always_inline]] inline batch_f32 exp_bounded(const batch_f32& a) {
+// 2^w for w in [-125, 1/2] (NaN gives NaN; outside the range, garbage: callers keep w in it), in 11
+// vector operations, 6 of them FMAs, where xsimd::exp takes about 30 for the whole range and its
+// special cases: w = n + r, n rounded by adding 1.5 * 2^23, r = w - n exact with |r| <= 1/2, 2^r =
+// 1 + r P(r) with P a degree-5 least-squares fit (scripts/fit-gelu.py: 1.28 half-ulps in f32), then
+// n added to the exponent bits, which stay normal while n >= -125. With NanSafe, n reaches the
+// exponent through a conversion, so a NaN's payload cannot move the exponent of the NaN the result
+// then is; without it (for a w that is never NaN) through t's low bits, one operation fewer.
+template <bool NanSafe>
+[[gnu::always_inline]] inline batch_f32 pow2_bounded(const batch_f32& w) {
   using batch_i32 = xsimd::batch<std::int32_t, Arch>;
-  const batch_f32 magic(12582912.0f);  // 1.5 * 2^23: adding it rounds to an integer
-  const batch_f32 t = xsimd::fma(a, batch_f32(1.44269504f), magic);
+  constexpr float c[] = {0.000154673646f, 0.00134004327f, 0.00961803552f, 0.0555032715f, 0.240226507f, 0.693147182f};
+  const batch_f32 magic(12582912.0f);  // 1.5 * 2^23: adding it rounds to an integer, kept in t's low bits
+  const batch_f32 t = w + magic;
   const batch_f32 n = t - magic;
-  batch_f32 r = xsimd::fnma(n, batch_f32(0.693359375f), a);
-  r = xsimd::fnma(n, batch_f32(-2.12194440e-4f), r);
-  batch_f32 q(0.00139336439f);
-  q = xsimd::fma(q, r, batch_f32(0.00836317521f));
-  q = xsimd::fma(q, r, batch_f32(0.0416664667f));
-  q = xsimd::fma(q, r, batch_f32(0.166665763f));
-  q = xsimd::fma(q, r, batch_f32(0.5f));
-  const batch_f32 e = xsimd::fma(q, r * r, r) + batch_f32(1.0f);
-  const batch_i32 shift = xsimd::to_int(n) << 23;
+  const batch_f32 r = w - n;
+  batch_f32 p(c[0]);
+#pragma GCC unroll 8
+  for (int j = 1; j < 6; ++j) p = xsimd::fma(p, r, batch_f32(c[j]));
+  const batch_f32 e = xsimd::fma(p, r, batch_f32(1.0f));
+  const batch_i32 shift = (NanSafe ? xsimd::to_int(n) : xsimd::bitwise_cast<batch_i32>(t)) << 23;
   return xsimd::bitwise_cast<batch_f32>(xsimd::bitwise_cast<batch_i32>(e) + shift);
 }
 
@@ -62,7 +61,8 @@ inline batch_f32 load_partial(const float* p, i64 r, float fill = 0.0f) {
 inline void store_partial(float* p, i64 r, const batch_f32& v) { _mm512_mask_storeu_ps(p, lane_mask(r), v); }
 #elif defined(TRINE_ISA_AVX2)
 inline __m256i lane_mask(i64 r) {
-  return _mm256_cmpgt_epi32(_mm256_set1_epi32(static_cast<int>(std::min<i64>(r, 8))), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
+  return _mm256_cmpgt_epi32(_mm256_set1_epi32(static_cast<int>(std::min<i64>(r, 8))),
+                            _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
 }
 inline batch_f32 load_partial(const float* p, i64 r, float fill = 0.0f) {
   const __m256i m = lane_mask(r);

@@ -92,26 +92,37 @@ void write_row(const float* x, float* y, i64 n, RowStat st, bool stream) {
 void softmax_row_cached(const float* x, float* y, i64 n, const float* next, bool stream, float* scratch) {
   float* const out = y;
   if (stream && n >= stream_min_run) y = scratch;
-  batch_f32 bm(-f32_inf);
+  // Four maxima side by side, so the pass runs at the loads' rate rather than maxps's latency. A NaN
+  // that one of them drops still makes the row NaN, through its own exp below.
+  batch_f32 b0(-f32_inf), b1(-f32_inf), b2(-f32_inf), b3(-f32_inf);
   i64 j = 0;
-  for (; j + vec_width <= n; j += vec_width) bm = xsimd::max(bm, batch_f32::load_unaligned(x + j));
-  if (j < n) bm = xsimd::max(bm, load_partial(x + j, n - j, -f32_inf));
-  const batch_f32 m(hmax_nan(bm));
-  // a = x - m <= 0. Below -86.5, where exp_bounded leaves its range, e^a < 2.6e-38 is taken as 0
-  // (-inf among them; docs/ops.md lets kernels flush such results); a NaN a (a NaN or +inf in the
-  // row) stays NaN, since maxps returns its 2nd operand on NaN. exp_bounded is 12 operations a
-  // vector against xsimd::exp's 30: this pass was compute-bound on one core.
-  const batch_f32 lo(-86.5f), zero(0.0f);
+  for (; j + 4 * vec_width <= n; j += 4 * vec_width) {
+    b0 = xsimd::max(b0, batch_f32::load_unaligned(x + j));
+    b1 = xsimd::max(b1, batch_f32::load_unaligned(x + j + vec_width));
+    b2 = xsimd::max(b2, batch_f32::load_unaligned(x + j + 2 * vec_width));
+    b3 = xsimd::max(b3, batch_f32::load_unaligned(x + j + 3 * vec_width));
+  }
+  for (; j + vec_width <= n; j += vec_width) b0 = xsimd::max(b0, batch_f32::load_unaligned(x + j));
+  if (j < n) b0 = xsimd::max(b0, load_partial(x + j, n - j, -f32_inf));
+  const batch_f32 m(hmax_nan(xsimd::max(xsimd::max(b0, b1), xsimd::max(b2, b3))));
+  // e^(x - m) = 2^w, w = (x - m) log2(e) <= 0: the product's rounding moves the result by |x - m| 2^-24
+  // relative, inside the measure's |x - m| part. Below w = -125, where pow2_bounded leaves its range,
+  // e^(x - m) < 2.4e-38 is taken as 0 (-inf among them; docs/ops.md lets kernels flush such
+  // results); a NaN w (a NaN or +inf in the row) stays NaN, since maxps returns its 2nd operand on
+  // NaN. pow2_bounded is 11 operations a vector against xsimd::exp's 30: this pass was compute-bound
+  // on one core.
+  const batch_f32 lo(-125.0f), zero(0.0f), log2e(1.44269504f);
   auto term = [&](const batch_f32& v) {
-    const batch_f32 a = v - m;
-    return xsimd::select(a < lo, zero, exp_bounded(xsimd::max(lo, a)));
+    const batch_f32 w = (v - m) * log2e;
+    return xsimd::select(w < lo, zero, pow2_bounded<true>(xsimd::max(lo, w)));
   };
   batch_f32 s0(0.0f), s1(0.0f);
   for (j = 0; j + 2 * vec_width <= n; j += 2 * vec_width) {
     if (next) {
       for (i64 l = 0; l < 2 * vec_width; l += 16) __builtin_prefetch(next + j + l, 0, 3);  // each 64-byte line
     }
-    const batch_f32 e0 = term(batch_f32::load_unaligned(x + j)), e1 = term(batch_f32::load_unaligned(x + j + vec_width));
+    const batch_f32 e0 = term(batch_f32::load_unaligned(x + j)),
+                    e1 = term(batch_f32::load_unaligned(x + j + vec_width));
     s0 += e0;
     s1 += e1;
     e0.store_unaligned(y + j);
