@@ -119,5 +119,5 @@ for USE_FMA in (True, False):
           % ("with FMA" if USE_FMA else "without FMA", worst, at))
 USE_FMA = True
 pow2_worst = max(abs(float(pow2_bounded(w)) - 2.0 ** float(w)) / 2.0 ** float(w)
-                 for w in np.linspace(-125, 0.5, 20001).astype(np.float32)) / 2.0**-24
-print("pow2_bounded on [-125, 1/2]: worst %.2f half-ulps" % pow2_worst)
+                 for w in np.linspace(-125, 126, 40001).astype(np.float32)) / 2.0**-24
+print("pow2_bounded on [-125, 126]: worst %.2f half-ulps" % pow2_worst)

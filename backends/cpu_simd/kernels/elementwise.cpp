@@ -74,9 +74,22 @@ template <int U, class Load>
 constexpr int gelu_block = 64;
 constexpr int gelu_short_block = 4;
 
+// num / (1 + e^-v), for sigmoid (num = 1), silu and gelu_tanh (num = x). e^-v = 2^w, w = -v log2(e):
+// the product's rounding moves e^-v by |v| 2^-24 relative, inside these ops' measure (|x f'(x)|).
+// w is clamped to [-125, 126], where pow2_bounded is valid: below, 1 + e^-v rounds to 1 anyway;
+// above (v < -87.3, -inf included) the result, under 1.2e-38 |num|, is taken as 0, which also
+// keeps -inf / inf from silu(-inf). A NaN v stays NaN through the clamps (min and max return their
+// 2nd operand on NaN) and fails the w > 126 test. pow2_bounded is 11 operations a vector against
+// xsimd::exp's 30.
+[[gnu::always_inline]] inline batch_f32 logistic(const batch_f32& v, const batch_f32& num) {
+  const batch_f32 w = v * batch_f32(-1.44269504f), hi(126.0f);
+  const batch_f32 e = pow2_bounded<true>(xsimd::min(hi, xsimd::max(batch_f32(-125.0f), w)));
+  return xsimd::select(w > hi, batch_f32(0.0f), num / (batch_f32(1.0f) + e));
+}
+
 // Every branch selects on `x < c`, which is false for NaN, so NaN passes through untouched
-// (maxps would return the 2nd operand and drop it). The selects on e == inf and gelu's on x < -13
-// fix the -inf limits, where the plain formulas give -inf * 0 = NaN.
+// (maxps would return the 2nd operand and drop it). logistic's select and gelu's on x < -13 fix the
+// -inf limits, where the plain formulas give -inf * 0 = NaN.
 template <Activation A>
 [[gnu::always_inline]] inline batch_f32 act(const batch_f32& x, float alpha, float beta) {
   const batch_f32 zero(0.0f), one(1.0f);
@@ -90,12 +103,11 @@ template <Activation A>
     // expm1 keeps the relative accuracy that exp(x) - 1 loses near 0.
     return xsimd::select(x < zero, batch_f32(alpha) * xsimd::expm1(x), x);
   } else if constexpr (A == Activation::sigmoid) {
-    return one / (one + xsimd::exp(-x));
+    return logistic(x, one);
   } else if constexpr (A == Activation::tanh) {
     return xsimd::tanh(x);  // exact +-1 at +-inf and NaN-preserving in xsimd 8.1
   } else if constexpr (A == Activation::silu) {
-    const batch_f32 e = xsimd::exp(-x);
-    return xsimd::select(e == batch_f32(f32_inf), zero, x / (one + e));
+    return logistic(x, x);
   } else if constexpr (A == Activation::gelu) {
     batch_f32 y[1];
     gelu_erf<1>([&](int) { return x; }, y);
@@ -103,9 +115,7 @@ template <Activation A>
   } else if constexpr (A == Activation::gelu_tanh) {
     // (1 + tanh(u)) / 2 == 1 / (1 + exp(-2u)): the same value without the cancellation for x << 0.
     const float k = 1.5957691216057308f;  // 2 * sqrt(2 / pi)
-    const batch_f32 two_u = x * xsimd::fma(batch_f32(k * 0.044715f), x * x, batch_f32(k));
-    const batch_f32 e = xsimd::exp(-two_u);
-    return xsimd::select(e == batch_f32(f32_inf), zero, x / (one + e));
+    return logistic(x * xsimd::fma(batch_f32(k * 0.044715f), x * x, batch_f32(k)), x);
   } else if constexpr (A == Activation::clip) {
     return xsimd::select(x < batch_f32(alpha), batch_f32(alpha),
                          xsimd::select(x > batch_f32(beta), batch_f32(beta), x));

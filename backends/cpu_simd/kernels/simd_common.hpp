@@ -25,11 +25,11 @@ inline i64 grain_for(i64 work_per_item, i64 grain_elems) {
   return std::max<i64>(1, grain_elems / std::max<i64>(1, work_per_item));
 }
 
-// 2^w for w in [-125, 1/2] (NaN gives NaN; outside the range, garbage: callers keep w in it), in 11
+// 2^w for w in [-125, 126] (NaN gives NaN; outside the range, garbage: callers keep w in it), in 11
 // vector operations, 6 of them FMAs, where xsimd::exp takes about 30 for the whole range and its
 // special cases: w = n + r, n rounded by adding 1.5 * 2^23, r = w - n exact with |r| <= 1/2, 2^r =
 // 1 + r P(r) with P a degree-5 least-squares fit (scripts/fit-gelu.py: 1.28 half-ulps in f32), then
-// n added to the exponent bits, which stay normal while n >= -125. With NanSafe, n reaches the
+// n added to the exponent bits, which stay normal and finite for -125 <= n <= 126. With NanSafe, n reaches the
 // exponent through a conversion, so a NaN's payload cannot move the exponent of the NaN the result
 // then is; without it (for a w that is never NaN) through t's low bits, one operation fewer.
 template <bool NanSafe>
