@@ -344,6 +344,13 @@ TEST_CASE("conv2d: stride, padding, dilation, groups, bias", "[ops][conv2d]") {
       {1, 4, 9, 120, 8, 3, 3, {2, 1, 1, 1}, true},
       {1, 4, 15, 50, 6, 3, 3, {2, 1, {1, 2}, 1}, true},       // dilation 2 along rows: every tap in phase 0
       {1, 6, 20, 41, 10, 3, 4, {{3, 2}, {0, 2}, {2, 3}, 2}, true},  // stride 3 x 2, dilation 2 x 3, groups
+      // column stride 2 or more with 32 or more output channels a group: the cpu's direct_channels
+      // kernel on every ISA (blocks of 8, 16 or 32 channels as the lanes, 6 or 8 pixels a tile);
+      // partial channel blocks, partial tiles
+      {1, 3, 45, 70, 40, 7, 7, {2, 3, 1, 1}, true},           // the stem: 35 outputs a row
+      {2, 8, 19, 24, 36, 3, 3, {{1, 2}, 1, 1, 1}, false},     // stride 1 x 2, batch 2
+      {1, 6, 20, 41, 64, 3, 4, {{3, 2}, {0, 2}, {2, 3}, 2}, true},  // stride 3 x 2, dilation 2 x 3, groups 2
+      {1, 4, 17, 40, 33, 5, 5, {3, 2, 1, 1}, false},          // stride 3: 14 outputs a row
       // depthwise (groups == channels): the cpu's direct kernel; widths around the vector widths
       {1, 2, 5, 5, 2, 3, 3, {1, 1, 1, 2}, true},
       {2, 7, 9, 17, 7, 3, 3, {1, 1, 1, 7}, false},
@@ -386,6 +393,11 @@ TEST_CASE("conv2d: stride, padding, dilation, groups, bias", "[ops][conv2d]") {
     CHECK(debug::cpu_conv2d_path({1, 16, 8, 50}, {16, 16, 3, 3}, Conv2dParams{1, 1, 1, 1}) == "winograd_f2");
     CHECK(debug::cpu_conv2d_path({2, 32, 56, 56}, {64, 32, 3, 3}, Conv2dParams{1, 1, 1, 1}) == "winograd_f4");
     CHECK(debug::cpu_conv2d_path({1, 5, 20, 23}, {8, 5, 3, 3}, Conv2dParams{1, 1, 1, 1}) == "direct");
+    // stride 2 with 6 output channels, fewer than any ISA's channel block: the pixels-as-lanes kernel
+    CHECK(debug::cpu_conv2d_path({1, 3, 45, 70}, {6, 3, 7, 7}, Conv2dParams{2, 3, 1, 1}) == "direct");
+    CHECK(debug::cpu_conv2d_path({1, 3, 45, 70}, {40, 3, 7, 7}, Conv2dParams{2, 3, 1, 1}) == "direct_channels");
+    CHECK(debug::cpu_conv2d_path({1, 6, 20, 41}, {64, 3, 3, 4}, Conv2dParams{{3, 2}, {0, 2}, {2, 3}, 2}) ==
+          "direct_channels");
   }
   std::vector<Tensor> view{make_input({1, 3, 9, 11}, seq(), View::transposed),
                            make_input({4, 3, 3, 3}, seq(), View::strided)};

@@ -56,7 +56,12 @@ bool gemm_bf16_native();
 void gemm_bf16(const GemmArgs& g);
 const char* gemm_bf16_kind();  // "amx", "avx512_bf16" or "f32"; TRINE_CPU_AMX=0 rules out "amx"
 
-// kernels/conv2d_direct.cpp, called by conv2d.cpp: stride 1, R*S > 1, any dilation and groups.
+// kernels/conv2d_direct.cpp, called by conv2d.cpp, R*S > 1: conv2d_direct_channels (output channels as
+// the vector lanes) for stride_w >= 2 and groups of at least GemmConfig::nr output channels, any
+// stride_h, dilation and groups; conv2d_direct (pixels as the lanes) for stride 1, and stride_w 2
+// with fewer channels.
+bool conv2d_direct_channels_fits(const Conv2dArgs& a);
+void conv2d_direct_channels(const Conv2dArgs& a);
 bool conv2d_direct_fits(const Conv2dArgs& a);
 void conv2d_direct(const Conv2dArgs& a);
 

@@ -11,7 +11,7 @@ namespace {
 // Packs rows [k0, k0+kc) x output pixels [j0, j0+n) of one (image, group)'s im2col matrix into
 // B panels. Row k is (channel c, kernel row r, kernel col s); column j is output pixel (p, q).
 struct Im2colPacker {
-  const float* x = nullptr;  // the group's first input channel of this image
+  const float* x = nullptr;      // the group's first input channel of this image
   const float* x_end = nullptr;  // end of the whole input: reads up to here are safe
   i64 H = 0, W = 0, R = 0, S = 0, Q = 0;
   i64 stride_h = 1, stride_w = 1, pad_h = 0, pad_w = 0, dil_h = 1, dil_w = 1;
@@ -121,7 +121,7 @@ void add_bias(float* y, const float* bias, i64 rows, i64 cols) {
   }
 }
 
-enum class Conv2dPath { depthwise, winograd_f2, winograd_f4, direct, implicit_gemm };
+enum class Conv2dPath { depthwise, winograd_f2, winograd_f4, direct, direct_channels, implicit_gemm };
 
 // The one place the path is chosen: by conv2d_kernel, and reported by conv2d_path_name.
 Conv2dPath choose_path(const Conv2dArgs& a) {
@@ -130,6 +130,7 @@ Conv2dPath choose_path(const Conv2dArgs& a) {
   if (conv2d_is_depthwise(a)) return Conv2dPath::depthwise;
   if (tile == 2) return Conv2dPath::winograd_f2;
   if (tile == 4) return Conv2dPath::winograd_f4;
+  if (conv2d_direct_channels_fits(a)) return Conv2dPath::direct_channels;
   if (conv2d_direct_fits(a)) return Conv2dPath::direct;
   return Conv2dPath::implicit_gemm;
 }
@@ -140,6 +141,7 @@ const char* conv2d_path_name(const Conv2dArgs& a) {
     case Conv2dPath::winograd_f2: return "winograd_f2";
     case Conv2dPath::winograd_f4: return "winograd_f4";
     case Conv2dPath::direct: return "direct";
+    case Conv2dPath::direct_channels: return "direct_channels";
     case Conv2dPath::implicit_gemm: return "implicit_gemm";
   }
   return "implicit_gemm";
@@ -151,6 +153,7 @@ void conv2d_kernel(const Conv2dArgs& a) {
     case Conv2dPath::winograd_f2: conv2d_winograd(a, 2); return;
     case Conv2dPath::winograd_f4: conv2d_winograd(a, 4); return;
     case Conv2dPath::direct: conv2d_direct(a); return;
+    case Conv2dPath::direct_channels: conv2d_direct_channels(a); return;
     case Conv2dPath::implicit_gemm: break;
   }
   const i64 G = a.groups, Cg = a.C / G, Kg = a.K / G;

@@ -10,8 +10,14 @@
 // A block of kb output channels x nv vectors of pixels stays in registers while the channels and
 // taps stream by: kb broadcasts + nv loads per kb*nv FMAs, as in the GEMM micro-kernel, without
 // packing the im2col operand.
+//
+// conv2d_direct_channels, further down, turns the block around: output channels are the vector
+// lanes and pixels the broadcasts, at any stride and dilation. For column strides of 2 and more,
+// where a group has a register block's worth of output channels, it is the faster of the two
+// (docs/design.md); this kernel keeps stride 1 and the groups with fewer channels.
 #include "backends/cpu_simd/isa.hpp"
 
+#include <algorithm>
 #include <vector>
 
 #include "backends/cpu_simd/gemm/pack.hpp"
@@ -37,10 +43,10 @@ i64 round_up(i64 n, i64 m) { return (n + m - 1) / m * m; }
 struct Geometry {
   bool phases = false;  // stride_w 2: even and odd columns split
   i64 Cg = 0, Kg = 0, taps = 0;
-  i64 Hp = 0;           // padded rows held
-  i64 Wp = 0;           // padded columns of a row (stride 1), or of one phase of a row (stride 2)
-  i64 span = 0;         // stride 1: pixels computed per output plane; stride 2: per output row
-  i64 plane = 0;        // floats per padded input channel (both phases), with slack for over-reads
+  i64 Hp = 0;     // padded rows held
+  i64 Wp = 0;     // padded columns of a row (stride 1), or of one phase of a row (stride 2)
+  i64 span = 0;   // stride 1: pixels computed per output plane; stride 2: per output row
+  i64 plane = 0;  // floats per padded input channel (both phases), with slack for over-reads
 };
 
 Geometry geometry(const Conv2dArgs& a) {
@@ -212,6 +218,110 @@ DirectScratch& direct_scratch() {
   return s;
 }
 
+// ---- Output channels as the vector lanes (conv2d_direct_channels) ----
+// A block of mr output pixels x nr output channels in registers, the GEMM micro-kernel's shape: per
+// tap, nv aligned vector loads of packed weights and mr broadcasts of input pixels, at any column
+// stride and dilation (a broadcast reads one float wherever it is). Nothing is split across cache
+// lines and no column phases are needed. The tile comes out pixel-major and is transposed into the
+// NCHW output a row at a time.
+constexpr int oc_mr = GemmConfig::mr;
+constexpr int oc_nv = GemmConfig::nv;
+constexpr i64 oc_nr = GemmConfig::nr;
+
+struct ChannelGeometry {
+  i64 Cg = 0, Kg = 0, taps = 0;  // taps = Cg * R * S
+  i64 Hp = 0, Wp = 0;            // padded rows and columns
+  i64 plane = 0;                 // floats per padded channel, with slack for a last tile's over-read
+  i64 qspan = 0;                 // Q rounded up to whole tiles of oc_mr pixels
+};
+
+ChannelGeometry channel_geometry(const Conv2dArgs& a) {
+  ChannelGeometry g;
+  g.Cg = a.C / a.groups;
+  g.Kg = a.K / a.groups;
+  g.taps = g.Cg * a.R * a.S;
+  g.Hp = (a.P - 1) * a.stride_h + (a.R - 1) * a.dil_h + 1;
+  g.Wp = (a.Q - 1) * a.stride_w + (a.S - 1) * a.dil_w + 1;
+  g.qspan = round_up(a.Q, oc_mr);
+  // The last row's last tile reads up to (qspan - 1) * stride_w + (S - 1) * dil_w past its start.
+  g.plane = round_up(g.Hp * g.Wp + (g.qspan - a.Q) * a.stride_w, w);
+  return g;
+}
+
+// Channel c of the image-group at x, zero-padded into dst: dst[i * Wp + j] = x(c, i - pad_h, j - pad_w).
+void pad_channel_plain(const Conv2dArgs& a, const ChannelGeometry& g, const float* x, float* dst) {
+  std::fill_n(dst, g.plane, 0.0f);
+  const i64 lo = std::max<i64>(0, a.pad_w), from = std::max<i64>(0, -a.pad_w);
+  const i64 n = std::min(a.W - from, g.Wp - lo);
+  if (n <= 0) return;
+  for (i64 i = 0; i < g.Hp; ++i) {
+    const i64 h = i - a.pad_h;
+    if (h >= 0 && h < a.H) std::copy_n(x + h * a.W + from, n, dst + i * g.Wp + lo);
+  }
+}
+
+// Weights of output channels [k0, k0 + oc_nr) of the group, tap-major: wp[t * oc_nr + i] with t = (c,
+// r, s), zero for channels past Kg.
+void pack_channel_weights(const ChannelGeometry& g, const float* wg, i64 k0, float* wp) {
+  for (i64 t = 0; t < g.taps; ++t)
+    for (i64 i = 0; i < oc_nr; ++i) wp[t * oc_nr + i] = k0 + i < g.Kg ? wg[(k0 + i) * g.taps + t] : 0.0f;
+}
+
+// y[i * pq + q] = rk[q * oc_nr + i] + bias[i] (bias may be null) for i < count, q < Q: a row of tiles
+// back to NCHW. AVX2 and AVX-512 transpose 8 x 8 blocks in registers; the rest goes element by
+// element (a scalar transpose was a fifth of the 7x7 stride-2 stem's time).
+void transpose_out(const float* rk, i64 Q, i64 count, const float* bias, float* y, i64 pq) {
+  i64 i0 = 0;
+#if defined(TRINE_ISA_AVX2) || defined(TRINE_ISA_AVX512)
+  for (; i0 + 8 <= count; i0 += 8) {
+    __m256 b[8];
+    for (int j = 0; j < 8; ++j) b[j] = _mm256_set1_ps(bias ? bias[i0 + j] : 0.0f);
+    i64 q = 0;
+    for (; q + 8 <= Q; q += 8) {
+      __m256 v[8];
+      for (int j = 0; j < 8; ++j) v[j] = _mm256_load_ps(rk + (q + j) * oc_nr + i0);
+      transpose8x8(v);
+      for (int j = 0; j < 8; ++j) _mm256_storeu_ps(y + (i0 + j) * pq + q, _mm256_add_ps(v[j], b[j]));
+    }
+    for (i64 j = 0; j < 8; ++j)
+      for (i64 qq = q; qq < Q; ++qq) y[(i0 + j) * pq + qq] = rk[qq * oc_nr + i0 + j] + (bias ? bias[i0 + j] : 0.0f);
+  }
+#endif
+  for (i64 i = i0; i < count; ++i) {
+    const float b = bias ? bias[i] : 0.0f;
+    for (i64 q = 0; q < Q; ++q) y[i * pq + q] = rk[q * oc_nr + i] + b;
+  }
+}
+
+// tile[i * oc_nr + v * w ..] = sum over taps of x[off[t] + i * SW] * wp[t][v * w ..], i < oc_mr.
+// SW > 0 is the column stride fixed at compile time; 0 reads it from sw.
+template <int SW>
+void channel_tile(const float* x, i64 sw, const i64* off, i64 taps, const float* wp, float* tile) {
+  const i64 step = SW > 0 ? SW : sw;
+  batch_f32 acc[oc_mr][oc_nv];
+#pragma GCC unroll 16
+  for (int i = 0; i < oc_mr; ++i)
+#pragma GCC unroll 4
+    for (int v = 0; v < oc_nv; ++v) acc[i][v] = batch_f32(0.0f);
+  for (i64 t = 0; t < taps; ++t) {
+    const float* xt = x + off[t];
+    batch_f32 wv[oc_nv];
+#pragma GCC unroll 4
+    for (int v = 0; v < oc_nv; ++v) wv[v] = batch_f32::load_aligned(wp + v * w);
+#pragma GCC unroll 16
+    for (int i = 0; i < oc_mr; ++i) {
+      const batch_f32 xv(xt[i * step]);
+#pragma GCC unroll 4
+      for (int v = 0; v < oc_nv; ++v) acc[i][v] = xsimd::fma(xv, wv[v], acc[i][v]);
+    }
+    wp += oc_nr;
+  }
+#pragma GCC unroll 16
+  for (int i = 0; i < oc_mr; ++i)
+#pragma GCC unroll 4
+    for (int v = 0; v < oc_nv; ++v) acc[i][v].store_aligned(tile + i * oc_nr + v * w);
+}
+
 }  // namespace
 
 bool conv2d_direct_fits(const Conv2dArgs& a) {
@@ -269,10 +379,99 @@ void conv2d_direct(const Conv2dArgs& a) {
         const i64 row0 = p * a.stride_h * g.Wp;
         const i64* co = col_off.data();
         i64 q0 = 0;
-        for (; q0 + nv * w <= g.span; q0 += nv * w) block_row<nv>(g, a.R, a.S, xp, row0 + q0, row_step, co, wp, out + q0, g.span);
+        for (; q0 + nv * w <= g.span; q0 += nv * w)
+          block_row<nv>(g, a.R, a.S, xp, row0 + q0, row_step, co, wp, out + q0, g.span);
         if (g.span - q0 == 2 * w) block_row<2>(g, a.R, a.S, xp, row0 + q0, row_step, co, wp, out + q0, g.span);
         if (g.span - q0 == w) block_row<1>(g, a.R, a.S, xp, row0 + q0, row_step, co, wp, out + q0, g.span);
         write_out(a, out, 0, g.span, p, 1, grp * g.Kg + k0, count, y);
+      }
+    }
+  });
+}
+
+}  // namespace trine::cpu::TRINE_ISA_NS
+
+namespace trine::cpu::TRINE_ISA_NS {
+
+bool conv2d_direct_channels_fits(const Conv2dArgs& a) {
+  // Stride 1 stays with conv2d_direct, whose runs cross whole output rows: on Zen 3 this kernel won
+  // four stride-1 shapes of five by 10-25% but lost C = K = 512 at 14 x 14 by 12% (a tile there
+  // reads 512 x 3 rows spread over planes that no longer fit L2), and the stride-1 kernel is what
+  // the Winograd rule was measured against.
+  if (!(a.stride_w >= 2 && a.R * a.S > 1 && a.K / a.groups >= oc_nr && a.Q >= oc_mr)) return false;
+  const ChannelGeometry g = channel_geometry(a);
+  return g.Cg * g.plane * static_cast<i64>(sizeof(float)) <= max_padded_bytes;
+}
+
+void conv2d_direct_channels(const Conv2dArgs& a) {
+  const ChannelGeometry g = channel_geometry(a);
+  const i64 kblocks = (g.Kg + oc_nr - 1) / oc_nr;
+  // off[t] for tap t = (c, r, s): where it reads, relative to the output pixel's corner.
+  std::vector<i64> off(static_cast<std::size_t>(g.taps));
+  for (i64 c = 0; c < g.Cg; ++c)
+    for (i64 r = 0; r < a.R; ++r)
+      for (i64 s = 0; s < a.S; ++s) off[(c * a.R + r) * a.S + s] = c * g.plane + r * a.dil_h * g.Wp + s * a.dil_w;
+  // Every group's weights packed once, before the threads start: [group][channel block][tap][oc_nr].
+  const i64 wblock = g.taps * oc_nr;
+  float* wp = direct_scratch().weights.get(a.groups * kblocks * wblock);
+  for (i64 grp = 0; grp < a.groups; ++grp)
+    for (i64 kbk = 0; kbk < kblocks; ++kbk)
+      pack_channel_weights(g, a.w + grp * g.Kg * g.taps, kbk * oc_nr, wp + (grp * kblocks + kbk) * wblock);
+  // A row is computed a chunk of pixels at a time, every channel block of a set over the chunk, so
+  // the chunk's input stays in L1 while the set's weights, at most 256 KB, stay in L2.
+  const i64 set_blocks = std::clamp<i64>((i64{256} << 10) / (wblock * 4), 1, kblocks);
+  constexpr i64 chunk = 8 * oc_mr;
+  // Tasks are (image-group, block of up to 8 output rows), at least 4 a thread where the rows allow.
+  // Each thread pads an image-group into its own buffer when its tasks reach it, as conv2d_direct
+  // does.
+  const i64 rows_per_task =
+      std::clamp<i64>((a.N * a.groups * a.P + 4 * thread_count() - 1) / (4 * thread_count()), 1, std::min<i64>(a.P, 8));
+  const i64 row_tasks = (a.P + rows_per_task - 1) / rows_per_task;
+  parallel_for(a.N * a.groups * row_tasks, 1, [&](i64 t0, i64 t1) {
+    DirectScratch& s = direct_scratch();
+    float* xp = s.padded.get(g.Cg * g.plane);
+    float* row = s.out.get(kblocks * g.qspan * oc_nr);
+    i64 padded = -1;
+    for (i64 t = t0; t < t1; ++t) {
+      const i64 ng = t / row_tasks, p0 = (t % row_tasks) * rows_per_task, p1 = std::min(a.P, p0 + rows_per_task);
+      const i64 n = ng / a.groups, grp = ng % a.groups;
+      if (padded != ng) {
+        const float* x = a.x + (n * a.C + grp * g.Cg) * a.H * a.W;
+        for (i64 c = 0; c < g.Cg; ++c) pad_channel_plain(a, g, x + c * a.H * a.W, xp + c * g.plane);
+        padded = ng;
+      }
+      const float* wg = wp + grp * kblocks * wblock;
+      for (i64 p = p0; p < p1; ++p) {
+        const float* xrow = xp + p * a.stride_h * g.Wp;
+        float* yrow = a.y + ((n * a.K + grp * g.Kg) * a.P + p) * a.Q;  // channel 0 of the group
+        for (i64 set0 = 0; set0 < kblocks; set0 += set_blocks) {
+          for (i64 c0 = 0; c0 < a.Q; c0 += chunk) {
+            for (i64 kbk = set0; kbk < std::min(kblocks, set0 + set_blocks); ++kbk) {
+              const float* wk = wg + kbk * wblock;
+              float* rk = row + kbk * g.qspan * oc_nr;
+              // This row's output lines for the block, requested while the taps run: transpose_out
+              // writes them after the row, and waiting for them there was most of its time.
+              const float* yk = yrow + kbk * oc_nr * a.P * a.Q;
+              const i64 count = std::min(oc_nr, g.Kg - kbk * oc_nr);
+              for (i64 q0 = c0; q0 < std::min(a.Q, c0 + chunk); q0 += oc_mr) {
+                for (i64 i = 0; i < count; ++i) __builtin_prefetch(yk + i * a.P * a.Q + q0, 1, 3);
+                const float* xq = xrow + q0 * a.stride_w;
+                if (a.stride_w == 2) {
+                  channel_tile<2>(xq, 2, off.data(), g.taps, wk, rk + q0 * oc_nr);
+                } else if (a.stride_w == 1) {
+                  channel_tile<1>(xq, 1, off.data(), g.taps, wk, rk + q0 * oc_nr);
+                } else {
+                  channel_tile<0>(xq, a.stride_w, off.data(), g.taps, wk, rk + q0 * oc_nr);
+                }
+              }
+            }
+          }
+        }
+        for (i64 kbk = 0; kbk < kblocks; ++kbk) {
+          const i64 k0 = kbk * oc_nr;
+          transpose_out(row + kbk * g.qspan * oc_nr, a.Q, std::min(oc_nr, g.Kg - k0),
+                        a.bias ? a.bias + grp * g.Kg + k0 : nullptr, yrow + k0 * a.P * a.Q, a.P * a.Q);
+        }
       }
     }
   });
