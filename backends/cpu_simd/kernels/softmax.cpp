@@ -1,8 +1,12 @@
 // Softmax and log-softmax along n of [outer, n, inner]: one online max/sum pass, one writing pass.
 #include "backends/cpu_simd/isa.hpp"
 
+#include <cstdint>
+#include <type_traits>
+#include <utility>
 #include <vector>
 
+#include "backends/cpu_simd/gemm/pack.hpp"
 #include "backends/cpu_simd/kernels/simd_common.hpp"
 
 namespace trine::cpu::TRINE_ISA_NS {
@@ -89,11 +93,9 @@ void write_row(const float* x, float* y, i64 n, RowStat st, bool stream) {
 // after, or null) is prefetched during the exp pass, so memory works while the exps are computed.
 // With `stream` the exps go to `scratch` (n floats, staying in L2) instead of y, and y is written
 // once, non-temporally: no read of y's lines before they are written.
-void softmax_row_cached(const float* x, float* y, i64 n, const float* next, bool stream, float* scratch) {
-  float* const out = y;
-  if (stream && n >= stream_min_run) y = scratch;
-  // Four maxima side by side, so the pass runs at the loads' rate rather than maxps's latency. A NaN
-  // that one of them drops still makes the row NaN, through its own exp below.
+// The row's max, four maxima side by side so the pass runs at the loads' rate rather than maxps's
+// latency. A NaN that one of them drops still makes the row NaN, through its own exp.
+float row_max(const float* x, i64 n) {
   batch_f32 b0(-f32_inf), b1(-f32_inf), b2(-f32_inf), b3(-f32_inf);
   i64 j = 0;
   for (; j + 4 * vec_width <= n; j += 4 * vec_width) {
@@ -104,18 +106,27 @@ void softmax_row_cached(const float* x, float* y, i64 n, const float* next, bool
   }
   for (; j + vec_width <= n; j += vec_width) b0 = xsimd::max(b0, batch_f32::load_unaligned(x + j));
   if (j < n) b0 = xsimd::max(b0, load_partial(x + j, n - j, -f32_inf));
-  const batch_f32 m(hmax_nan(xsimd::max(xsimd::max(b0, b1), xsimd::max(b2, b3))));
-  // e^(x - m) = 2^w, w = (x - m) log2(e) <= 0: the product's rounding moves the result by |x - m| 2^-24
-  // relative, inside the measure's |x - m| part. Below w = -125, where pow2_bounded leaves its range,
-  // e^(x - m) < 2.4e-38 is taken as 0 (-inf among them; docs/ops.md lets kernels flush such
-  // results); a NaN w (a NaN or +inf in the row) stays NaN, since maxps returns its 2nd operand on
-  // NaN. pow2_bounded is 11 operations a vector against xsimd::exp's 30: this pass was compute-bound
-  // on one core.
-  const batch_f32 lo(-125.0f), zero(0.0f), log2e(1.44269504f);
-  auto term = [&](const batch_f32& v) {
-    const batch_f32 w = (v - m) * log2e;
-    return xsimd::select(w < lo, zero, pow2_bounded<true>(xsimd::max(lo, w)));
-  };
+  return hmax_nan(xsimd::max(xsimd::max(b0, b1), xsimd::max(b2, b3)));
+}
+
+// e^(x - m) = 2^w, w = (x - m) log2(e) <= 0: the product's rounding moves the result by |x - m| 2^-24
+// relative, inside the measure's |x - m| part. Below w = -125, where pow2_bounded leaves its range,
+// e^(x - m) < 2.4e-38 is taken as 0 (-inf among them; docs/ops.md lets kernels flush such results);
+// a NaN w (a NaN or +inf in the row) stays NaN, since maxps returns its 2nd operand on NaN.
+// pow2_bounded is 11 operations a vector against xsimd::exp's 30: the exp pass was compute-bound on
+// one core.
+[[gnu::always_inline]] inline batch_f32 exp_term(const batch_f32& v, const batch_f32& m) {
+  const batch_f32 lo(-125.0f);
+  const batch_f32 w = (v - m) * batch_f32(1.44269504f);
+  return xsimd::select(w < lo, batch_f32(0.0f), pow2_bounded<true>(xsimd::max(lo, w)));
+}
+
+void softmax_row_cached(const float* x, float* y, i64 n, const float* next, bool stream, float* scratch) {
+  float* const out = y;
+  if (stream && n >= stream_min_run) y = scratch;
+  const batch_f32 m(row_max(x, n));
+  auto term = [&](const batch_f32& v) __attribute__((always_inline)) { return exp_term(v, m); };
+  i64 j = 0;
   batch_f32 s0(0.0f), s1(0.0f);
   for (j = 0; j + 2 * vec_width <= n; j += 2 * vec_width) {
     if (next) {
@@ -147,11 +158,79 @@ void softmax_row_cached(const float* x, float* y, i64 n, const float* next, bool
 // Rows up to this long take softmax_row_cached: x, then y, stay in L2 between its passes.
 constexpr i64 cached_row_len = i64{1} << 14;
 
+// Softmax of rows [0, rows) of n floats each, n a multiple of the vector, y's rows vector-aligned,
+// written non-temporally, as one loop a row: it computes row r's exps into a buffer, reads row r+1
+// for its max, and stores row r-1 scaled by its 1 / sum from the other buffer. softmax_row_cached
+// does the same work in three passes a row, of which only the exps have arithmetic to hide memory
+// behind: here the other two streams ride along with them. buf: 2n floats.
+void softmax_rows_pipelined(const float* x, float* y, i64 rows, i64 n, float* buf) {
+  float* cur = buf;
+  float* prev = buf + n;
+  float m_next = row_max(x, n), k_prev = 0.0f;
+  auto run = [&](auto has_next, auto has_prev, i64 r) __attribute__((always_inline)) {
+    const batch_f32 m(m_next), k(k_prev);
+    const float* xr = x + r * n;
+    const float* xn = xr + n;
+    float* out = decltype(has_prev)::value ? y + (r - 1) * n : y;
+    batch_f32 s0(0.0f), s1(0.0f), b0(-f32_inf), b1(-f32_inf);
+    i64 j = 0;
+    for (; j + 2 * vec_width <= n; j += 2 * vec_width) {
+      const batch_f32 e0 = exp_term(batch_f32::load_unaligned(xr + j), m);
+      const batch_f32 e1 = exp_term(batch_f32::load_unaligned(xr + j + vec_width), m);
+      s0 += e0;
+      s1 += e1;
+      e0.store_aligned(cur + j);
+      e1.store_aligned(cur + j + vec_width);
+      if constexpr (decltype(has_next)::value) {
+        b0 = xsimd::max(b0, batch_f32::load_unaligned(xn + j));
+        b1 = xsimd::max(b1, batch_f32::load_unaligned(xn + j + vec_width));
+      }
+      if constexpr (decltype(has_prev)::value) {
+        store_stream(out + j, batch_f32::load_aligned(prev + j) * k);
+        store_stream(out + j + vec_width, batch_f32::load_aligned(prev + j + vec_width) * k);
+      }
+    }
+    if (j < n) {  // one vector left
+      const batch_f32 e0 = exp_term(batch_f32::load_unaligned(xr + j), m);
+      s0 += e0;
+      e0.store_aligned(cur + j);
+      if constexpr (decltype(has_next)::value) b0 = xsimd::max(b0, batch_f32::load_unaligned(xn + j));
+      if constexpr (decltype(has_prev)::value) store_stream(out + j, batch_f32::load_aligned(prev + j) * k);
+    }
+    if constexpr (decltype(has_next)::value) m_next = hmax_nan(xsimd::max(b0, b1));
+    k_prev = 1.0f / xsimd::hadd(s0 + s1);
+    std::swap(cur, prev);
+  };
+  using yes = std::true_type;
+  using no = std::false_type;
+  for (i64 r = 0; r < rows; ++r) {
+    const bool has_next = r + 1 < rows;
+    if (r == 0) {
+      has_next ? run(yes{}, no{}, r) : run(no{}, no{}, r);
+    } else {
+      has_next ? run(yes{}, yes{}, r) : run(no{}, yes{}, r);
+    }
+  }
+  // The last row, from prev (swapped in by its run).
+  const batch_f32 k(k_prev);
+  float* out = y + (rows - 1) * n;
+  for (i64 j = 0; j < n; j += vec_width) store_stream(out + j, batch_f32::load_aligned(prev + j) * k);
+  _mm_sfence();
+}
+
 template <bool Log>
 void softmax_rows(const float* x, float* y, i64 outer, i64 n) {
   const bool stream = outer * n * 4 >= stream_store_bytes();
   if (n <= segment_len) {
+    // Whole vectors a row and vector-aligned rows: the pipelined loop, with its non-temporal stores.
+    const bool pipelined = !Log && stream && n <= cached_row_len && n >= stream_min_run && n % vec_width == 0 &&
+                           reinterpret_cast<std::uintptr_t>(y) % (vec_width * sizeof(float)) == 0;
     parallel_for(outer, grain_for(n, grain_costly), [&](i64 b, i64 e) {
+      thread_local AlignedBuffer pipe;
+      if (pipelined) {
+        softmax_rows_pipelined(x + b * n, y + b * n, e - b, n, pipe.get(2 * n));
+        return;
+      }
       thread_local std::vector<float> scratch;
       if (!Log && stream && n <= cached_row_len && scratch.size() < static_cast<std::size_t>(n))
         scratch.resize(static_cast<std::size_t>(cached_row_len));
