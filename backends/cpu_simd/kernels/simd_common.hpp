@@ -49,10 +49,10 @@ template <bool NanSafe>
 }
 
 // The first r lanes of p (0 <= r <= vec_width), the other lanes `fill`; and the store of the first
-// r lanes. Tails run the same vector code as the body. AVX-512 and AVX2 use masked loads and stores
-// (no lane past r is read or written, so a tail at the end of an allocation is safe); SSE4.2 goes
-// through a stack copy. (The stack copy's std::copy_n became a memmove call per tail: 13% of the
-// depthwise kernel, whose 28-wide rows each end in one.)
+// r lanes. Tails run the same vector code as the body. AVX-512 and AVX2 use masked loads, AVX-512
+// masked stores and AVX2 stores of 4, 2 and 1 lanes (no lane past r is read or written, so a tail at
+// the end of an allocation is safe); SSE4.2 goes through a stack copy. (The stack copy's std::copy_n became a memmove
+// call per tail: 13% of the depthwise kernel, whose 28-wide rows each end in one.)
 #if defined(TRINE_ISA_AVX512)
 inline __mmask16 lane_mask(i64 r) { return r >= 16 ? __mmask16(0xffff) : static_cast<__mmask16>((1u << r) - 1); }
 inline batch_f32 load_partial(const float* p, i64 r, float fill = 0.0f) {
@@ -68,7 +68,29 @@ inline batch_f32 load_partial(const float* p, i64 r, float fill = 0.0f) {
   const __m256i m = lane_mask(r);
   return _mm256_blendv_ps(_mm256_set1_ps(fill), _mm256_maskload_ps(p, m), _mm256_castsi256_ps(m));
 }
-inline void store_partial(float* p, i64 r, const batch_f32& v) { _mm256_maskstore_ps(p, lane_mask(r), v); }
+// The store goes 4, 2 and 1 lanes at a time rather than through vmaskmovps, which Zen 2 and 3 run as
+// microcode (depthwise conv2d, whose 28-wide rows each end in a partial vector, spent a quarter of
+// its kernel time in that one store).
+inline void store_partial(float* p, i64 r, const batch_f32& v) {
+  __m128 part = _mm256_castps256_ps128(v);
+  if (r >= 8) {
+    _mm256_storeu_ps(p, v);
+    return;
+  }
+  if (r >= 4) {
+    _mm_storeu_ps(p, part);
+    part = _mm256_extractf128_ps(v, 1);
+    p += 4;
+    r -= 4;
+  }
+  if (r >= 2) {
+    _mm_storel_pi(reinterpret_cast<__m64*>(p), part);
+    part = _mm_movehl_ps(part, part);
+    p += 2;
+    r -= 2;
+  }
+  if (r >= 1) _mm_store_ss(p, part);
+}
 #else
 inline batch_f32 load_partial(const float* p, i64 r, float fill = 0.0f) {
   alignas(64) float buf[vec_width];
