@@ -74,18 +74,26 @@ Geometry geometry(const Conv2dArgs& a) {
 // Channel c of the image-group at x, padded into dst (g.plane floats):
 // stride 1: dst[i * Wp + j] = x(c, i - pad_h, j - pad_w), or 0 outside the input;
 // stride 2: dst[(phase * Hp + i) * Wp + u] = x(c, i - pad_h, 2u + phase - pad_w), or 0.
+// Channel c at x into Hp rows of pitch Wp at dst (plane floats, zeroed first): dst[i * Wp + j] = x(c,
+// i - pad_h, j - pad_w), or 0 outside the input.
+void pad_plain(const Conv2dArgs& a, i64 Hp, i64 Wp, i64 plane, const float* x, float* dst) {
+  std::fill_n(dst, plane, 0.0f);
+  const i64 lo = std::max<i64>(0, a.pad_w), from = std::max<i64>(0, -a.pad_w);
+  const i64 n = std::min(a.W - from, Wp - lo);
+  if (n <= 0) return;
+  for (i64 i = 0; i < Hp; ++i) {
+    const i64 h = i - a.pad_h;
+    if (h >= 0 && h < a.H) std::copy_n(x + h * a.W + from, n, dst + i * Wp + lo);
+  }
+}
+
 void pad_channel(const Conv2dArgs& a, const Geometry& g, const float* x, float* dst) {
+  if (!g.phases) return pad_plain(a, g.Hp, g.Wp, g.plane, x, dst);
   std::fill_n(dst, g.plane, 0.0f);
   for (i64 i = 0; i < g.Hp; ++i) {
     const i64 h = i - a.pad_h;
     if (h < 0 || h >= a.H) continue;
     const float* src = x + h * a.W;
-    if (!g.phases) {
-      const i64 lo = std::max<i64>(0, a.pad_w), from = std::max<i64>(0, -a.pad_w);
-      const i64 n = std::min(a.W - from, g.Wp - lo);
-      if (n > 0) std::copy_n(src + from, n, dst + i * g.Wp + lo);
-      continue;
-    }
     for (int ph = 0; ph < 2; ++ph) {
       float* row = dst + (ph * g.Hp + i) * g.Wp;
       // Column u of this phase is input column 2u + ph - pad_w.
@@ -248,18 +256,6 @@ ChannelGeometry channel_geometry(const Conv2dArgs& a) {
   return g;
 }
 
-// Channel c of the image-group at x, zero-padded into dst: dst[i * Wp + j] = x(c, i - pad_h, j - pad_w).
-void pad_channel_plain(const Conv2dArgs& a, const ChannelGeometry& g, const float* x, float* dst) {
-  std::fill_n(dst, g.plane, 0.0f);
-  const i64 lo = std::max<i64>(0, a.pad_w), from = std::max<i64>(0, -a.pad_w);
-  const i64 n = std::min(a.W - from, g.Wp - lo);
-  if (n <= 0) return;
-  for (i64 i = 0; i < g.Hp; ++i) {
-    const i64 h = i - a.pad_h;
-    if (h >= 0 && h < a.H) std::copy_n(x + h * a.W + from, n, dst + i * g.Wp + lo);
-  }
-}
-
 // Weights of output channels [k0, k0 + oc_nr) of the group, tap-major: wp[t * oc_nr + i] with t = (c,
 // r, s), zero for channels past Kg.
 void pack_channel_weights(const ChannelGeometry& g, const float* wg, i64 k0, float* wp) {
@@ -320,6 +316,42 @@ void channel_tile(const float* x, i64 sw, const i64* off, i64 taps, const float*
   for (int i = 0; i < oc_mr; ++i)
 #pragma GCC unroll 4
     for (int v = 0; v < oc_nv; ++v) acc[i][v].store_aligned(tile + i * oc_nr + v * w);
+}
+
+// One output row of an image-group: xrow is its first padded input row, wg the group's packed weights
+// ([channel block][tap][oc_nr]), y its channel 0's output row, bias the group's (or null). The row is
+// computed a chunk of pixels at a time, every channel block of a set of set_blocks over the chunk,
+// so the chunk's input stays in L1 while the set's weights, at most 256 KB, stay in L2; then each
+// block's tiles (in row, qspan x oc_nr floats a block) are transposed into y.
+void channel_row(const Conv2dArgs& a, const ChannelGeometry& g, const float* xp, const float* wg, const i64* off,
+                 i64 set_blocks, float* row, float* y, const float* bias, i64 xrow) {
+  constexpr i64 chunk = 8 * oc_mr;
+  const i64 kblocks = (g.Kg + oc_nr - 1) / oc_nr, pq = a.P * a.Q;
+  for (i64 set0 = 0; set0 < kblocks; set0 += set_blocks) {
+    for (i64 c0 = 0; c0 < a.Q; c0 += chunk) {
+      for (i64 kbk = set0; kbk < std::min(kblocks, set0 + set_blocks); ++kbk) {
+        float* rk = row + kbk * g.qspan * oc_nr;
+        // This row's output lines for the block, requested while the taps run: transpose_out writes
+        // them after the row, and waiting for them there was most of its time.
+        const float* yk = y + kbk * oc_nr * pq;
+        const i64 count = std::min(oc_nr, g.Kg - kbk * oc_nr);
+        for (i64 q0 = c0; q0 < std::min(a.Q, c0 + chunk); q0 += oc_mr) {
+          for (i64 i = 0; i < count; ++i) __builtin_prefetch(yk + i * pq + q0, 1, 3);
+          const float* xq = xp + xrow + q0 * a.stride_w;
+          if (a.stride_w == 2) {
+            channel_tile<2>(xq, 2, off, g.taps, wg + kbk * g.taps * oc_nr, rk + q0 * oc_nr);
+          } else {
+            channel_tile<0>(xq, a.stride_w, off, g.taps, wg + kbk * g.taps * oc_nr, rk + q0 * oc_nr);
+          }
+        }
+      }
+    }
+  }
+  for (i64 kbk = 0; kbk < kblocks; ++kbk) {
+    const i64 k0 = kbk * oc_nr;
+    transpose_out(row + kbk * g.qspan * oc_nr, a.Q, std::min(oc_nr, g.Kg - k0), bias ? bias + k0 : nullptr, y + k0 * pq,
+                  pq);
+  }
 }
 
 }  // namespace
@@ -389,10 +421,6 @@ void conv2d_direct(const Conv2dArgs& a) {
   });
 }
 
-}  // namespace trine::cpu::TRINE_ISA_NS
-
-namespace trine::cpu::TRINE_ISA_NS {
-
 bool conv2d_direct_channels_fits(const Conv2dArgs& a) {
   // Stride 1 stays with conv2d_direct, whose runs cross whole output rows: on Zen 3 this kernel won
   // four stride-1 shapes of five by 10-25% but lost C = K = 512 at 14 x 14 by 12% (a tile there
@@ -417,10 +445,8 @@ void conv2d_direct_channels(const Conv2dArgs& a) {
   for (i64 grp = 0; grp < a.groups; ++grp)
     for (i64 kbk = 0; kbk < kblocks; ++kbk)
       pack_channel_weights(g, a.w + grp * g.Kg * g.taps, kbk * oc_nr, wp + (grp * kblocks + kbk) * wblock);
-  // A row is computed a chunk of pixels at a time, every channel block of a set over the chunk, so
-  // the chunk's input stays in L1 while the set's weights, at most 256 KB, stay in L2.
+  // Channel blocks whose weights together stay in L2 (channel_row).
   const i64 set_blocks = std::clamp<i64>((i64{256} << 10) / (wblock * 4), 1, kblocks);
-  constexpr i64 chunk = 8 * oc_mr;
   // Tasks are (image-group, block of up to 8 output rows), at least 4 a thread where the rows allow.
   // Each thread pads an image-group into its own buffer when its tasks reach it, as conv2d_direct
   // does.
@@ -437,42 +463,13 @@ void conv2d_direct_channels(const Conv2dArgs& a) {
       const i64 n = ng / a.groups, grp = ng % a.groups;
       if (padded != ng) {
         const float* x = a.x + (n * a.C + grp * g.Cg) * a.H * a.W;
-        for (i64 c = 0; c < g.Cg; ++c) pad_channel_plain(a, g, x + c * a.H * a.W, xp + c * g.plane);
+        for (i64 c = 0; c < g.Cg; ++c) pad_plain(a, g.Hp, g.Wp, g.plane, x + c * a.H * a.W, xp + c * g.plane);
         padded = ng;
       }
-      const float* wg = wp + grp * kblocks * wblock;
-      for (i64 p = p0; p < p1; ++p) {
-        const float* xrow = xp + p * a.stride_h * g.Wp;
-        float* yrow = a.y + ((n * a.K + grp * g.Kg) * a.P + p) * a.Q;  // channel 0 of the group
-        for (i64 set0 = 0; set0 < kblocks; set0 += set_blocks) {
-          for (i64 c0 = 0; c0 < a.Q; c0 += chunk) {
-            for (i64 kbk = set0; kbk < std::min(kblocks, set0 + set_blocks); ++kbk) {
-              const float* wk = wg + kbk * wblock;
-              float* rk = row + kbk * g.qspan * oc_nr;
-              // This row's output lines for the block, requested while the taps run: transpose_out
-              // writes them after the row, and waiting for them there was most of its time.
-              const float* yk = yrow + kbk * oc_nr * a.P * a.Q;
-              const i64 count = std::min(oc_nr, g.Kg - kbk * oc_nr);
-              for (i64 q0 = c0; q0 < std::min(a.Q, c0 + chunk); q0 += oc_mr) {
-                for (i64 i = 0; i < count; ++i) __builtin_prefetch(yk + i * a.P * a.Q + q0, 1, 3);
-                const float* xq = xrow + q0 * a.stride_w;
-                if (a.stride_w == 2) {
-                  channel_tile<2>(xq, 2, off.data(), g.taps, wk, rk + q0 * oc_nr);
-                } else if (a.stride_w == 1) {
-                  channel_tile<1>(xq, 1, off.data(), g.taps, wk, rk + q0 * oc_nr);
-                } else {
-                  channel_tile<0>(xq, a.stride_w, off.data(), g.taps, wk, rk + q0 * oc_nr);
-                }
-              }
-            }
-          }
-        }
-        for (i64 kbk = 0; kbk < kblocks; ++kbk) {
-          const i64 k0 = kbk * oc_nr;
-          transpose_out(row + kbk * g.qspan * oc_nr, a.Q, std::min(oc_nr, g.Kg - k0),
-                        a.bias ? a.bias + grp * g.Kg + k0 : nullptr, yrow + k0 * a.P * a.Q, a.P * a.Q);
-        }
-      }
+      for (i64 p = p0; p < p1; ++p)
+        channel_row(a, g, xp, wp + grp * kblocks * wblock, off.data(), set_blocks, row,
+                    a.y + ((n * a.K + grp * g.Kg) * a.P + p) * a.Q, a.bias ? a.bias + grp * g.Kg : nullptr,
+                    p * a.stride_h * g.Wp);
     }
   });
 }
