@@ -79,8 +79,8 @@ struct Timing {
 
 // Warm-up, then `rounds` rounds of one timed block per contender. Between blocks the thread
 // sleeps 2 ms: longer than trine's pool spins (50 us) and, with OPENBLAS_THREAD_TIMEOUT and
-// OMP_WAIT_POLICY=passive set by scripts/compare.sh, than any library's idle threads poll, so no
-// library's spinning threads steal the next one's cores.
+// OMP_WAIT_POLICY=passive (which compare sets when they are missing), than any library's idle
+// threads poll, so no library's spinning threads steal the next one's cores.
 inline Timing time_round_robin(const Options& o, const std::vector<Contender>& cs) {
   std::vector<int> reps(cs.size(), 1);
   for (std::size_t c = 0; c < cs.size(); ++c) {
