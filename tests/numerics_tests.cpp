@@ -49,39 +49,56 @@ TEST_CASE("softmax of a row of all -k_inf is NaN (documented: 0/0, as numpy and 
   CHECK(y[3] == 0.5f);
 }
 
-TEST_CASE("softmax: specials in rows of the cpu's pipelined loop", "[numerics][softmax]") {
+TEST_CASE("softmax and log_softmax: specials in rows of the cpu's pipelined and cached passes", "[numerics][softmax]") {
   // Rows of 1048 and 4096 floats: whole vectors on every ISA but AVX-512 for 1048 (131 AVX2 vectors,
-  // an odd count), so under TRINE_CPU_STREAM_BYTES=0 (ctest's streamed_*) the cpu runs them through
-  // softmax_rows_pipelined, each row's specials next to ordinary rows that must stay exact.
-  for (std::int64_t n : {1048, 4096}) {
+  // an odd count), so under TRINE_CPU_STREAM_BYTES=0 (ctest's streamed_*) the cpu runs softmax
+  // through softmax_rows_pipelined; rows of 20001 (past 2^14, within the cached passes' 2^15, with a
+  // tail) through softmax_row_cached; log_softmax takes its cached passes for all three. Each
+  // row's specials sit next to ordinary rows that must stay exact.
+  for (std::int64_t n : {1048, 4096, 20001}) {
     const std::size_t un = static_cast<std::size_t>(n);
-    std::vector<float> x(6 * un);
+    std::vector<float> x(7 * un);
     for (std::size_t i = 0; i < x.size(); ++i) x[i] = static_cast<float>((i * 7919) % 1000) / 100.0f - 5.0f;
     x[1 * un + 3] = -k_inf;  // row 1: -inf weighs 0
     x[1 * un + un - 1] = -k_inf;
     for (std::size_t j = 0; j < un; ++j) x[2 * un + j] = -k_inf;  // row 2: all -inf, NaN
     x[3 * un + 17] = k_nan;                                        // row 3: a NaN makes the row NaN
     for (std::size_t j = 0; j < un; ++j) x[4 * un + j] = j % 3 == 0 ? 1e30f : -1e30f;  // row 4: huge
-    const auto y = softmax(Tensor::from(x, {6, n})).to_vector();
-    auto row = [&](std::size_t r) { return std::vector<float>(y.begin() + r * un, y.begin() + (r + 1) * un); };
+    x[6 * un + un / 2] = k_inf;                                    // row 6: +inf makes the row NaN
+    const auto y = softmax(Tensor::from(x, {7, n})).to_vector();
+    const auto ly = log_softmax(Tensor::from(x, {7, n})).to_vector();
+    auto row = [&](const std::vector<float>& t, std::size_t r) {
+      return std::vector<float>(t.begin() + static_cast<std::ptrdiff_t>(r * un),
+                                t.begin() + static_cast<std::ptrdiff_t>((r + 1) * un));
+    };
     for (std::size_t r : {0u, 1u, 5u}) {
       INFO("row " << r << " of " << n);
-      const auto v = row(r);
+      const auto v = row(y, r), lv = row(ly, r);
       double mx = -1e300, sum = 0.0;
       for (std::size_t j = 0; j < un; ++j)
         if (x[r * un + j] > -k_inf) mx = std::max<double>(mx, x[r * un + j]);
       for (std::size_t j = 0; j < un; ++j) sum += std::exp(static_cast<double>(x[r * un + j]) - mx);
-      for (std::size_t j = 0; j < un; j += 97)
+      for (std::size_t j = 0; j < un; j += 97) {
+        if (x[r * un + j] == -k_inf) continue;
         CHECK(v[j] == Approx(std::exp(static_cast<double>(x[r * un + j]) - mx) / sum).epsilon(1e-5));
+        CHECK(lv[j] == Approx(static_cast<double>(x[r * un + j]) - mx - std::log(sum)).epsilon(1e-5).margin(1e-5));
+      }
     }
     CHECK(y[1 * un + 3] == 0.0f);
     CHECK(y[1 * un + un - 1] == 0.0f);
-    for (float v : row(2)) CHECK(std::isnan(v));
-    for (float v : row(3)) CHECK(std::isnan(v));
-    const auto big = row(4);
+    CHECK(ly[1 * un + 3] == -k_inf);
+    CHECK(ly[1 * un + un - 1] == -k_inf);
+    for (std::size_t r : {2u, 3u, 6u}) {
+      INFO("row " << r << " of " << n);
+      for (float v : row(y, r)) CHECK(std::isnan(v));
+      for (float v : row(ly, r)) CHECK(std::isnan(v));
+    }
+    const auto big = row(y, 4), lbig = row(ly, 4);
+    const double count = static_cast<double>((un + 2) / 3);
     for (std::size_t j = 0; j < un; ++j) {
-      INFO("row 4, column " << j);
-      CHECK(big[j] == (j % 3 == 0 ? Approx(1.0 / static_cast<double>((un + 2) / 3)).epsilon(1e-5) : Approx(0.0)));
+      INFO("row 4, column " << j << " of " << n);
+      CHECK(big[j] == (j % 3 == 0 ? Approx(1.0 / count).epsilon(1e-5) : Approx(0.0)));
+      CHECK(lbig[j] == (j % 3 == 0 ? Approx(-std::log(count)).epsilon(1e-5) : Approx(-2e30).epsilon(1e-6)));
     }
   }
 }

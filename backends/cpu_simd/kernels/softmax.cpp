@@ -1,4 +1,5 @@
-// Softmax and log-softmax along n of [outer, n, inner]: one online max/sum pass, one writing pass.
+// Softmax and log-softmax along n of [outer, n, inner]: rows that fit in L2 in cached passes (max, exps, write),
+// longer rows and columns with one online max/sum pass and one writing pass.
 #include "backends/cpu_simd/isa.hpp"
 
 #include <cstdint>
@@ -17,6 +18,18 @@ namespace {
 // thread count.
 constexpr i64 segment_len = i64{1} << 15;
 
+// e^(x - m) = 2^w, w = (x - m) log2(e) <= 0: the product's rounding moves the result by |x - m| 2^-24
+// relative, inside the measure's |x - m| part. Below w = -125, where pow2_bounded leaves its range,
+// e^(x - m) < 2.4e-38 is taken as 0 (-inf among them; docs/ops.md lets kernels flush such results);
+// a NaN w (a NaN or +inf in the row) stays NaN, since maxps returns its 2nd operand on NaN.
+// pow2_bounded is 11 operations a vector against xsimd::exp's 30: the exp pass was compute-bound on
+// one core.
+[[gnu::always_inline]] inline batch_f32 exp_term(const batch_f32& v, const batch_f32& m) {
+  const batch_f32 lo(-125.0f);
+  const batch_f32 w = (v - m) * batch_f32(1.44269504f);
+  return xsimd::select(w < lo, batch_f32(0.0f), pow2_bounded<true>(xsimd::max(lo, w)));
+}
+
 // Per-lane running max m and sum s of exp(x - m). A block of four vectors shares one rescale.
 // -inf entries add exactly 0 (exp(-inf - -inf) would be NaN while a lane has seen only -inf);
 // +inf or NaN make s NaN for good (exp(inf - inf), exp(NaN - m)), which is the all-NaN row
@@ -26,10 +39,10 @@ struct OnlineStat {
   batch_f32 s = batch_f32(0.0f);
 
   batch_f32 term(const batch_f32& v) const {
-    return xsimd::select(v == batch_f32(-f32_inf), batch_f32(0.0f), xsimd::exp(v - m));
+    return xsimd::select(v == batch_f32(-f32_inf), batch_f32(0.0f), exp_term(v, m));
   }
   void raise_max(const batch_f32& m_new) {
-    s *= xsimd::select(m == m_new, batch_f32(1.0f), xsimd::exp(m - m_new));
+    s *= xsimd::select(m == m_new, batch_f32(1.0f), exp_term(m, m_new));
     m = m_new;
   }
   void add(const batch_f32& v) {
@@ -109,18 +122,6 @@ float row_max(const float* x, i64 n) {
   return hmax_nan(xsimd::max(xsimd::max(b0, b1), xsimd::max(b2, b3)));
 }
 
-// e^(x - m) = 2^w, w = (x - m) log2(e) <= 0: the product's rounding moves the result by |x - m| 2^-24
-// relative, inside the measure's |x - m| part. Below w = -125, where pow2_bounded leaves its range,
-// e^(x - m) < 2.4e-38 is taken as 0 (-inf among them; docs/ops.md lets kernels flush such results);
-// a NaN w (a NaN or +inf in the row) stays NaN, since maxps returns its 2nd operand on NaN.
-// pow2_bounded is 11 operations a vector against xsimd::exp's 30: the exp pass was compute-bound on
-// one core.
-[[gnu::always_inline]] inline batch_f32 exp_term(const batch_f32& v, const batch_f32& m) {
-  const batch_f32 lo(-125.0f);
-  const batch_f32 w = (v - m) * batch_f32(1.44269504f);
-  return xsimd::select(w < lo, batch_f32(0.0f), pow2_bounded<true>(xsimd::max(lo, w)));
-}
-
 void softmax_row_cached(const float* x, float* y, i64 n, const float* next, bool stream, float* scratch) {
   float* const out = y;
   if (stream && n >= stream_min_run) y = scratch;
@@ -155,8 +156,31 @@ void softmax_row_cached(const float* x, float* y, i64 n, const float* next, bool
       [&](i64 i, i64 r) { return load_partial(y + i, r) * k; });
 }
 
-// Rows up to this long take softmax_row_cached: x, then y, stay in L2 between its passes.
-constexpr i64 cached_row_len = i64{1} << 14;
+// log_softmax of a row that fits in L2: the max, then the sum of exp(x - m) with one exp per
+// element (the online pass takes 1.25 and its rescales), then write_row. `next` is prefetched
+// during the exp pass, as in softmax_row_cached. Special values as in the online form: -inf gives
+// -inf, +inf or NaN make the row NaN (exp(inf - inf), exp(NaN - m)), a row of only -inf gives NaN.
+RowStat log_softmax_row_stat_cached(const float* x, i64 n, const float* next) {
+  const float mf = row_max(x, n);
+  const batch_f32 m(mf);
+  batch_f32 s0(0.0f), s1(0.0f);
+  i64 j = 0;
+  for (; j + 2 * vec_width <= n; j += 2 * vec_width) {
+    if (next) {
+      for (i64 l = 0; l < 2 * vec_width; l += 16) __builtin_prefetch(next + j + l, 0, 3);
+    }
+    s0 += exp_term(batch_f32::load_unaligned(x + j), m);
+    s1 += exp_term(batch_f32::load_unaligned(x + j + vec_width), m);
+  }
+  for (; j + vec_width <= n; j += vec_width) s0 += exp_term(batch_f32::load_unaligned(x + j), m);
+  if (j < n) s0 += exp_term(load_partial(x + j, n - j, -f32_inf), m);
+  return RowStat{mf, xsimd::hadd(s0 + s1)};
+}
+
+// Rows up to this long take the cached forms: x, then y, stay in L2 between their passes (rows of
+// 32000, one thread, Zen 3: the online pass took 8.8 ns a vector, the pipelined form 4.2). Longer
+// rows are cut into segments (segment_len) and go through the online pass.
+constexpr i64 cached_row_len = segment_len;
 
 // Softmax of rows [0, rows) of n floats each, n a multiple of the vector, y's rows vector-aligned,
 // written non-temporally, as one loop a row: it computes row r's exps into a buffer, reads row r+1
@@ -221,9 +245,9 @@ void softmax_rows_pipelined(const float* x, float* y, i64 rows, i64 n, float* bu
 template <bool Log>
 void softmax_rows(const float* x, float* y, i64 outer, i64 n) {
   const bool stream = outer * n * 4 >= stream_store_bytes();
-  if (n <= segment_len) {
+  if (n <= cached_row_len) {
     // Whole vectors a row and vector-aligned rows: the pipelined loop, with its non-temporal stores.
-    const bool pipelined = !Log && stream && n <= cached_row_len && n >= stream_min_run && n % vec_width == 0 &&
+    const bool pipelined = !Log && stream && n >= stream_min_run && n % vec_width == 0 &&
                            reinterpret_cast<std::uintptr_t>(y) % (vec_width * sizeof(float)) == 0;
     parallel_for(outer, grain_for(n, grain_costly), [&](i64 b, i64 e) {
       thread_local AlignedBuffer pipe;
@@ -232,14 +256,14 @@ void softmax_rows(const float* x, float* y, i64 outer, i64 n) {
         return;
       }
       thread_local std::vector<float> scratch;
-      if (!Log && stream && n <= cached_row_len && scratch.size() < static_cast<std::size_t>(n))
+      if (!Log && stream && scratch.size() < static_cast<std::size_t>(n))
         scratch.resize(static_cast<std::size_t>(cached_row_len));
       for (i64 r = b; r < e; ++r) {
-        if (!Log && n <= cached_row_len) {
-          softmax_row_cached(x + r * n, y + r * n, n, r + 1 < e ? x + (r + 1) * n : nullptr, stream, scratch.data());
-        } else {
-          write_row<Log>(x + r * n, y + r * n, n, row_stat(x + r * n, n), stream);
-        }
+        const float* next = r + 1 < e ? x + (r + 1) * n : nullptr;
+        if constexpr (Log)
+          write_row<true>(x + r * n, y + r * n, n, log_softmax_row_stat_cached(x + r * n, n, next), stream);
+        else
+          softmax_row_cached(x + r * n, y + r * n, n, next, stream, scratch.data());
       }
     });
     return;
