@@ -53,16 +53,19 @@ TEST_CASE("softmax and log_softmax: specials in rows of the cpu's pipelined and 
   // Rows of 1048 and 4096 floats: whole vectors on every ISA but AVX-512 for 1048 (131 AVX2 vectors,
   // an odd count), so under TRINE_CPU_STREAM_BYTES=0 (ctest's streamed_*) the cpu runs softmax
   // through softmax_rows_pipelined; rows of 20001 (past 2^14, within the cached passes' 2^15, with a
-  // tail) through softmax_row_cached; log_softmax takes its cached passes for all three. Each
+  // tail) through softmax_row_cached; log_softmax takes its cached passes for all three. Rows of
+  // 70001 are cut into segments whose statistics are merged, row 1's first segment all -inf. Each
   // row's specials sit next to ordinary rows that must stay exact.
-  for (std::int64_t n : {1048, 4096, 20001}) {
+  for (std::int64_t n : {1048, 4096, 20001, 70001}) {
     const std::size_t un = static_cast<std::size_t>(n);
     std::vector<float> x(7 * un);
     for (std::size_t i = 0; i < x.size(); ++i) x[i] = static_cast<float>((i * 7919) % 1000) / 100.0f - 5.0f;
     x[1 * un + 3] = -k_inf;  // row 1: -inf weighs 0
     x[1 * un + un - 1] = -k_inf;
+    if (n > 32768)
+      for (std::size_t j = 0; j < 32768; ++j) x[1 * un + j] = -k_inf;
     for (std::size_t j = 0; j < un; ++j) x[2 * un + j] = -k_inf;  // row 2: all -inf, NaN
-    x[3 * un + 17] = k_nan;                                        // row 3: a NaN makes the row NaN
+    x[3 * un + un - 17] = k_nan;                                   // row 3: a NaN makes the row NaN
     for (std::size_t j = 0; j < un; ++j) x[4 * un + j] = j % 3 == 0 ? 1e30f : -1e30f;  // row 4: huge
     x[6 * un + un / 2] = k_inf;                                    // row 6: +inf makes the row NaN
     const auto y = softmax(Tensor::from(x, {7, n})).to_vector();
