@@ -63,8 +63,7 @@ template <int U, class Load>
   for (int k = 0; k < U; ++k) {
     const batch_f32 pow2 = pow2_bounded<false>(w[k]);  // w is in [-123, 1/2], never NaN
     const batch_f32 x = load(k);
-    y[k] =
-        xsimd::select(x < batch_f32(-13.0f), batch_f32(0.0f), xsimd::fnma(s[k], pow2, xsimd::max(batch_f32(0.0f), x)));
+    y[k] = zero_where(x < batch_f32(-13.0f), xsimd::fnma(s[k], pow2, xsimd::max(batch_f32(0.0f), x)));
   }
 }
 
@@ -84,7 +83,7 @@ constexpr int gelu_short_block = 4;
 [[gnu::always_inline]] inline batch_f32 logistic(const batch_f32& v, const batch_f32& num) {
   const batch_f32 w = v * batch_f32(-1.44269504f), hi(126.0f);
   const batch_f32 e = pow2_bounded<true>(xsimd::min(hi, xsimd::max(batch_f32(-125.0f), w)));
-  return xsimd::select(w > hi, batch_f32(0.0f), num / (batch_f32(1.0f) + e));
+  return zero_where(w > hi, num / (batch_f32(1.0f) + e));
 }
 
 // Every branch selects on `x < c`, which is false for NaN, so NaN passes through untouched

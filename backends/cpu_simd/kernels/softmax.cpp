@@ -27,7 +27,7 @@ constexpr i64 segment_len = i64{1} << 15;
 [[gnu::always_inline]] inline batch_f32 exp_term(const batch_f32& v, const batch_f32& m) {
   const batch_f32 lo(-125.0f);
   const batch_f32 w = (v - m) * batch_f32(1.44269504f);
-  return xsimd::select(w < lo, batch_f32(0.0f), pow2_bounded<true>(xsimd::max(lo, w)));
+  return zero_where(w < lo, pow2_bounded<true>(xsimd::max(lo, w)));
 }
 
 // Per-lane running max m and sum s of exp(x - m). A block of four vectors shares one rescale.
