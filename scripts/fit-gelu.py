@@ -12,7 +12,9 @@ gelu(x) = max(x, 0) - F(a), a = min(|x|, 13), F(a) = a erfc(a / sqrt 2) / 2 = s 
 s = a / (K + a), K = 2 sqrt 2 (in f32), C = log2(e) / 2 (in f32). G(s) = log2((K + a) erfc(a / sqrt 2)
 / 2) + C a^2 is smooth, G(0) = 1/2; it is fitted by least squares on Chebyshev nodes over the s that
 a <= 13 reaches, weighted by how much error the measure allows there (about 1 + a^2). pow2_bounded's
-2^r on |r| <= 1/2 is 1 + r P(r).
+2^r on |r| <= 1/2 is 1 + r P(r). With AVX2 and AVX-512, gelu computes v = 8w and 2^w = 2^(k/8) 2^(r/8),
+k = round(v), |r| <= 1/2: the eight 2^(j/8) from a table (printed as the kernel stores them: bits less
+j << 20), 2^(r/8) = 1 + r Q(r); SSE4.2 (no lane permute, no FMA) keeps pow2_bounded. Both are modeled.
 """
 import math
 import struct
@@ -52,8 +54,13 @@ r2_nodes = 0.5 * np.cos(np.pi * (np.arange(400) + 0.5) / 400)
 p_vals = np.array([float((mp.mpf(2) ** mp.mpf(r) - 1) / mp.mpf(r)) for r in r2_nodes])
 Pc = cheb_fit(r2_nodes, p_vals, 5, -0.5, 0.5, weights=np.abs(r2_nodes))
 
+q_vals = np.array([float((mp.mpf(2) ** (mp.mpf(r) / 8) - 1) / mp.mpf(r)) for r in r2_nodes])
+Qc = cheb_fit(r2_nodes, q_vals, 2, -0.5, 0.5, weights=np.abs(r2_nodes))
+EIGHTHS = [f32(2.0 ** (j / 8)) for j in range(8)]
+
 print("gelu: G(s), highest power first:", ", ".join("%.9g" % v for v in reversed(Gc)))
 print("pow2_bounded: P(r), highest power first:", ", ".join("%.9g" % v for v in reversed(Pc)))
+print("gelu's 2^(r/8): Q(r), highest power first:", ", ".join("%.9g" % v for v in reversed(Qc)))
 
 USE_FMA = True
 
@@ -84,15 +91,41 @@ def pow2_bounded(w):
     return from_bits(bits(fma(q, r, f32(1))) + ((bits(t) - bits(MAGIC)) << 23))
 
 
-def gelu_model(x):
+print("gelu's table of 2^(j/8), bits less j << 20:",
+      ", ".join("0x%08x" % ((bits(EIGHTHS[j]) - (j << 20)) & 0xffffffff) for j in range(8)))
+
+
+def from_bits_wrapped(i):
+    i &= 0xffffffff
+    return from_bits(i - (1 << 32) if i >= 1 << 31 else i)
+
+
+def pow2_eighths(v):
+    """(1 + r Q(r), 2^(k/8)) for v = 8w, as the AVX2 / AVX-512 gelu computes them."""
+    t = f32(v + MAGIC)
+    r = f32(v - f32(t - MAGIC))
+    q = f32(Qc[-1])
+    for c in reversed(Qc[:-1]):
+        q = fma(q, r, f32(c))
+    j = bits(t) & 7
+    return fma(q, r, f32(1)), from_bits_wrapped(bits(EIGHTHS[j]) - (j << 20) + (bits(t) << 20))
+
+
+def gelu_model(x, eighths):
     x = f32(x)
+    sc = f32(8) if eighths else f32(1)  # exact: a power of two
     a = f32(min(abs(x), A_CAP))
     s = f32(a / f32(K + a))
-    p = f32(Gc[-1])
+    p = f32(Gc[-1] * sc)
     for c in reversed(Gc[:-1]):
-        p = fma(p, s, f32(c))
-    w = fma(-a, f32(a * C), p)
-    return f32(0) if x < -13 else fma(-s, pow2_bounded(w), f32(max(f32(0), x)))
+        p = fma(p, s, f32(c * sc))
+    w = fma(-a, f32(a * f32(C * sc)), p)
+    if x < -13:
+        return f32(0)
+    if eighths:
+        q, pw = pow2_eighths(w)
+        return fma(-f32(s * q), pw, f32(max(f32(0), x)))
+    return fma(-s, pow2_bounded(w), f32(max(f32(0), x)))
 
 
 def reference(x):
@@ -106,17 +139,18 @@ rng = np.random.default_rng(1)
 xs = np.concatenate([rng.uniform(-14, 6, 6000), rng.normal(0, 1, 3000), rng.uniform(-1e-3, 1e-3, 500),
                      np.linspace(-13.6, 14, 3001)]).astype(np.float32)
 refs = [reference(x) for x in xs]
-for USE_FMA in (True, False):
+for USE_FMA, eighths, name in ((True, True, "AVX2 / AVX-512: FMA, table of eighths"),
+                                (False, False, "SSE4.2: no FMA, pow2_bounded"),
+                                (True, False, "FMA with pow2_bounded (not built)")):
     worst, at = 0.0, 0.0
     for x, (y, scale) in zip(xs, refs):
-        out = gelu_model(x)
+        out = gelu_model(x, eighths)
         if abs(float(out) - y) < 2.0**-100:
             continue
         err = abs(float(out) - float(f32(y))) / scale / 2.0**-23
         if err > worst:
             worst, at = err, float(x)
-    print("model of gelu in f32 %s: worst %.3f eps at x = %g (the conformance bound is 3)"
-          % ("with FMA" if USE_FMA else "without FMA", worst, at))
+    print("model of gelu in f32, %s: worst %.3f eps at x = %g (the conformance bound is 3)" % (name, worst, at))
 USE_FMA = True
 pow2_worst = max(abs(float(pow2_bounded(w)) - 2.0 ** float(w)) / 2.0 ** float(w)
                  for w in np.linspace(-125, 126, 40001).astype(np.float32)) / 2.0**-24
