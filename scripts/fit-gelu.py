@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
-"""The polynomials of the cpu's gelu (backends/cpu_simd/kernels/elementwise.cpp) and of pow2_bounded
-(kernels/simd_common.hpp: gelu's 2^w and softmax's exp), fitted here, and a model of gelu's f32
+"""The polynomials of the cpu's gelu (backends/cpu_simd/kernels/elementwise.cpp), of pow2_bounded and
+pow2_eighths (kernels/simd_common.hpp: gelu's 2^w and softmax's exp), fitted here, and a model of gelu's f32
 arithmetic measured the way the conformance tests measure it.
 
 Needs numpy and mpmath (pip install numpy mpmath). Prints the coefficient lists and the model's
@@ -155,3 +155,8 @@ USE_FMA = True
 pow2_worst = max(abs(float(pow2_bounded(w)) - 2.0 ** float(w)) / 2.0 ** float(w)
                  for w in np.linspace(-125, 126, 40001).astype(np.float32)) / 2.0**-24
 print("pow2_bounded on [-125, 126]: worst %.2f half-ulps" % pow2_worst)
+eighths_worst = 0.0
+for v in np.linspace(-1000, 1008, 40001).astype(np.float32):
+    q, pw = pow2_eighths(v)
+    eighths_worst = max(eighths_worst, abs(float(f32(q * pw)) - 2.0 ** (float(v) / 8)) / 2.0 ** (float(v) / 8))
+print("pow2_eighths (q pw, rounded) on [-1000, 1008]: worst %.2f half-ulps" % (eighths_worst / 2.0**-24))

@@ -48,50 +48,14 @@ constexpr bool act_costly(Activation a) {
 //
 // load(k) returns the k-th input vector. It is called once in each pass, so x is read again from L1
 // rather than kept in a block-long array.
-// With AVX2 and AVX-512 the first pass gives v = 8w (G's coefficients and C times 8, exactly), and
-// 2^w = 2^(k/8) 2^(r/8) with k = round(v), r = v - k, |r| <= 1/2: 2^(k/8) from a table of the eight
-// 2^(j/8) through a lane permute, k >> 3 added to its exponent bits, and 2^(r/8) = 1 + r Q(r) with Q
-// of degree 2 (fit-gelu.py). Three FMAs where pow2_bounded takes six, for a multiply (s by 1 + r Q)
-// and the permute: on Zen 3, one thread, 16M floats, 5.84 -> 5.21 ns per 8 floats (best of 5
-// interleaved runs), bias_act's gelu on rows of 127 8.90 -> 7.92. SSE4.2 has no lane permute and
-// keeps pow2_bounded.
-#if defined(TRINE_ISA_AVX2) || defined(TRINE_ISA_AVX512)
-inline constexpr bool gelu_eighths = true;
-
-// max(x, 0) - s 2^(v/8) for v = 8w in [-984, 4], never NaN.
-[[gnu::always_inline]] inline batch_f32 gelu_finish_eighths(const batch_f32& x, const batch_f32& s,
-                                                            const batch_f32& v) {
-  const batch_f32 magic(12582912.0f);  // 1.5 * 2^23: adding it rounds v to an integer k, kept in t's low bits
-  const batch_f32 t = v + magic;
-  const batch_f32 r = v - (t - magic);
-  const batch_f32 q = xsimd::fma(
-      xsimd::fma(xsimd::fma(batch_f32(0.000108419175f), r, batch_f32(0.00375402835f)), r, batch_f32(0.0866433978f)), r,
-      batch_f32(1.0f));
-  // Entry j holds the bits of 2^(j/8) less j << 20: adding t's bits shifted left by 20, which is k << 20
-  // = ((k >> 3) << 23) + (j << 20) with j = k & 7, leaves 2^(j/8) with k >> 3 added to its exponent.
-#if defined(TRINE_ISA_AVX512)
-  const __m512i tab = _mm512_setr_epi32(0x3f800000, 0x3f7b95c2, 0x3f7837f0, 0x3f75fed7, 0x3f7504f3, 0x3f75672a,
-                                        0x3f7744fd, 0x3f7ac0c7, 0x3f800000, 0x3f7b95c2, 0x3f7837f0, 0x3f75fed7,
-                                        0x3f7504f3, 0x3f75672a, 0x3f7744fd, 0x3f7ac0c7);
-  const __m512i ti = _mm512_castps_si512(t);
-  const batch_f32 pw =
-      _mm512_castsi512_ps(_mm512_add_epi32(_mm512_permutexvar_epi32(ti, tab), _mm512_slli_epi32(ti, 20)));
-#else
-  const __m256i tab = _mm256_setr_epi32(0x3f800000, 0x3f7b95c2, 0x3f7837f0, 0x3f75fed7, 0x3f7504f3, 0x3f75672a,
-                                        0x3f7744fd, 0x3f7ac0c7);
-  const __m256i ti = _mm256_castps_si256(t);
-  const batch_f32 pw =
-      _mm256_castsi256_ps(_mm256_add_epi32(_mm256_permutevar8x32_epi32(tab, ti), _mm256_slli_epi32(ti, 20)));
-#endif
-  return xsimd::fnma(s * q, pw, xsimd::max(batch_f32(0.0f), x));
-}
-#else
-inline constexpr bool gelu_eighths = false;
-#endif
-
+//
+// With AVX2 and AVX-512 the first pass gives 8w (G's coefficients and C times 8, exactly) and the
+// second takes 2^w from pow2_eighths_parts, s multiplied by its q: on Zen 3, one thread, 16M floats,
+// 5.84 -> 5.21 ns per 8 floats against pow2_bounded (best of 5 interleaved runs), bias_act's gelu on
+// rows of 127 8.90 -> 7.92. SSE4.2 keeps pow2_bounded.
 template <int U, class Load>
 [[gnu::always_inline]] inline void gelu_erf(Load&& load, batch_f32 (&y)[U]) {
-  constexpr float sc = gelu_eighths ? 8.0f : 1.0f;  // exact: a power of two
+  constexpr float sc = has_pow2_eighths ? 8.0f : 1.0f;  // exact: a power of two
   constexpr float g[] = {0.20596315f * sc,  -0.387834638f * sc, 0.0425988175f * sc,
                          0.0510190465f * sc, 0.281251788f * sc, 0.233033434f * sc,
                          -0.437508821f * sc, -1.81311786f * sc, 0.49999997f * sc};
@@ -107,7 +71,9 @@ template <int U, class Load>
   for (int k = 0; k < U; ++k) {
     const batch_f32 x = load(k);
 #if defined(TRINE_ISA_AVX2) || defined(TRINE_ISA_AVX512)
-    y[k] = zero_where(x < batch_f32(-13.0f), gelu_finish_eighths(x, s[k], w[k]));
+    batch_f32 q, pw;
+    pow2_eighths_parts(w[k], q, pw);  // w is 8 times the exponent, in [-984, 4]
+    y[k] = zero_where(x < batch_f32(-13.0f), xsimd::fnma(s[k] * q, pw, xsimd::max(batch_f32(0.0f), x)));
 #else
     const batch_f32 pow2 = pow2_bounded<false>(w[k]);  // w is in [-123, 1/2], never NaN
     y[k] = zero_where(x < batch_f32(-13.0f), xsimd::fnma(s[k], pow2, xsimd::max(batch_f32(0.0f), x)));

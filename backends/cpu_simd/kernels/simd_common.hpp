@@ -48,6 +48,46 @@ template <bool NanSafe>
   return xsimd::bitwise_cast<batch_f32>(xsimd::bitwise_cast<batch_i32>(e) + shift);
 }
 
+#if defined(TRINE_ISA_AVX2) || defined(TRINE_ISA_AVX512)
+// 2^(v/8) as the product q pw, for v in [-1000, 1008] (outside it, garbage: callers keep v in it):
+// k = round(v), r = v - k exact with |r| <= 1/2, pw = 2^(k/8) from a table of the eight 2^(j/8)
+// through a lane permute with k >> 3 added to the exponent bits, q = 2^(r/8) = 1 + r Q(r) with Q of
+// degree 2 (scripts/fit-gelu.py: q pw within 2.61 half-ulps, pow2_bounded 1.28). Three FMAs where
+// pow2_bounded takes six, for the permute and, to join the parts, a multiply the caller may fold
+// into its own (gelu multiplies s by q). A NaN v makes q NaN, so q pw is NaN whatever pw holds.
+// SSE4.2 has no lane permute.
+inline constexpr bool has_pow2_eighths = true;
+[[gnu::always_inline]] inline void pow2_eighths_parts(const batch_f32& v, batch_f32& q, batch_f32& pw) {
+  const batch_f32 magic(12582912.0f);  // 1.5 * 2^23: adding it rounds v to an integer k, kept in t's low bits
+  const batch_f32 t = v + magic;
+  const batch_f32 r = v - (t - magic);
+  q = xsimd::fma(
+      xsimd::fma(xsimd::fma(batch_f32(0.000108419175f), r, batch_f32(0.00375402835f)), r, batch_f32(0.0866433978f)), r,
+      batch_f32(1.0f));
+  // Entry j holds the bits of 2^(j/8) less j << 20: adding t's bits shifted left by 20, which is k << 20
+  // = ((k >> 3) << 23) + (j << 20) with j = k & 7, leaves 2^(j/8) with k >> 3 added to its exponent.
+#if defined(TRINE_ISA_AVX512)
+  const __m512i tab = _mm512_setr_epi32(0x3f800000, 0x3f7b95c2, 0x3f7837f0, 0x3f75fed7, 0x3f7504f3, 0x3f75672a,
+                                        0x3f7744fd, 0x3f7ac0c7, 0x3f800000, 0x3f7b95c2, 0x3f7837f0, 0x3f75fed7,
+                                        0x3f7504f3, 0x3f75672a, 0x3f7744fd, 0x3f7ac0c7);
+  const __m512i ti = _mm512_castps_si512(t);
+  pw = _mm512_castsi512_ps(_mm512_add_epi32(_mm512_permutexvar_epi32(ti, tab), _mm512_slli_epi32(ti, 20)));
+#else
+  const __m256i tab = _mm256_setr_epi32(0x3f800000, 0x3f7b95c2, 0x3f7837f0, 0x3f75fed7, 0x3f7504f3, 0x3f75672a,
+                                        0x3f7744fd, 0x3f7ac0c7);
+  const __m256i ti = _mm256_castps_si256(t);
+  pw = _mm256_castsi256_ps(_mm256_add_epi32(_mm256_permutevar8x32_epi32(tab, ti), _mm256_slli_epi32(ti, 20)));
+#endif
+}
+[[gnu::always_inline]] inline batch_f32 pow2_eighths(const batch_f32& v) {
+  batch_f32 q, pw;
+  pow2_eighths_parts(v, q, pw);
+  return q * pw;
+}
+#else
+inline constexpr bool has_pow2_eighths = false;
+#endif
+
 // v where m is false and +0 where it is true. On AVX2 and SSE4.2 one andnot: xsimd::select(m, 0, v)
 // is a blendv, which GCC turns into a sign test and an and, one operation more in the exp-heavy
 // loops (gelu, sigmoid, softmax) that are short of vector ports on one core. AVX-512's select is
