@@ -93,10 +93,16 @@ constexpr int gelu_short_block = 4;
 // above (v < -87.3, -inf included) the result, under 1.2e-38 |num|, is taken as 0, which also
 // keeps -inf / inf from silu(-inf). A NaN v stays NaN through the clamps (min and max return their
 // 2nd operand on NaN) and fails the w > 126 test. pow2_bounded is 11 operations a vector against
-// xsimd::exp's 30.
+// xsimd::exp's 30. AVX2 and AVX-512 take 8w, clamped to [-1000, 1008], through pow2_eighths: sigmoid
+// on 16M floats, one Zen 3 thread, medians of 6 interleaved runs, 3.32 -> 2.74 ns per 8 floats.
 [[gnu::always_inline]] inline batch_f32 logistic(const batch_f32& v, const batch_f32& num) {
+#if defined(TRINE_ISA_AVX2) || defined(TRINE_ISA_AVX512)
+  const batch_f32 w = v * batch_f32(-8.0f * 1.44269504f), hi(1008.0f);
+  const batch_f32 e = pow2_eighths(xsimd::min(hi, xsimd::max(batch_f32(-1000.0f), w)));
+#else
   const batch_f32 w = v * batch_f32(-1.44269504f), hi(126.0f);
   const batch_f32 e = pow2_bounded<true>(xsimd::min(hi, xsimd::max(batch_f32(-125.0f), w)));
+#endif
   return zero_where(w > hi, num / (batch_f32(1.0f) + e));
 }
 
