@@ -188,6 +188,23 @@ TEST_CASE("max reduction propagates NaN; division by zero is IEEE", "[numerics]"
   auto m = max(Tensor::from(std::vector<float>{1.0f, k_nan, 3.0f, 2.0f, 0.0f, 1.0f}, {2, 3}), -1).to_vector();
   CHECK(std::isnan(m[0]));
   CHECK(m[1] == 2.0f);
+  // over axis 0 of 300 x 4100, where the cpu reads column chunks over two segments of rows: a NaN in
+  // the second segment of the second chunk, and one in the columns left over, stay in their columns
+  std::vector<float> x(300 * 4100);
+  for (std::size_t i = 0; i < x.size(); ++i) x[i] = static_cast<float>(i % 97);
+  x[280 * 4100 + 3000] = k_nan;
+  x[5 * 4100 + 4098] = k_nan;
+  const auto col = max(Tensor::from(x, {300, 4100}), 0).to_vector();
+  for (std::size_t c = 0; c < 4100; ++c) {
+    INFO("column " << c);
+    if (c == 3000 || c == 4098) {
+      CHECK(std::isnan(col[c]));
+    } else {
+      float want = 0.0f;
+      for (std::size_t r = 0; r < 300; ++r) want = std::max(want, x[r * 4100 + c]);
+      CHECK(col[c] == want);
+    }
+  }
   auto d = div(Tensor::from(std::vector<float>{1.0f, -1.0f, 0.0f}, {3}), Tensor::zeros({3})).to_vector();
   CHECK(d[0] == k_inf);
   CHECK(d[1] == -k_inf);

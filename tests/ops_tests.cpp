@@ -485,6 +485,10 @@ TEST_CASE("sum, mean, max over an axis", "[ops][reduce]") {
       std::vector<Tensor> lead{make_input({257, 130}, seq(), v)};
       check_op(op, lead, ReduceParams{0, true}, shape_label(lead, std::string("axis 0 ") + trine::test::view_name(v)));
     }
+    // the cpu's column chunks: two of 2048 and 4 columns left over, over two segments of rows
+    // (256 and 44, one block of partials and part of one)
+    std::vector<Tensor> cols{make_input({300, 4100}, seq())};
+    check_op(op, cols, ReduceParams{0, false}, shape_label(cols, "axis 0, column chunks"));
   }
 }
 
