@@ -106,6 +106,32 @@ constexpr int gelu_short_block = 4;
   return zero_where(w > hi, num / (batch_f32(1.0f) + e));
 }
 
+// tanh(x) = sign(x) t(a), a = |x|: below a = 0.625, t = a + a z P(z) with z = a^2 and P of degree 4;
+// from there up, t = (1 - e) / (1 + e), e = e^-2a <= 0.29 (1 - e cancels nothing), e from
+// pow2_eighths (pow2_bounded on SSE4.2) with the exponent clamped where pow2 is valid, which takes
+// +-inf to +-1. scripts/fit-tanh.py fits P and models this code: 1.01 eps at worst on tanh's measure
+// with AVX2, 0.93 on SSE4.2. A NaN fails a < 0.625 and goes through e, which keeps it. The sign is
+// x's bit, so -0 stays -0. xsimd::tanh, which evaluates both of its branches with a full exp, ran at
+// 7.2 GB/s on 16M floats on one Zen 3 core, against 26 for relu.
+[[gnu::always_inline]] inline batch_f32 tanh_fast(const batch_f32& x) {
+  const batch_f32 a = xsimd::abs(x);
+  const batch_f32 z = a * a;
+  batch_f32 p(-0.006104948f);
+  p = xsimd::fma(p, z, batch_f32(0.0210036412f));
+  p = xsimd::fma(p, z, batch_f32(-0.0538524985f));
+  p = xsimd::fma(p, z, batch_f32(0.133327827f));
+  p = xsimd::fma(p, z, batch_f32(-0.333333284f));
+  const batch_f32 small = xsimd::fma(a * z, p, a);
+#if defined(TRINE_ISA_AVX2) || defined(TRINE_ISA_AVX512)
+  const batch_f32 e = pow2_eighths(xsimd::max(batch_f32(-1000.0f), a * batch_f32(-16.0f * 1.44269504f)));
+#else
+  const batch_f32 e = pow2_bounded<true>(xsimd::max(batch_f32(-125.0f), a * batch_f32(-2.0f * 1.44269504f)));
+#endif
+  const batch_f32 large = (batch_f32(1.0f) - e) / (batch_f32(1.0f) + e);
+  const batch_f32 t = xsimd::select(a < batch_f32(0.625f), small, large);
+  return xsimd::bitwise_or(t, xsimd::bitwise_and(x, batch_f32(-0.0f)));
+}
+
 // Every branch selects on `x < c`, which is false for NaN, so NaN passes through untouched
 // (maxps would return the 2nd operand and drop it). logistic's select and gelu's on x < -13 fix the
 // -inf limits, where the plain formulas give -inf * 0 = NaN.
@@ -124,7 +150,7 @@ template <Activation A>
   } else if constexpr (A == Activation::sigmoid) {
     return logistic(x, one);
   } else if constexpr (A == Activation::tanh) {
-    return xsimd::tanh(x);  // exact +-1 at +-inf and NaN-preserving in xsimd 8.1
+    return tanh_fast(x);
   } else if constexpr (A == Activation::silu) {
     return logistic(x, x);
   } else if constexpr (A == Activation::gelu) {
