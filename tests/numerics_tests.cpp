@@ -65,9 +65,9 @@ TEST_CASE("softmax and log_softmax: specials in rows of the cpu's pipelined and 
     if (n > 32768)
       for (std::size_t j = 0; j < 32768; ++j) x[1 * un + j] = -k_inf;
     for (std::size_t j = 0; j < un; ++j) x[2 * un + j] = -k_inf;  // row 2: all -inf, NaN
-    x[3 * un + un - 17] = k_nan;                                   // row 3: a NaN makes the row NaN
+    x[3 * un + un - 17] = k_nan;                                  // row 3: a NaN makes the row NaN
     for (std::size_t j = 0; j < un; ++j) x[4 * un + j] = j % 3 == 0 ? 1e30f : -1e30f;  // row 4: huge
-    x[6 * un + un / 2] = k_inf;                                    // row 6: +inf makes the row NaN
+    x[6 * un + un / 2] = k_inf;                                                        // row 6: +inf makes the row NaN
     const auto y = softmax(Tensor::from(x, {7, n})).to_vector();
     const auto ly = log_softmax(Tensor::from(x, {7, n})).to_vector();
     auto row = [&](const std::vector<float>& t, std::size_t r) {

@@ -296,7 +296,8 @@ void ensure_quiet_idle_threads(char** argv) {
   if (timeout && *timeout && policy && *policy) return;
   if (!timeout || !*timeout) setenv("OPENBLAS_THREAD_TIMEOUT", "4", 1);
   if (!policy || !*policy) setenv("OMP_WAIT_POLICY", "passive", 1);
-  std::fprintf(stderr, "[compare] running again with OPENBLAS_THREAD_TIMEOUT=%s OMP_WAIT_POLICY=%s, so that no "
+  std::fprintf(stderr,
+               "[compare] running again with OPENBLAS_THREAD_TIMEOUT=%s OMP_WAIT_POLICY=%s, so that no "
                "library's idle threads poll on the cores another's need\n",
                std::getenv("OPENBLAS_THREAD_TIMEOUT"), std::getenv("OMP_WAIT_POLICY"));
   execv("/proc/self/exe", argv);

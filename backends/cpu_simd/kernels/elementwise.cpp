@@ -56,9 +56,9 @@ constexpr bool act_costly(Activation a) {
 template <int U, class Load>
 [[gnu::always_inline]] inline void gelu_erf(Load&& load, batch_f32 (&y)[U]) {
   constexpr float sc = has_pow2_eighths ? 8.0f : 1.0f;  // exact: a power of two
-  constexpr float g[] = {0.20596315f * sc,  -0.387834638f * sc, 0.0425988175f * sc,
-                         0.0510190465f * sc, 0.281251788f * sc, 0.233033434f * sc,
-                         -0.437508821f * sc, -1.81311786f * sc, 0.49999997f * sc};
+  constexpr float g[] = {0.20596315f * sc,   -0.387834638f * sc, 0.0425988175f * sc,
+                         0.0510190465f * sc, 0.281251788f * sc,  0.233033434f * sc,
+                         -0.437508821f * sc, -1.81311786f * sc,  0.49999997f * sc};
   batch_f32 s[U], w[U];
   for (int k = 0; k < U; ++k) {
     const batch_f32 a = xsimd::min(xsimd::abs(load(k)), batch_f32(13.0f));

@@ -146,11 +146,12 @@ void layernorm_typed(const float* x, const float* gamma, const float* beta, floa
         float smean = 0.0f, sfine = 0.0f;
         const float svar = moments(s, smean, sfine);
         affine_row<HasGamma, HasBeta>(p, gamma, beta, y + r * n, n, s, smean, sfine, scaled_rstd(svar, s, eps), stream,
-                                        next);
+                                      next);
         return;
       }
     }
-    affine_row<HasGamma, HasBeta>(p, gamma, beta, y + r * n, n, 1.0f, mean, fine, 1.0f / std::sqrt(var + eps), stream, next);
+    affine_row<HasGamma, HasBeta>(p, gamma, beta, y + r * n, n, 1.0f, mean, fine, 1.0f / std::sqrt(var + eps), stream,
+                                  next);
   });
 }
 
@@ -187,11 +188,12 @@ void rmsnorm_typed(const float* x, const float* gamma, float* y, i64 rows, i64 n
                                      }) /
                           nf;
         affine_row<HasGamma, false>(p, gamma, nullptr, y + r * n, n, s, 0.0f, 0.0f, scaled_rstd(sms, s, eps), stream,
-                                  next);
+                                    next);
         return;
       }
     }
-    affine_row<HasGamma, false>(p, gamma, nullptr, y + r * n, n, 1.0f, 0.0f, 0.0f, 1.0f / std::sqrt(ms + eps), stream, next);
+    affine_row<HasGamma, false>(p, gamma, nullptr, y + r * n, n, 1.0f, 0.0f, 0.0f, 1.0f / std::sqrt(ms + eps), stream,
+                                next);
   });
 }
 

@@ -124,9 +124,11 @@ void reduce_columns(const float* p, i64 rows, i64 inner, i64 width, float div, f
         combine<Max>(batch_f32::load_unaligned(part + c), batch_f32::load_unaligned(p + j * inner + c))
             .store_unaligned(part + c);
     for (i64 c = 0; c < width; c += vec_width)
-      combine<Max>(batch_f32::load_unaligned(total + c), batch_f32::load_unaligned(part + c)).store_unaligned(total + c);
+      combine<Max>(batch_f32::load_unaligned(total + c), batch_f32::load_unaligned(part + c))
+          .store_unaligned(total + c);
   }
-  for (i64 c = 0; c < width; c += vec_width) (batch_f32::load_unaligned(total + c) / batch_f32(div)).store_unaligned(out + c);
+  for (i64 c = 0; c < width; c += vec_width)
+    (batch_f32::load_unaligned(total + c) / batch_f32(div)).store_unaligned(out + c);
 }
 
 // Columns [0, w), w <= vec_width: four chains over consecutive rows instead.

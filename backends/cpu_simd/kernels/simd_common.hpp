@@ -67,14 +67,14 @@ inline constexpr bool has_pow2_eighths = true;
   // Entry j holds the bits of 2^(j/8) less j << 20: adding t's bits shifted left by 20, which is k << 20
   // = ((k >> 3) << 23) + (j << 20) with j = k & 7, leaves 2^(j/8) with k >> 3 added to its exponent.
 #if defined(TRINE_ISA_AVX512)
-  const __m512i tab = _mm512_setr_epi32(0x3f800000, 0x3f7b95c2, 0x3f7837f0, 0x3f75fed7, 0x3f7504f3, 0x3f75672a,
-                                        0x3f7744fd, 0x3f7ac0c7, 0x3f800000, 0x3f7b95c2, 0x3f7837f0, 0x3f75fed7,
-                                        0x3f7504f3, 0x3f75672a, 0x3f7744fd, 0x3f7ac0c7);
+  const __m512i tab =
+      _mm512_setr_epi32(0x3f800000, 0x3f7b95c2, 0x3f7837f0, 0x3f75fed7, 0x3f7504f3, 0x3f75672a, 0x3f7744fd, 0x3f7ac0c7,
+                        0x3f800000, 0x3f7b95c2, 0x3f7837f0, 0x3f75fed7, 0x3f7504f3, 0x3f75672a, 0x3f7744fd, 0x3f7ac0c7);
   const __m512i ti = _mm512_castps_si512(t);
   pw = _mm512_castsi512_ps(_mm512_add_epi32(_mm512_permutexvar_epi32(ti, tab), _mm512_slli_epi32(ti, 20)));
 #else
-  const __m256i tab = _mm256_setr_epi32(0x3f800000, 0x3f7b95c2, 0x3f7837f0, 0x3f75fed7, 0x3f7504f3, 0x3f75672a,
-                                        0x3f7744fd, 0x3f7ac0c7);
+  const __m256i tab =
+      _mm256_setr_epi32(0x3f800000, 0x3f7b95c2, 0x3f7837f0, 0x3f75fed7, 0x3f7504f3, 0x3f75672a, 0x3f7744fd, 0x3f7ac0c7);
   const __m256i ti = _mm256_castps_si256(t);
   pw = _mm256_castsi256_ps(_mm256_add_epi32(_mm256_permutevar8x32_epi32(tab, ti), _mm256_slli_epi32(ti, 20)));
 #endif

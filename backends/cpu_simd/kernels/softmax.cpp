@@ -95,13 +95,6 @@ void write_row(const float* x, float* y, i64 n, RowStat st, bool stream) {
       [&](i64 j, i64 r) { return finish<Log>(load_partial(x + j, r), m, k); });
 }
 
-// Softmax of a row that fits in L2, with one exp per element instead of the online pass's two:
-// the max, then y = exp(x - m) with its sum, then y *= 1 / sum, the last pass over y still in
-// cache. Same special values as the online form: -inf weighs 0, +inf or NaN make the row NaN
-// (exp(inf - inf), exp(NaN - m)), a row of only -inf gives NaN (-inf - -inf). `next` (the row
-// after, or null) is prefetched during the exp pass, so memory works while the exps are computed.
-// With `stream` the exps go to `scratch` (n floats, staying in L2) instead of y, and y is written
-// once, non-temporally: no read of y's lines before they are written.
 // The row's max, four maxima side by side so the pass runs at the loads' rate rather than maxps's
 // latency. A NaN that one of them drops still makes the row NaN, through its own exp.
 float row_max(const float* x, i64 n) {
@@ -124,11 +117,10 @@ float row_max(const float* x, i64 n) {
 // and rows of 70001 reached 0.83 of softmax's bound on SSE4.2.
 constexpr i64 sum_block = 1024;
 
-void softmax_row_cached(const float* x, float* y, i64 n, const float* next, bool stream, float* scratch) {
-  float* const out = y;
-  if (stream && n >= stream_min_run) y = scratch;
-  const batch_f32 m(row_max(x, n));
-  auto term = [&](const batch_f32& v) __attribute__((always_inline)) { return exp_term(v, m); };
+// The sum of exp(x - m) over a row, each exp also stored to y when Store, `next` (or null) prefetched
+// meanwhile, a line per two vectors.
+template <bool Store>
+[[gnu::always_inline]] inline batch_f32 exp_sum(const float* x, i64 n, const batch_f32 m, const float* next, float* y) {
   const i64 pairs = n / (2 * vec_width) * (2 * vec_width);
   batch_f32 t(0.0f);
   for (i64 jb = 0; jb < pairs; jb += sum_block) {
@@ -137,27 +129,42 @@ void softmax_row_cached(const float* x, float* y, i64 n, const float* next, bool
       if (next) {
         for (i64 l = 0; l < 2 * vec_width; l += 16) __builtin_prefetch(next + j + l, 0, 3);  // each 64-byte line
       }
-      const batch_f32 e0 = term(batch_f32::load_unaligned(x + j)),
-                      e1 = term(batch_f32::load_unaligned(x + j + vec_width));
+      const batch_f32 e0 = exp_term(batch_f32::load_unaligned(x + j), m),
+                      e1 = exp_term(batch_f32::load_unaligned(x + j + vec_width), m);
       s0 += e0;
       s1 += e1;
-      e0.store_unaligned(y + j);
-      e1.store_unaligned(y + j + vec_width);
+      if constexpr (Store) {
+        e0.store_unaligned(y + j);
+        e1.store_unaligned(y + j + vec_width);
+      }
     }
     t += s0 + s1;
   }
   i64 j = pairs;
   for (; j + vec_width <= n; j += vec_width) {
-    const batch_f32 e = term(batch_f32::load_unaligned(x + j));
+    const batch_f32 e = exp_term(batch_f32::load_unaligned(x + j), m);
     t += e;
-    e.store_unaligned(y + j);
+    if constexpr (Store) e.store_unaligned(y + j);
   }
   if (j < n) {
-    const batch_f32 e = term(load_partial(x + j, n - j, -f32_inf));
+    const batch_f32 e = exp_term(load_partial(x + j, n - j, -f32_inf), m);
     t += e;
-    store_partial(y + j, n - j, e);
+    if constexpr (Store) store_partial(y + j, n - j, e);
   }
-  const batch_f32 k(1.0f / xsimd::hadd(t));
+  return t;
+}
+
+// Softmax of a row that fits in L2, with one exp per element instead of the online pass's two:
+// the max, then y = exp(x - m) with its sum, then y *= 1 / sum, the last pass over y still in
+// cache. Same special values as the online form: -inf weighs 0, +inf or NaN make the row NaN
+// (exp(inf - inf), exp(NaN - m)), a row of only -inf gives NaN (-inf - -inf). `next` (the row
+// after, or null) is prefetched during the exp pass, so memory works while the exps are computed.
+// With `stream` the exps go to `scratch` (n floats, staying in L2) instead of y, and y is written
+// once, non-temporally: no read of y's lines before they are written.
+void softmax_row_cached(const float* x, float* y, i64 n, const float* next, bool stream, float* scratch) {
+  float* const out = y;
+  if (stream && n >= stream_min_run) y = scratch;
+  const batch_f32 k(1.0f / xsimd::hadd(exp_sum<true>(x, n, batch_f32(row_max(x, n)), next, y)));
   store_run(
       out, n, stream, [&](i64 i) { return batch_f32::load_unaligned(y + i) * k; },
       [&](i64 i, i64 r) { return load_partial(y + i, r) * k; });
@@ -171,24 +178,8 @@ void softmax_row_cached(const float* x, float* y, i64 n, const float* next, bool
 // +inf or NaN make s NaN.
 RowStat row_stat_cached(const float* x, i64 n, const float* next) {
   const float mf = row_max(x, n);
-  const batch_f32 m(mf);
-  const i64 pairs = n / (2 * vec_width) * (2 * vec_width);
-  batch_f32 t(0.0f);
-  for (i64 jb = 0; jb < pairs; jb += sum_block) {
-    batch_f32 s0(0.0f), s1(0.0f);
-    for (i64 j = jb; j < std::min(pairs, jb + sum_block); j += 2 * vec_width) {
-      if (next) {
-        for (i64 l = 0; l < 2 * vec_width; l += 16) __builtin_prefetch(next + j + l, 0, 3);
-      }
-      s0 += exp_term(batch_f32::load_unaligned(x + j), m);
-      s1 += exp_term(batch_f32::load_unaligned(x + j + vec_width), m);
-    }
-    t += s0 + s1;
-  }
-  i64 j = pairs;
-  for (; j + vec_width <= n; j += vec_width) t += exp_term(batch_f32::load_unaligned(x + j), m);
-  if (j < n) t += exp_term(load_partial(x + j, n - j, -f32_inf), m);
-  return RowStat{mf, mf == -f32_inf ? 0.0f : xsimd::hadd(t)};
+  const float s = xsimd::hadd(exp_sum<false>(x, n, batch_f32(mf), next, nullptr));
+  return RowStat{mf, mf == -f32_inf ? 0.0f : s};
 }
 
 // Rows up to this long take the cached forms: x, then y, stay in L2 between their passes (rows of
