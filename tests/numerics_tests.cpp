@@ -188,6 +188,23 @@ TEST_CASE("max reduction propagates NaN; division by zero is IEEE", "[numerics]"
   auto m = max(Tensor::from(std::vector<float>{1.0f, k_nan, 3.0f, 2.0f, 0.0f, 1.0f}, {2, 3}), -1).to_vector();
   CHECK(std::isnan(m[0]));
   CHECK(m[1] == 2.0f);
+  // rows of 1000 over the last axis: a NaN in the cpu's four-vector body, in its single-vector steps
+  // or tail (995, by ISA), and rows without NaN that hold +inf or only -inf
+  {
+    std::vector<float> r(5 * 1000);
+    for (std::size_t i = 0; i < r.size(); ++i) r[i] = static_cast<float>((i * 37) % 1000) - 500.0f;
+    r[0 * 1000 + 3] = k_nan;
+    r[1 * 1000 + 517] = k_nan;
+    r[2 * 1000 + 995] = k_nan;
+    r[3 * 1000 + 998] = k_inf;
+    for (std::size_t j = 0; j < 1000; ++j) r[4 * 1000 + j] = -k_inf;
+    const auto mr = max(Tensor::from(r, {5, 1000}), -1).to_vector();
+    CHECK(std::isnan(mr[0]));
+    CHECK(std::isnan(mr[1]));
+    CHECK(std::isnan(mr[2]));
+    CHECK(mr[3] == k_inf);
+    CHECK(mr[4] == -k_inf);
+  }
   // over axis 0 of 300 x 4100, where the cpu reads column chunks over two segments of rows: a NaN in
   // the second segment of the second chunk, and one in the columns left over, stay in their columns
   std::vector<float> x(300 * 4100);

@@ -38,18 +38,37 @@ constexpr float identity_value() {
   return Max ? -f32_inf : 0.0f;
 }
 
+// Plain maxima (maxps may drop a NaN) and, beside them, whether any element was NaN: three
+// operations a vector where max_nan's NaN-carrying select takes six, which kept max over rows of
+// 4096 at three quarters of a contiguous sum's speed.
 float max_contig(const float* p, i64 n) {
+  using bool_f32 = xsimd::batch_bool<float, Arch>;
   batch_f32 m0(-f32_inf), m1(-f32_inf), m2(-f32_inf), m3(-f32_inf);
+  bool_f32 nan0(false), nan1(false);
   i64 i = 0;
   for (; i + 4 * vec_width <= n; i += 4 * vec_width) {
-    m0 = max_nan(m0, batch_f32::load_unaligned(p + i));
-    m1 = max_nan(m1, batch_f32::load_unaligned(p + i + vec_width));
-    m2 = max_nan(m2, batch_f32::load_unaligned(p + i + 2 * vec_width));
-    m3 = max_nan(m3, batch_f32::load_unaligned(p + i + 3 * vec_width));
+    const batch_f32 v0 = batch_f32::load_unaligned(p + i), v1 = batch_f32::load_unaligned(p + i + vec_width),
+                    v2 = batch_f32::load_unaligned(p + i + 2 * vec_width),
+                    v3 = batch_f32::load_unaligned(p + i + 3 * vec_width);
+    m0 = xsimd::max(m0, v0);
+    m1 = xsimd::max(m1, v1);
+    m2 = xsimd::max(m2, v2);
+    m3 = xsimd::max(m3, v3);
+    nan0 = nan0 || (xsimd::isnan(v0) || xsimd::isnan(v1));
+    nan1 = nan1 || (xsimd::isnan(v2) || xsimd::isnan(v3));
   }
-  for (; i + vec_width <= n; i += vec_width) m0 = max_nan(m0, batch_f32::load_unaligned(p + i));
-  if (i < n) m1 = max_nan(m1, load_partial(p + i, n - i, -f32_inf));
-  return hmax_nan(max_nan(max_nan(m0, m1), max_nan(m2, m3)));
+  for (; i + vec_width <= n; i += vec_width) {
+    const batch_f32 v = batch_f32::load_unaligned(p + i);
+    m0 = xsimd::max(m0, v);
+    nan0 = nan0 || xsimd::isnan(v);
+  }
+  if (i < n) {
+    const batch_f32 v = load_partial(p + i, n - i, -f32_inf);
+    m1 = xsimd::max(m1, v);
+    nan1 = nan1 || xsimd::isnan(v);
+  }
+  if (xsimd::any(nan0 || nan1)) return f32_nan;
+  return hmax_nan(xsimd::max(xsimd::max(m0, m1), xsimd::max(m2, m3)));
 }
 
 template <bool Max>
