@@ -55,7 +55,7 @@ constexpr bool act_costly(Activation a) {
 // rows of 127 8.90 -> 7.92. SSE4.2 keeps pow2_bounded.
 template <int U, class Load>
 [[gnu::always_inline]] inline void gelu_erf(Load&& load, batch_f32 (&y)[U]) {
-  constexpr float sc = has_pow2_eighths ? 8.0f : 1.0f;  // exact: a power of two
+  constexpr float sc = pow2_scale;  // 8 where the second pass takes pow2_eighths_parts
   constexpr float g[] = {0.20596315f * sc,   -0.387834638f * sc, 0.0425988175f * sc,
                          0.0510190465f * sc, 0.281251788f * sc,  0.233033434f * sc,
                          -0.437508821f * sc, -1.81311786f * sc,  0.49999997f * sc};
@@ -93,22 +93,17 @@ constexpr int gelu_short_block = 4;
 // above (v < -87.3, -inf included) the result, under 1.2e-38 |num|, is taken as 0, which also
 // keeps -inf / inf from silu(-inf). A NaN v stays NaN through the clamps (min and max return their
 // 2nd operand on NaN) and fails the w > 126 test. pow2_bounded is 11 operations a vector against
-// xsimd::exp's 30. AVX2 and AVX-512 take 8w, clamped to [-1000, 1008], through pow2_eighths: sigmoid
+// xsimd::exp's 30. AVX2 and AVX-512 take 8w, clamped to [-1000, 1008], through pow2_scaled: sigmoid
 // on 16M floats, one Zen 3 thread, medians of 6 interleaved runs, 3.32 -> 2.74 ns per 8 floats.
 [[gnu::always_inline]] inline batch_f32 logistic(const batch_f32& v, const batch_f32& num) {
-#if defined(TRINE_ISA_AVX2) || defined(TRINE_ISA_AVX512)
-  const batch_f32 w = v * batch_f32(-8.0f * 1.44269504f), hi(1008.0f);
-  const batch_f32 e = pow2_eighths(xsimd::min(hi, xsimd::max(batch_f32(-1000.0f), w)));
-#else
-  const batch_f32 w = v * batch_f32(-1.44269504f), hi(126.0f);
-  const batch_f32 e = pow2_bounded<true>(xsimd::min(hi, xsimd::max(batch_f32(-125.0f), w)));
-#endif
+  const batch_f32 w = v * batch_f32(-pow2_scale * 1.44269504f), hi(pow2_hi);
+  const batch_f32 e = pow2_scaled(xsimd::min(hi, xsimd::max(batch_f32(pow2_lo), w)));
   return zero_where(w > hi, num / (batch_f32(1.0f) + e));
 }
 
 // tanh(x) = sign(x) t(a), a = |x|: below a = 0.625, t = a + a z P(z) with z = a^2 and P of degree 4;
 // from there up, t = (1 - e) / (1 + e), e = e^-2a <= 0.29 (1 - e cancels nothing), e from
-// pow2_eighths (pow2_bounded on SSE4.2) with the exponent clamped where pow2 is valid, which takes
+// pow2_scaled (pow2_eighths; pow2_bounded on SSE4.2) with the exponent clamped where it is valid, which takes
 // +-inf to +-1. scripts/fit-tanh.py fits P and models this code: 1.01 eps at worst on tanh's measure
 // with AVX2, 0.93 on SSE4.2. A NaN fails a < 0.625 and goes through e, which keeps it. The sign is
 // x's bit, so -0 stays -0. xsimd::tanh, which evaluates both of its branches with a full exp, ran at
@@ -122,11 +117,7 @@ constexpr int gelu_short_block = 4;
   p = xsimd::fma(p, z, batch_f32(0.133327827f));
   p = xsimd::fma(p, z, batch_f32(-0.333333284f));
   const batch_f32 small = xsimd::fma(a * z, p, a);
-#if defined(TRINE_ISA_AVX2) || defined(TRINE_ISA_AVX512)
-  const batch_f32 e = pow2_eighths(xsimd::max(batch_f32(-1000.0f), a * batch_f32(-16.0f * 1.44269504f)));
-#else
-  const batch_f32 e = pow2_bounded<true>(xsimd::max(batch_f32(-125.0f), a * batch_f32(-2.0f * 1.44269504f)));
-#endif
+  const batch_f32 e = pow2_scaled(xsimd::max(batch_f32(pow2_lo), a * batch_f32(-2.0f * pow2_scale * 1.44269504f)));
   const batch_f32 large = (batch_f32(1.0f) - e) / (batch_f32(1.0f) + e);
   const batch_f32 t = xsimd::select(a < batch_f32(0.625f), small, large);
   return xsimd::bitwise_or(t, xsimd::bitwise_and(x, batch_f32(-0.0f)));

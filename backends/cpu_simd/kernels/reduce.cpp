@@ -214,19 +214,18 @@ void reduce_strided(const float* x, float* y, i64 outer, i64 n, i64 inner, bool 
   const i64 whole = inner / vec_width * vec_width;
   const i64 chunk = std::clamp<i64>(whole, vec_width, chunk_max);
   const i64 wide = (whole + chunk - 1) / chunk, narrow = whole < inner ? 1 : 0;
-  const i64 tile = chunk;
   const i64 tiles = wide + narrow;
-  // Too few (outer, tile) items to fill the pool: also cut n into segments of partial results.
+  // Too few (outer, chunk) items to fill the pool: also cut n into segments of partial results.
   const i64 seg_rows = outer * tiles < 16 ? std::max<i64>(flush_rows, segment_len / inner) : n;
   const i64 segs = (n + seg_rows - 1) / seg_rows;
   std::vector<float> part(segs > 1 ? static_cast<size_t>(outer * segs * inner) : 0);
   // Mean divides once, where the last partial is formed (dividing by 1 is exact for sum and max).
   const float n_f = mean ? static_cast<float>(n) : 1.0f;
   const float div = segs > 1 ? 1.0f : n_f, div_final = n_f;
-  parallel_for(outer * segs * tiles, grain_for(std::min(n, seg_rows) * tile, grain_cheap), [&](i64 b, i64 e) {
+  parallel_for(outer * segs * tiles, grain_for(std::min(n, seg_rows) * chunk, grain_cheap), [&](i64 b, i64 e) {
     for (i64 it = b; it < e; ++it) {
       const i64 t = it % tiles, s = (it / tiles) % segs, o = it / (tiles * segs);
-      const i64 c0 = t < wide ? t * tile : whole;
+      const i64 c0 = t < wide ? t * chunk : whole;
       const i64 j0 = s * seg_rows, rows = std::min(seg_rows, n - j0);
       const float* p = x + (o * n + j0) * inner + c0;
       float* out = segs > 1 ? part.data() + (o * segs + s) * inner + c0 : y + o * inner + c0;

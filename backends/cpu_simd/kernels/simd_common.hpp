@@ -88,6 +88,19 @@ inline constexpr bool has_pow2_eighths = true;
 inline constexpr bool has_pow2_eighths = false;
 #endif
 
+// 2^(w / pow2_scale) for w in [pow2_lo, pow2_hi] (the exponent's [-125, 126], scaled), NaN kept:
+// pow2_eighths where there is a lane permute (scale 8), else pow2_bounded (scale 1). Callers fold
+// pow2_scale into the multiply that forms w, which stays exact since the scale is a power of two.
+inline constexpr float pow2_scale = has_pow2_eighths ? 8.0f : 1.0f;
+inline constexpr float pow2_lo = -125.0f * pow2_scale, pow2_hi = 126.0f * pow2_scale;
+[[gnu::always_inline]] inline batch_f32 pow2_scaled(const batch_f32& w) {
+#if defined(TRINE_ISA_AVX2) || defined(TRINE_ISA_AVX512)
+  return pow2_eighths(w);
+#else
+  return pow2_bounded<true>(w);
+#endif
+}
+
 // v where m is false and +0 where it is true. On AVX2 and SSE4.2 one andnot: xsimd::select(m, 0, v)
 // is a blendv, which GCC turns into a sign test and an and, one operation more in the exp-heavy
 // loops (gelu, sigmoid, softmax) that are short of vector ports on one core. AVX-512's select is

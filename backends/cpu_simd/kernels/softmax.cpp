@@ -25,19 +25,13 @@ constexpr i64 segment_len = i64{1} << 15;
 // pow2_bounded is 11 operations a vector against xsimd::exp's 30: the exp pass was compute-bound on
 // one core.
 //
-// With AVX2 and AVX-512, 8w (the same product, scaled exactly) through pow2_eighths: medians of 5
-// interleaved runs, 16M floats, one Zen 3 thread, ns per 8 floats: softmax rows of 4096 3.88 -> 3.81,
-// of 32000 4.29 -> 4.00, log_softmax rows of 4096 4.66 -> 4.03.
+// With AVX2 and AVX-512, 8w through pow2_eighths (pow2_scaled): medians of 5 interleaved runs, 16M
+// floats, one Zen 3 thread, ns per 8 floats: softmax rows of 4096 3.88 -> 3.81, of 32000 4.29 ->
+// 4.00, log_softmax rows of 4096 4.66 -> 4.03.
 [[gnu::always_inline]] inline batch_f32 exp_term(const batch_f32& v, const batch_f32& m) {
-#if defined(TRINE_ISA_AVX2) || defined(TRINE_ISA_AVX512)
-  const batch_f32 lo(-1000.0f);
-  const batch_f32 w8 = (v - m) * batch_f32(8.0f * 1.44269504f);
-  return zero_where(w8 < lo, pow2_eighths(xsimd::max(lo, w8)));
-#else
-  const batch_f32 lo(-125.0f);
-  const batch_f32 w = (v - m) * batch_f32(1.44269504f);
-  return zero_where(w < lo, pow2_bounded<true>(xsimd::max(lo, w)));
-#endif
+  const batch_f32 lo(pow2_lo);
+  const batch_f32 w = (v - m) * batch_f32(pow2_scale * 1.44269504f);
+  return zero_where(w < lo, pow2_scaled(xsimd::max(lo, w)));
 }
 
 // Per-lane running max m and sum s of exp(x - m). A block of four vectors shares one rescale.
