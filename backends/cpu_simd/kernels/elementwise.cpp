@@ -47,20 +47,21 @@ constexpr bool act_costly(Activation a) {
 // exp, ran at 0.35 of a copy.
 //
 // load(k) returns the k-th input vector. It is called once in each pass, so x is read again from L1
-// rather than kept in a block-long array.
+// rather than kept in a block-long array. prefetch(k) is called at the first pass's step k.
 //
 // With AVX2 and AVX-512 the first pass gives 8w (G's coefficients and C times 8, exactly) and the
 // second takes 2^w from pow2_eighths_parts, s multiplied by its q: on Zen 3, one thread, 16M floats,
 // 5.84 -> 5.21 ns per 8 floats against pow2_bounded (best of 5 interleaved runs), bias_act's gelu on
 // rows of 127 8.90 -> 7.92. SSE4.2 keeps pow2_bounded.
-template <int U, class Load>
-[[gnu::always_inline]] inline void gelu_erf(Load&& load, batch_f32 (&y)[U]) {
+template <int U, class Load, class Prefetch>
+[[gnu::always_inline]] inline void gelu_erf(Load&& load, batch_f32 (&y)[U], Prefetch&& prefetch) {
   constexpr float sc = pow2_scale;  // 8 where the second pass takes pow2_eighths_parts
   constexpr float g[] = {0.20596315f * sc,   -0.387834638f * sc, 0.0425988175f * sc,
                          0.0510190465f * sc, 0.281251788f * sc,  0.233033434f * sc,
                          -0.437508821f * sc, -1.81311786f * sc,  0.49999997f * sc};
   batch_f32 s[U], w[U];
   for (int k = 0; k < U; ++k) {
+    prefetch(k);
     const batch_f32 a = xsimd::min(xsimd::abs(load(k)), batch_f32(13.0f));
     s[k] = a / (batch_f32(2.82842712f) + a);
     batch_f32 p(g[0]);
@@ -146,7 +147,7 @@ template <Activation A>
     return logistic(x, x);
   } else if constexpr (A == Activation::gelu) {
     batch_f32 y[1];
-    gelu_erf<1>([&](int) { return x; }, y);
+    gelu_erf<1>([&](int) { return x; }, y, [](int) {});
     return y[0];
   } else if constexpr (A == Activation::gelu_tanh) {
     // (1 + tanh(u)) / 2 == 1 / (1 + exp(-2u)): the same value without the cancellation for x << 0.
@@ -202,9 +203,15 @@ void act_span(const float* x, const float* bias, float* y, i64 n, float alpha, f
           return xv;
         };
         if constexpr (A == Activation::gelu) {
-          // The next block, a cache line at a time (its arithmetic keeps the hardware prefetcher behind).
-          for (i64 j = 0; j < U * vec_width; j += 16) __builtin_prefetch(x + i + U * vec_width + j);
-          gelu_erf<U>(load, v);
+          // The block after next, a cache line per step of the first pass (the arithmetic keeps the
+          // hardware prefetcher behind). On the Xeon (AVX-512, one thread, 16M floats, interleaved)
+          // this took gelu from 6.5-7.6 to 4.6-6.0 ns per 8 floats, 2 threads 3.9-4.1 to 3.1-3.4, and
+          // with AVX2 there 6.8-7.1 to 5.5-6.4: the next block's lines asked for all at once at the
+          // top of a block, which is how it was, filled the line-fill buffers and stalled the
+          // arithmetic behind them. One block ahead instead of two: 4.9-6.3.
+          gelu_erf<U>(load, v, [&](int k) __attribute__((always_inline)) {
+            if ((k * vec_width) % 16 == 0) __builtin_prefetch(x + i + (2 * U + k) * vec_width);
+          });
         } else {
           if constexpr (act_costly(A)) __builtin_prefetch(x + i + prefetch_ahead);
           v[0] = act<A>(load(0), alpha, beta);
