@@ -221,8 +221,14 @@ inline constexpr i64 stream_min_run = 1024;
 // `stream` (and n >= stream_min_run), whole vectors at vector-aligned addresses are stored
 // non-temporally (the unaligned head goes through part()), and the stores are fenced before the
 // return, so the thread that waits for this chunk sees them.
-template <int U, class Block, class Part>
-inline void store_run_blocks(float* y, i64 n, bool stream, Block&& block, Part&& part) {
+//
+// With Deferred, block(i, out, store_prev) is given store_prev(k), which stores the previous block's
+// k-th vector (still in out until block() overwrites it; nothing for the first block), for a block
+// that computes in passes to call during its first: its stores then spread over the whole block,
+// instead of leaving in a burst of U that the core's write-combining buffers cannot take at once.
+template <int U, class Block, class Part, bool Deferred = false>
+inline void store_run_blocks(float* y, i64 n, bool stream, Block&& block, Part&& part,
+                             std::bool_constant<Deferred> = {}) {
   constexpr i64 span = U * vec_width;
   i64 i = 0;
   const bool nt = stream && n >= stream_min_run;
@@ -232,18 +238,28 @@ inline void store_run_blocks(float* y, i64 n, bool stream, Block&& block, Part&&
     if (i > 0) store_partial(y, i, part(i64{0}, i));
   }
   batch_f32 out[U];
+  auto blocks = [&](auto store) __attribute__((always_inline)) {
+    if constexpr (Deferred) {
+      if (i + span > n) return;
+      block(i, out, [](int) {});
+      for (i += span; i + span <= n; i += span) {
+        const i64 prev = i - span;
+        block(i, out, [&](int k) __attribute__((always_inline)) { store(y + prev + k * vec_width, out[k]); });
+      }
+#pragma GCC unroll 4
+      for (int k = 0; k < U; ++k) store(y + i - span + k * vec_width, out[k]);
+    } else {
+      for (; i + span <= n; i += span) {
+        block(i, out);
+#pragma GCC unroll 4
+        for (int k = 0; k < U; ++k) store(y + i + k * vec_width, out[k]);
+      }
+    }
+  };
   if (nt) {  // two loops: relu's vector is too little work to share with a branch
-    for (; i + span <= n; i += span) {
-      block(i, out);
-#pragma GCC unroll 4
-      for (int k = 0; k < U; ++k) store_stream(y + i + k * vec_width, out[k]);
-    }
+    blocks([](float* p, const batch_f32& v) __attribute__((always_inline)) { store_stream(p, v); });
   } else {
-    for (; i + span <= n; i += span) {
-      block(i, out);
-#pragma GCC unroll 4
-      for (int k = 0; k < U; ++k) out[k].store_unaligned(y + i + k * vec_width);
-    }
+    blocks([](float* p, const batch_f32& v) __attribute__((always_inline)) { v.store_unaligned(p); });
   }
   for (; i < n; i += vec_width) {
     const i64 r = std::min(vec_width, n - i);
