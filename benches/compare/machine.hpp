@@ -60,6 +60,18 @@ void on_threads(int threads, const F& f) {
   for (auto& t : ts) t.join();
 }
 
+// FMA flops one fma_peak_* call of `iters` iterations does on one thread.
+inline double fma_peak_flops(long iters) {
+  return static_cast<double>(iters) * (__builtin_cpu_supports("avx512f") ? 24 * 32 : 12 * 16);
+}
+
+// The FMA loop on `threads` threads at once, `iters` iterations each, as a contender of a timed
+// round: the peak measured in the same round as what it is the yardstick of.
+inline void fma_peak_run(int threads, long iters) {
+  const bool avx512 = __builtin_cpu_supports("avx512f");
+  on_threads(threads, [&](int) { (void)(avx512 ? fma_peak_avx512(iters) : fma_peak_avx2(iters)); });
+}
+
 // GFLOP/s of all threads together, best of 5.
 inline double fma_peak_gflops(int threads, bool quick) {
   const bool avx512 = __builtin_cpu_supports("avx512f");
