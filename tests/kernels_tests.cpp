@@ -12,6 +12,7 @@
 #include <fstream>
 #include <limits>
 #include <string>
+#include <memory>
 #include <vector>
 
 #include "backends/assert.hpp"
@@ -291,7 +292,7 @@ TEST_CASE("transpose kernel: every dtype pair, edges of every vector width, padd
             t->convert(DType::f32, from, vals.data(), 1, src.data(), static_cast<std::int64_t>(vals.size()));
             std::vector<std::uint8_t> dst(static_cast<std::size_t>(rows * dst_ld * bytes_of(to)), 0xab);
             std::vector<std::uint8_t> want = dst;
-            t->transpose(from, to, src.data(), src_ld, dst.data(), dst_ld, rows, cols);
+            t->transpose(from, to, src.data(), src_ld, dst.data(), dst_ld, rows, cols, false);
             for (std::int64_t r = 0; r < rows; ++r) {
               for (std::int64_t c = 0; c < cols; ++c) {
                 t->convert(from, to, src.data() + (c * src_ld + r) * bytes_of(from), 1,
@@ -299,6 +300,50 @@ TEST_CASE("transpose kernel: every dtype pair, edges of every vector width, padd
               }
             }
             CHECK(dst == want);  // the padding between rows is untouched too
+          }
+        }
+      }
+    }
+  }
+}
+
+TEST_CASE("transpose kernel, streamed: whole lines stored non-temporally, the rest as before", "[kernels]") {
+  // An f32 destination with 64-byte aligned rows takes the non-temporal strips (16 columns a strip)
+  // for as many whole lines as there are; the columns and rows left over, and every other case
+  // (misaligned rows, another destination dtype), take the normal stores. All must agree with
+  // convert, and leave the padding between rows alone.
+  using trine::DType;
+  const DType types[] = {DType::f32, DType::f16, DType::bf16};
+  auto bytes_of = [](DType d) { return static_cast<std::int64_t>(trine::dtype_size(d)); };
+  for (const auto* t : runnable_tables()) {
+    INFO("isa " << t->isa);
+    for (std::int64_t rows : {1, 7, 8, 16, 37}) {
+      for (std::int64_t cols : {15, 16, 33, 64}) {
+        for (std::int64_t dst_ld : {cols + (16 - cols % 16) % 16 + 16, cols + 3}) {  // aligned rows, then not
+          const std::int64_t src_ld = rows + 5;
+          for (DType from : types) {
+            for (DType to : types) {
+              INFO(rows << "x" << cols << " dst_ld " << dst_ld << " " << trine::dtype_name(from) << " to "
+                        << trine::dtype_name(to));
+              std::vector<float> vals(static_cast<std::size_t>(cols * src_ld));
+              for (std::size_t i = 0; i < vals.size(); ++i) vals[i] = static_cast<float>(i % 241) * 0.61f - 70.0f;
+              std::vector<std::uint8_t> src(vals.size() * static_cast<std::size_t>(bytes_of(from)));
+              t->convert(DType::f32, from, vals.data(), 1, src.data(), static_cast<std::int64_t>(vals.size()));
+              const std::size_t dst_bytes = static_cast<std::size_t>(rows * dst_ld * bytes_of(to));
+              const std::size_t alloc = (dst_bytes + 63) / 64 * 64;
+              std::unique_ptr<std::uint8_t, decltype(&std::free)> dst(
+                  static_cast<std::uint8_t*>(std::aligned_alloc(64, alloc)), &std::free);
+              std::memset(dst.get(), 0xab, dst_bytes);
+              std::vector<std::uint8_t> want(dst_bytes, 0xab);
+              t->transpose(from, to, src.data(), src_ld, dst.get(), dst_ld, rows, cols, true);
+              for (std::int64_t r = 0; r < rows; ++r) {
+                for (std::int64_t c = 0; c < cols; ++c) {
+                  t->convert(from, to, src.data() + (c * src_ld + r) * bytes_of(from), 1,
+                             want.data() + (r * dst_ld + c) * bytes_of(to), 1);
+                }
+              }
+              CHECK(std::memcmp(dst.get(), want.data(), dst_bytes) == 0);
+            }
           }
         }
       }

@@ -361,7 +361,9 @@ class CpuBackend final : public detail::Backend {
 
 }  // namespace
 
-i64 stream_store_bytes() {
+namespace {
+// TRINE_CPU_STREAM_BYTES as a byte count, or -1 when it is unset; anything else is an error.
+i64 stream_bytes_env() {
   static const i64 bytes = [] {
     if (const char* env = std::getenv("TRINE_CPU_STREAM_BYTES"); env && *env) {
       char* end = nullptr;
@@ -372,6 +374,15 @@ i64 stream_store_bytes() {
                     std::string("[cpu] TRINE_CPU_STREAM_BYTES must be a byte count, got '") + env + "'");
       return static_cast<i64>(v);
     }
+    return i64{-1};
+  }();
+  return bytes;
+}
+}  // namespace
+
+i64 stream_store_bytes() {
+  static const i64 bytes = [] {
+    if (stream_bytes_env() >= 0) return stream_bytes_env();
     // The first CPU's level-3 cache as /sys lists it; glibc's sysconf(_SC_LEVEL3_CACHE_SIZE)
     // said 320 MiB on a VM whose /sys and lscpu say 32.
     i64 llc = i64{32} << 20;
@@ -387,6 +398,11 @@ i64 stream_store_bytes() {
     return std::clamp<i64>(llc, i64{4} << 20, i64{64} << 20);
   }();
   return bytes;
+}
+
+i64 stream_transpose_bytes() {
+  const i64 env = stream_bytes_env();
+  return env >= 0 ? env : i64{1} << 20;
 }
 
 bool amx_allowed() {

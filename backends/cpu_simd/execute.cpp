@@ -54,6 +54,7 @@ void strided_convert(const KernelTable& k, const Tensor& src, std::uint8_t* dst,
     constexpr i64 tile = 64, cb_len = 256;
     const i64 rows = shape[rank - 2];
     const i64 mats = n / (rows * inner);
+    const bool stream = n * des >= stream_transpose_bytes();
     const i64 row_tiles = (rows + tile - 1) / tile;
     parallel_for(mats * row_tiles, 1, [&](i64 t0, i64 t1) {
       for (i64 t = t0; t < t1; ++t) {
@@ -63,7 +64,7 @@ void strided_convert(const KernelTable& k, const Tensor& src, std::uint8_t* dst,
         for (i64 c0 = 0; c0 < inner; c0 += cb_len) {
           k.transpose(from, dst_dtype, sbase + (moff + r0 + c0 * inner_stride) * ses, inner_stride,
                       dst + ((m * rows + r0) * inner + c0) * des, inner, std::min(tile, rows - r0),
-                      std::min(cb_len, inner - c0));
+                      std::min(cb_len, inner - c0), stream);
         }
       }
     });

@@ -121,9 +121,11 @@ struct KernelTable {
   // f32_to_f16 / f32_to_bf16 do. One thread; the caller splits the work.
   void (*convert)(DType from, DType to, const void* src, i64 stride, void* dst, i64 n) = nullptr;
   // dst[r * dst_ld + c] = src[c * src_ld + r] for r < rows, c < cols (strides in elements of each
-  // side's dtype), converted as above: the tile of a transposed copy or cast. One thread.
-  void (*transpose)(DType from, DType to, const void* src, i64 src_ld, void* dst, i64 dst_ld, i64 rows,
-                    i64 cols) = nullptr;
+  // side's dtype), converted as above: the tile of a transposed copy or cast. One thread. With
+  // `stream` (a destination too large to stay in cache) an f32 destination with 64-byte aligned
+  // rows is written with non-temporal stores, fenced before the return.
+  void (*transpose)(DType from, DType to, const void* src, i64 src_ld, void* dst, i64 dst_ld, i64 rows, i64 cols,
+                    bool stream) = nullptr;
 
   // Which kernel gemm runs for bf16 x bf16 on this CPU: "amx", "avx512_bf16" or "f32" (converted
   // while packing), for trine-info and the tests.
@@ -170,6 +172,11 @@ bool amx_allowed();
 // TRINE_CPU_STREAM_BYTES (a byte count; anything else is Error(invalid_argument)). Defined in
 // cpu_backend.cpp, read once.
 i64 stream_store_bytes();
+// The same for a transposed copy's destination: TRINE_CPU_STREAM_BYTES when it is set, else 1 MiB.
+// Its normal stores are slow at any size (each destination line is read first, and rows a
+// power-of-two stride apart evict each other from L1): on the Xeon, one thread, 512 x 512 went
+// from 12-13 to 16-18 GB/s streamed, 2048 x 2048 from 3.6-4.5 to 12.8-12.9.
+i64 stream_transpose_bytes();
 // TRINE_CPU_WINOGRAD, a test hook: unset or "auto" leaves conv2d's Winograd path to the measured
 // shape rule; 0 turns it off; 2 or 4 forces F(2x2,3x3) or F(4x4,3x3) on every conv2d it can run
 // (3x3, stride 1, dilation 1, not depthwise), however small. Returns -1, 0, 2 or 4; any other value

@@ -80,6 +80,8 @@ void store_vec(void* p, Vec v) {
 // v[i] = row i of a 4x4 block; afterwards v[j] = column j.
 void transpose_block(Vec* v) { _MM_TRANSPOSE4_PS(v[0], v[1], v[2], v[3]); }
 
+void stream_vec(float* p, Vec v) { _mm_stream_ps(p, v); }
+
 #else
 // ---- eight lanes (AVX2 and AVX-512, both with F16C) ----
 constexpr i64 lanes = 8;
@@ -120,7 +122,13 @@ void store_vec(void* p, Vec v) {
 }
 
 void transpose_block(Vec* v) { transpose8x8(v); }
+
+void stream_vec(float* p, Vec v) { _mm256_stream_ps(p, v); }
 #endif
+
+// Floats in a 64-byte line, and lanes x lanes blocks side by side across one.
+constexpr i64 line_floats = 16;
+constexpr i64 line_blocks = line_floats / lanes;
 
 template <DType From, DType To>
 void convert_run(const void* src, i64 stride, void* dst, i64 n) {
@@ -154,12 +162,37 @@ void convert_run(const void* src, i64 stride, void* dst, i64 n) {
 // dst[r * dst_ld + c] = src[c * src_ld + r] for r < rows, c < cols: lanes x lanes blocks go
 // through registers, column strip by column strip, so each source row is read in whole vectors and
 // the destination rows of the tile stay in L1 between strips.
+//
+// With `stream`, an f32 destination whose rows are 64-byte aligned is written non-temporally, in
+// strips one line wide, so that each line leaves whole: a normal store first reads the line, and
+// a transposed destination's lines (one per row, rows a power-of-two stride apart) also evicted
+// each other from L1 between the two strips that wrote their halves. On the Xeon, one thread,
+// 2048 x 2048: 3.8 -> 15.7 GB/s; 4096 x 4096, 3.4 -> 8.3.
 template <DType From, DType To>
-void transpose_tile(const void* src, i64 src_ld, void* dst, i64 dst_ld, i64 rows, i64 cols) {
+void transpose_tile(const void* src, i64 src_ld, void* dst, i64 dst_ld, i64 rows, i64 cols, bool stream) {
   const auto* s = static_cast<const Storage<From>*>(src);
   auto* d = static_cast<Storage<To>*>(dst);
   const i64 rows_v = rows / lanes * lanes, cols_v = cols / lanes * lanes;
-  for (i64 c0 = 0; c0 < cols_v; c0 += lanes) {
+  i64 c0 = 0;
+  if constexpr (To == DType::f32) {
+    const bool nt = stream && reinterpret_cast<std::uintptr_t>(d) % 64 == 0 && dst_ld % line_floats == 0;
+    for (; nt && c0 + line_floats <= cols; c0 += line_floats) {
+      for (i64 r0 = 0; r0 < rows_v; r0 += lanes) {
+        Vec v[line_blocks][lanes];
+        for (i64 b = 0; b < line_blocks; ++b) {
+          for (i64 i = 0; i < lanes; ++i) v[b][i] = load_vec<From>(s + (c0 + b * lanes + i) * src_ld + r0);
+          transpose_block(v[b]);
+        }
+        for (i64 j = 0; j < lanes; ++j)
+          for (i64 b = 0; b < line_blocks; ++b) stream_vec(d + (r0 + j) * dst_ld + c0 + b * lanes, v[b][j]);
+      }
+      for (i64 r = rows_v; r < rows; ++r) {  // whole other lines, stored normally
+        for (i64 c = c0; c < c0 + line_floats; ++c) store_one<To>(d, r * dst_ld + c, load_one<From>(s, c * src_ld + r));
+      }
+    }
+    if (nt) _mm_sfence();
+  }
+  for (; c0 < cols_v; c0 += lanes) {
     for (i64 r0 = 0; r0 < rows_v; r0 += lanes) {
       Vec v[lanes];
       for (i64 i = 0; i < lanes; ++i) v[i] = load_vec<From>(s + (c0 + i) * src_ld + r0);
@@ -198,9 +231,10 @@ void convert_kernel(DType from, DType to, const void* src, i64 stride, void* dst
   with_dtypes(from, to, [&](auto f, auto t) { convert_run<decltype(f)::value, decltype(t)::value>(src, stride, dst, n); });
 }
 
-void transpose_kernel(DType from, DType to, const void* src, i64 src_ld, void* dst, i64 dst_ld, i64 rows, i64 cols) {
+void transpose_kernel(DType from, DType to, const void* src, i64 src_ld, void* dst, i64 dst_ld, i64 rows, i64 cols,
+                      bool stream) {
   with_dtypes(from, to, [&](auto f, auto t) {
-    transpose_tile<decltype(f)::value, decltype(t)::value>(src, src_ld, dst, dst_ld, rows, cols);
+    transpose_tile<decltype(f)::value, decltype(t)::value>(src, src_ld, dst, dst_ld, rows, cols, stream);
   });
 }
 

@@ -405,11 +405,11 @@ void binary_tiled(const BinaryArgs& args, const BinaryLayout& l) {
       const float* pb = args.b + off_b + r0 * l.sb[rk - 2] + c0 * l.sb[rk - 1];
       i64 ra = l.sa[rk - 2], ea = l.sa[rk - 1], rb = l.sb[rk - 2], eb = l.sb[rk - 1];
       if (ta) {
-        transpose(DType::f32, DType::f32, pa, ea, bufa, binary_tile, nr, nc);
+        transpose(DType::f32, DType::f32, pa, ea, bufa, binary_tile, nr, nc, false);
         pa = bufa, ra = binary_tile, ea = 1;
       }
       if (tb) {
-        transpose(DType::f32, DType::f32, pb, eb, bufb, binary_tile, nr, nc);
+        transpose(DType::f32, DType::f32, pb, eb, bufb, binary_tile, nr, nc, false);
         pb = bufb, rb = binary_tile, eb = 1;
       }
       float* y = args.y + (o * rows + r0) * cols + c0;
