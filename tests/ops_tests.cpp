@@ -461,6 +461,13 @@ TEST_CASE("rope", "[ops][rope]") {
   check_op(OpKind::rope, view, RopeParams{10000.0f, 1000}, shape_label(view, "strided, offset 1000"));
   std::vector<Tensor> big{make_input({8, 1000, 128}, seq())};
   check_op(OpKind::rope, big, RopeParams{}, shape_label(big, "large"));
+  // More outer rows than an item takes (16), and positions that end in a partial block (8192
+  // floats of cos/sin rows: 64 positions of D = 128, or of 126, padded to 128); D = 126 also leaves
+  // a partial vector a row, which keeps the output's stores normal.
+  std::vector<Tensor> blocks{make_input({37, 70, 128}, seq())};
+  check_op(OpKind::rope, blocks, RopeParams{10000.0f, 5}, shape_label(blocks, "position blocks"));
+  std::vector<Tensor> blocks_pad{make_input({19, 45, 126}, seq())};
+  check_op(OpKind::rope, blocks_pad, RopeParams{10000.0f, 5}, shape_label(blocks_pad, "position blocks"));
 }
 
 TEST_CASE("sum, mean, max over an axis", "[ops][reduce]") {
