@@ -139,6 +139,22 @@ constexpr int gelu_short_block = 4;
   return xsimd::bitwise_or(t, xsimd::bitwise_and(x, batch_f32(-0.0f)));
 }
 
+// e^x - 1 for x < 0 (elu's negative side; other x give garbage, which elu does not select). Above
+// -1/2, Taylor's series to x^8 (its remainder under |x|^9 / 9! < 6e-9 |x|), which keeps the relative
+// accuracy that e^x - 1 loses near 0; from -1/2 down, e^x from pow2_scaled (the exponent clamped
+// where it is valid, so -inf gives -1) minus 1, where e^x <= 0.61 cancels nothing. xsimd::expm1
+// ran at 10 GB/s on 16M floats on one Zen 3 core, against 26 for relu; on the Xeon 9.3 against
+// 17.8.
+[[gnu::always_inline]] inline batch_f32 expm1_neg(const batch_f32& x) {
+  constexpr float c[] = {1.0f / 40320, 1.0f / 5040, 1.0f / 720, 1.0f / 120, 1.0f / 24, 1.0f / 6, 0.5f};
+  batch_f32 p(c[0]);
+#pragma GCC unroll 8
+  for (int j = 1; j < 7; ++j) p = xsimd::fma(p, x, batch_f32(c[j]));
+  const batch_f32 small = xsimd::fma(x * x, p, x);
+  const batch_f32 e = pow2_scaled(xsimd::max(batch_f32(pow2_lo), x * batch_f32(pow2_scale * 1.44269504f)));
+  return xsimd::select(x > batch_f32(-0.5f), small, e - batch_f32(1.0f));
+}
+
 // Every branch selects on `x < c`, which is false for NaN, so NaN passes through untouched
 // (maxps would return the 2nd operand and drop it). logistic's select and gelu's on x < -13 fix the
 // -inf limits, where the plain formulas give -inf * 0 = NaN.
@@ -152,8 +168,7 @@ template <Activation A>
   } else if constexpr (A == Activation::leaky_relu) {
     return xsimd::select(x < zero, x * batch_f32(alpha), x);
   } else if constexpr (A == Activation::elu) {
-    // expm1 keeps the relative accuracy that exp(x) - 1 loses near 0.
-    return xsimd::select(x < zero, batch_f32(alpha) * xsimd::expm1(x), x);
+    return xsimd::select(x < zero, batch_f32(alpha) * expm1_neg(x), x);
   } else if constexpr (A == Activation::sigmoid) {
     return logistic(x, one);
   } else if constexpr (A == Activation::tanh) {
