@@ -11,8 +11,8 @@
 #include <cstring>
 #include <fstream>
 #include <limits>
-#include <string>
 #include <memory>
+#include <string>
 #include <vector>
 
 #include "backends/assert.hpp"

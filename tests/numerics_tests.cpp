@@ -139,7 +139,7 @@ TEST_CASE("gelu's specials in whole blocks, partial blocks and the tail", "[nume
     float in, out;
   };
   const Special specials[] = {{k_inf, k_inf}, {-k_inf, 0.0f}, {-13.0f, -1.0e-37f}, {-13.5f, 0.0f}, {-1e30f, 0.0f},
-                              {13.5f, 13.5f},  {1e30f, 1e30f}, {-0.0f, -0.0f},       {0.0f, 0.0f}};
+                              {13.5f, 13.5f}, {1e30f, 1e30f}, {-0.0f, -0.0f},      {0.0f, 0.0f}};
   const std::size_t at[] = {3, 700, 1023, 1024, 2047, 4097, 4900, 4990, 5002};
   std::size_t k = 0;
   for (std::size_t i : at)

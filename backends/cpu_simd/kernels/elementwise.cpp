@@ -44,13 +44,13 @@ constexpr bool act_costly(Activation a) {
 // rather than to inf - inf. At the cap w is about -123, so 2^w stays normal. A NaN x takes the cap
 // (minps returns its 2nd operand on NaN), so w is never NaN, and comes out through max(0, x), which
 // returns x; with AVX-512 one vrangeps takes x to min(|x|, 13) and keeps a NaN, which then makes q,
-// and so the result, NaN. Signed zeros are kept.
+// and so the result, NaN. Signed zeros are kept. xsimd::erfc, which takes both of its branches'
+// rationals and an exp, ran at 0.35 of a copy.
 //
 // AVX-512 runs on two vector ports, where AVX2 on Zen 3 had four, so the operation count is the
 // time there: vrangeps for abs and min, a zero-masked FMA for the x < -13 select, and w's fnma
 // written as an fma with -C (GCC had negated a with a subtraction): 30 -> 27 operations a vector,
-// on the Xeon in L1 6.4-6.7 -> 5.9-6.2 ns per 8 floats (interleaved, in a slow phase of the VM). xsimd::erfc, which takes both of its branches' rationals and an
-// exp, ran at 0.35 of a copy.
+// on the Xeon in L1 6.4-6.7 -> 5.9-6.2 ns per 8 floats (interleaved, in a slow phase of the VM).
 //
 // load(k) returns the k-th input vector. It is called once in each pass, so x is read again from L1
 // rather than kept in a block-long array. prefetch(k) is called at the first pass's step k.
@@ -224,35 +224,36 @@ void act_span(const float* x, const float* bias, float* y, i64 n, float alpha, f
     return act<A>(v, alpha, beta);
   };
   // store_prev: see store_run_blocks (gelu's whole blocks call it in their first pass).
-  auto body = [&](i64 i, batch_f32(&v)[U], auto&& store_prev) __attribute__((always_inline)) {  // else GCC may call it per step
-        auto load = [&](int k) __attribute__((always_inline)) {
-          const i64 at = i + k * vec_width;
-          batch_f32 xv = batch_f32::load_unaligned(x + at);
-          if constexpr (HasBias) xv += batch_f32::load_unaligned(bias + at);
-          return xv;
-        };
-        if constexpr (A == Activation::gelu) {
-          // The block after next, a cache line per step of the first pass (the arithmetic keeps the
-          // hardware prefetcher behind). On the Xeon (AVX-512, one thread, 16M floats, interleaved)
-          // this took gelu from 6.5-7.6 to 4.6-6.0 ns per 8 floats, 2 threads 3.9-4.1 to 3.1-3.4, and
-          // with AVX2 there 6.8-7.1 to 5.5-6.4: the next block's lines asked for all at once at the
-          // top of a block, which is how it was, filled the line-fill buffers and stalled the
-          // arithmetic behind them. One block ahead instead of two: 4.9-6.3.
-          gelu_erf<U>(load, v, [&](int k) __attribute__((always_inline)) {
+  auto body = [&](i64 i, batch_f32(&v)[U], auto&& store_prev)
+      __attribute__((always_inline)) {  // else GCC may call it per step
+    auto load = [&](int k) __attribute__((always_inline)) {
+      const i64 at = i + k * vec_width;
+      batch_f32 xv = batch_f32::load_unaligned(x + at);
+      if constexpr (HasBias) xv += batch_f32::load_unaligned(bias + at);
+      return xv;
+    };
+    if constexpr (A == Activation::gelu) {
+      // The block after next, a cache line per step of the first pass (the arithmetic keeps the
+      // hardware prefetcher behind). On the Xeon (AVX-512, one thread, 16M floats, interleaved)
+      // this took gelu from 6.5-7.6 to 4.6-6.0 ns per 8 floats, 2 threads 3.9-4.1 to 3.1-3.4, and
+      // with AVX2 there 6.8-7.1 to 5.5-6.4: the next block's lines asked for all at once at the
+      // top of a block, which is how it was, filled the line-fill buffers and stalled the
+      // arithmetic behind them. One block ahead instead of two: 4.9-6.3.
+      gelu_erf<U>(
+          load, v, [&](int k) __attribute__((always_inline)) {
             if ((k * vec_width) % 16 == 0) __builtin_prefetch(x + i + (2 * U + k) * vec_width);
             store_prev(k);
           });
-        } else {
-          if constexpr (act_costly(A)) __builtin_prefetch(x + i + prefetch_ahead);
-          v[0] = act<A>(load(0), alpha, beta);
-        }
-      };
+    } else {
+      if constexpr (act_costly(A)) __builtin_prefetch(x + i + prefetch_ahead);
+      v[0] = act<A>(load(0), alpha, beta);
+    }
+  };
   if constexpr (A == Activation::gelu && U == gelu_block) {
     store_run_blocks<U>(y, n, stream, body, part, std::true_type{});
   } else {
     store_run_blocks<U>(
-        y, n, stream,
-        [&](i64 i, batch_f32(&v)[U]) __attribute__((always_inline)) { body(i, v, [](int) {}); }, part);
+        y, n, stream, [&](i64 i, batch_f32(&v)[U]) __attribute__((always_inline)) { body(i, v, [](int) {}); }, part);
   }
 }
 

@@ -86,7 +86,8 @@ void rope(const float* x, float* y, i64 outer, i64 L, i64 D, float base, i64 off
       const i64 l0 = blk * lb, l1 = std::min(L, l0 + lb);
       if (blk != built) {  // items run block-major, so a chunk builds each block's table once
         for (i64 l = l0; l < l1; ++l)
-          build_row(static_cast<double>(offset + l), inv_freq, cs.data() + (l - l0) * dp, sn.data() + (l - l0) * dp, dp);
+          build_row(static_cast<double>(offset + l), inv_freq, cs.data() + (l - l0) * dp, sn.data() + (l - l0) * dp,
+                    dp);
         built = blk;
       }
       auto rows = [&](auto stream) {

@@ -244,7 +244,8 @@ inline void store_run_blocks(float* y, i64 n, bool stream, Block&& block, Part&&
       block(i, out, [](int) {});
       for (i += span; i + span <= n; i += span) {
         const i64 prev = i - span;
-        block(i, out, [&](int k) __attribute__((always_inline)) { store(y + prev + k * vec_width, out[k]); });
+        block(
+            i, out, [&](int k) __attribute__((always_inline)) { store(y + prev + k * vec_width, out[k]); });
       }
 #pragma GCC unroll 4
       for (int k = 0; k < U; ++k) store(y + i - span + k * vec_width, out[k]);
