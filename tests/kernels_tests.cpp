@@ -274,77 +274,56 @@ TEST_CASE("convert kernels round every f32, f16 and bf16 value as the scalar con
   }
 }
 
+namespace {
+
+// Transposes a cols x src_ld source (values from convert) into a 64-byte aligned rows x dst_ld
+// destination and checks it, padding between rows included, against convert element by element.
+void check_transpose(const trine::cpu::KernelTable& t, std::int64_t rows, std::int64_t cols, std::int64_t src_ld,
+                     std::int64_t dst_ld, trine::DType from, trine::DType to, bool stream) {
+  using trine::DType;
+  auto bytes_of = [](DType d) { return static_cast<std::int64_t>(trine::dtype_size(d)); };
+  INFO(rows << "x" << cols << " src_ld " << src_ld << " dst_ld " << dst_ld << " " << trine::dtype_name(from) << " to "
+            << trine::dtype_name(to) << (stream ? " streamed" : ""));
+  std::vector<float> vals(static_cast<std::size_t>(cols * src_ld));
+  for (std::size_t i = 0; i < vals.size(); ++i) vals[i] = static_cast<float>(i % 251) * 0.37f - 40.0f;
+  std::vector<std::uint8_t> src(vals.size() * static_cast<std::size_t>(bytes_of(from)));
+  t.convert(DType::f32, from, vals.data(), 1, src.data(), static_cast<std::int64_t>(vals.size()));
+  const std::size_t dst_bytes = static_cast<std::size_t>(rows * dst_ld * bytes_of(to));
+  std::unique_ptr<std::uint8_t, decltype(&std::free)> dst(
+      static_cast<std::uint8_t*>(std::aligned_alloc(64, (dst_bytes + 63) / 64 * 64)), &std::free);
+  std::memset(dst.get(), 0xab, dst_bytes);
+  std::vector<std::uint8_t> want(dst_bytes, 0xab);
+  t.transpose(from, to, src.data(), src_ld, dst.get(), dst_ld, rows, cols, stream);
+  for (std::int64_t r = 0; r < rows; ++r) {
+    for (std::int64_t c = 0; c < cols; ++c) {
+      t.convert(from, to, src.data() + (c * src_ld + r) * bytes_of(from), 1,
+                want.data() + (r * dst_ld + c) * bytes_of(to), 1);
+    }
+  }
+  CHECK(std::memcmp(dst.get(), want.data(), dst_bytes) == 0);
+}
+
+}  // namespace
+
 TEST_CASE("transpose kernel: every dtype pair, edges of every vector width, padded strides", "[kernels]") {
   using trine::DType;
   const DType types[] = {DType::f32, DType::f16, DType::bf16};
-  auto bytes_of = [](DType d) { return static_cast<std::int64_t>(trine::dtype_size(d)); };
   for (const auto* t : runnable_tables()) {
     INFO("isa " << t->isa);
     for (std::int64_t rows : {1, 3, 8, 9, 16, 17, 37}) {
       for (std::int64_t cols : {1, 4, 8, 15, 16, 33}) {
-        const std::int64_t src_ld = rows + 5, dst_ld = cols + 3;
-        for (DType from : types) {
-          for (DType to : types) {
-            INFO(rows << "x" << cols << " " << trine::dtype_name(from) << " to " << trine::dtype_name(to));
-            std::vector<float> vals(static_cast<std::size_t>(cols * src_ld));
-            for (std::size_t i = 0; i < vals.size(); ++i) vals[i] = static_cast<float>(i % 251) * 0.37f - 40.0f;
-            std::vector<std::uint8_t> src(vals.size() * static_cast<std::size_t>(bytes_of(from)));
-            t->convert(DType::f32, from, vals.data(), 1, src.data(), static_cast<std::int64_t>(vals.size()));
-            std::vector<std::uint8_t> dst(static_cast<std::size_t>(rows * dst_ld * bytes_of(to)), 0xab);
-            std::vector<std::uint8_t> want = dst;
-            t->transpose(from, to, src.data(), src_ld, dst.data(), dst_ld, rows, cols, false);
-            for (std::int64_t r = 0; r < rows; ++r) {
-              for (std::int64_t c = 0; c < cols; ++c) {
-                t->convert(from, to, src.data() + (c * src_ld + r) * bytes_of(from), 1,
-                           want.data() + (r * dst_ld + c) * bytes_of(to), 1);
-              }
-            }
-            CHECK(dst == want);  // the padding between rows is untouched too
-          }
-        }
+        for (DType from : types)
+          for (DType to : types) check_transpose(*t, rows, cols, rows + 5, cols + 3, from, to, false);
       }
     }
-  }
-}
-
-TEST_CASE("transpose kernel, streamed: whole lines stored non-temporally, the rest as before", "[kernels]") {
-  // An f32 destination with 64-byte aligned rows takes the non-temporal strips (16 columns a strip)
-  // for as many whole lines as there are; the columns and rows left over, and every other case
-  // (misaligned rows, another destination dtype), take the normal stores. All must agree with
-  // convert, and leave the padding between rows alone.
-  using trine::DType;
-  const DType types[] = {DType::f32, DType::f16, DType::bf16};
-  auto bytes_of = [](DType d) { return static_cast<std::int64_t>(trine::dtype_size(d)); };
-  for (const auto* t : runnable_tables()) {
-    INFO("isa " << t->isa);
+    // Streamed: an f32 destination with 64-byte aligned rows takes the non-temporal strips (16
+    // columns a strip) for as many whole lines as there are; the columns and rows left over, and
+    // every other case (rows not aligned, another destination dtype), the normal stores.
     for (std::int64_t rows : {1, 7, 8, 16, 37}) {
       for (std::int64_t cols : {15, 16, 33, 64}) {
         for (std::int64_t dst_ld : {cols + (16 - cols % 16) % 16 + 16, cols + 3}) {  // aligned rows, then not
-          const std::int64_t src_ld = rows + 5;
-          for (DType from : types) {
-            for (DType to : types) {
-              INFO(rows << "x" << cols << " dst_ld " << dst_ld << " " << trine::dtype_name(from) << " to "
-                        << trine::dtype_name(to));
-              std::vector<float> vals(static_cast<std::size_t>(cols * src_ld));
-              for (std::size_t i = 0; i < vals.size(); ++i) vals[i] = static_cast<float>(i % 241) * 0.61f - 70.0f;
-              std::vector<std::uint8_t> src(vals.size() * static_cast<std::size_t>(bytes_of(from)));
-              t->convert(DType::f32, from, vals.data(), 1, src.data(), static_cast<std::int64_t>(vals.size()));
-              const std::size_t dst_bytes = static_cast<std::size_t>(rows * dst_ld * bytes_of(to));
-              const std::size_t alloc = (dst_bytes + 63) / 64 * 64;
-              std::unique_ptr<std::uint8_t, decltype(&std::free)> dst(
-                  static_cast<std::uint8_t*>(std::aligned_alloc(64, alloc)), &std::free);
-              std::memset(dst.get(), 0xab, dst_bytes);
-              std::vector<std::uint8_t> want(dst_bytes, 0xab);
-              t->transpose(from, to, src.data(), src_ld, dst.get(), dst_ld, rows, cols, true);
-              for (std::int64_t r = 0; r < rows; ++r) {
-                for (std::int64_t c = 0; c < cols; ++c) {
-                  t->convert(from, to, src.data() + (c * src_ld + r) * bytes_of(from), 1,
-                             want.data() + (r * dst_ld + c) * bytes_of(to), 1);
-                }
-              }
-              CHECK(std::memcmp(dst.get(), want.data(), dst_bytes) == 0);
-            }
-          }
+          for (DType from : types)
+            for (DType to : types) check_transpose(*t, rows, cols, rows + 5, dst_ld, from, to, true);
         }
       }
     }
