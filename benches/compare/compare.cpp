@@ -92,7 +92,7 @@ void sgemm_lines(const Options& o) {
     // VM whose speed moves by a third between minutes made the line read 0.49-0.67 on runs where
     // trine's GEMM alone, back to back, reached 0.86 of it.
     const bool peak_line = n == sizes.back();
-    const long fma_iters = o.quick ? 2'000'000 : 10'000'000;
+    const long fma_iters = fma_peak_iters(o.quick);
     if (peak_line) cs.push_back({"FMA peak", [&] { fma_peak_run(o.threads, fma_iters); }});
     const Timing t = time_round_robin(o, cs);
     const double flops = 2.0 * n * n * n;
@@ -102,10 +102,10 @@ void sgemm_lines(const Options& o) {
     if (peak_line) {
       const double peak_flops = fma_peak_flops(fma_iters) * o.threads;
       const double p = peak_flops / t.per_call(3).median / 1e9;
-      const Stat r = t.ratio(3);  // per round: peak's time / trine's time
+      const Stat r = t.ratio(3);  // per round: peak's time / trine's time, scaled to a fraction
       const double scale = flops / peak_flops;
       row(line + " as a fraction of the FMA peak (both in each round)", fmt("%.0f GFLOP/s", g), fmt("peak %.0f", p),
-          fmt("%.2f", r.median * scale) + " (" + fmt("%.2f", r.lo * scale) + "-" + fmt("%.2f", r.hi * scale) + ")");
+          ratio_text({r.median * scale, r.lo * scale, r.hi * scale}));
     }
   }
 }

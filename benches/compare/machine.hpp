@@ -60,6 +60,9 @@ void on_threads(int threads, const F& f) {
   for (auto& t : ts) t.join();
 }
 
+// Iterations of one fma_peak_* call: 50-100 ms on one core at full size.
+inline long fma_peak_iters(bool quick) { return quick ? 2'000'000 : 10'000'000; }
+
 // FMA flops one fma_peak_* call of `iters` iterations does on one thread.
 inline double fma_peak_flops(long iters) {
   return static_cast<double>(iters) * (__builtin_cpu_supports("avx512f") ? 24 * 32 : 12 * 16);
@@ -75,7 +78,7 @@ inline void fma_peak_run(int threads, long iters) {
 // GFLOP/s of all threads together, best of 5.
 inline double fma_peak_gflops(int threads, bool quick) {
   const bool avx512 = __builtin_cpu_supports("avx512f");
-  const long iters = quick ? 2'000'000 : 10'000'000;
+  const long iters = fma_peak_iters(quick);
   double best = 0;
   for (int rep = 0; rep < 5; ++rep) {
     std::vector<double> per(static_cast<std::size_t>(threads));

@@ -101,6 +101,13 @@ inline constexpr float pow2_lo = -125.0f * pow2_scale, pow2_hi = 126.0f * pow2_s
 #endif
 }
 
+// e^(k v) for k v <= 87 (above, garbage: callers keep it there), through pow2_scaled with the exponent
+// clamped below where it is valid: k v under -86.6, -inf included, gives 2^-125 rather than 0. NaN
+// stays NaN. k is folded with pow2_scale and log2(e) into one multiply.
+[[gnu::always_inline]] inline batch_f32 exp_clamped(const batch_f32& v, float k) {
+  return pow2_scaled(xsimd::max(batch_f32(pow2_lo), v * batch_f32(k * pow2_scale * 1.44269504f)));
+}
+
 // v where m is false and +0 where it is true. On AVX2 and SSE4.2 one andnot: xsimd::select(m, 0, v)
 // is a blendv, which GCC turns into a sign test and an and, one operation more in the exp-heavy
 // loops (gelu, sigmoid, softmax) that are short of vector ports on one core. AVX-512's select is
