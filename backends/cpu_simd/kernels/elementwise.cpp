@@ -119,10 +119,11 @@ constexpr int gelu_short_block = 4;
 
 // tanh(x) = sign(x) t(a), a = |x|: below a = 0.625, t = a + a z P(z) with z = a^2 and P of degree 4;
 // from there up, t = (1 - e) / (1 + e), e = e^-2a <= 0.29 (1 - e cancels nothing), e from
-// exp_clamped (pow2_eighths; pow2_bounded on SSE4.2), which takes +-inf to +-1. scripts/fit-tanh.py fits P and models this code: 1.01 eps at worst on tanh's measure
-// with AVX2, 0.93 on SSE4.2. A NaN fails a < 0.625 and goes through e, which keeps it. The sign is
-// x's bit, so -0 stays -0. xsimd::tanh, which evaluates both of its branches with a full exp, ran at
-// 7.2 GB/s on 16M floats on one Zen 3 core, against 26 for relu.
+// exp_clamped (pow2_eighths; pow2_bounded on SSE4.2), which takes +-inf to +-1. scripts/fit-tanh.py
+// fits P and models this code: 1.01 eps at worst on tanh's measure with AVX2, 0.93 on SSE4.2. A NaN
+// fails a < 0.625 and goes through e, which keeps it. The sign is x's bit, so -0 stays -0.
+// xsimd::tanh, which evaluates both of its branches with a full exp, ran at 7.2 GB/s on 16M floats
+// on one Zen 3 core, against 26 for relu.
 [[gnu::always_inline]] inline batch_f32 tanh_fast(const batch_f32& x) {
   const batch_f32 a = xsimd::abs(x);
   const batch_f32 z = a * a;
