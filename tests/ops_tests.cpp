@@ -54,6 +54,12 @@ TEST_CASE("matmul over a shape grid, batches, transposes and dtypes", "[ops][mat
   // Fewer rows than one A block: B packed one micro-panel at a time, over several B blocks.
   run({1543, 24}, {24, 1500}, {});
   run({7, 19}, {19, 2900}, {});
+  // At least 512^3 multiply-adds with AVX-512: 12-row tiles (gemm_tall_rows), with a partial last
+  // tile, several A blocks, row-major f32 A through the 8x8 transposes (and their scalar k tail),
+  // column-major f16 A and row-major bf16 A widened while packing
+  run({1031, 131}, {131, 1000}, {});
+  run({700, 203}, {700, 997}, {true, false}, View::contiguous, View::strided, DType::f16, DType::f32);
+  run({203, 700}, {700, 997}, {}, View::contiguous, View::contiguous, DType::bf16, DType::f32);
   // Vulkan's matmul_rows.comp (row-contiguous f32, N a multiple of 4): each row count it picks (1, 2,
   // 4, 8, 16 rows per workgroup) with M past it, one and two vec4 columns per invocation with N past
   // a workgroup's columns, and broadcast batches

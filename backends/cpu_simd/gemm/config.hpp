@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <numeric>
 
 #include "backends/cpu_simd/isa.hpp"
 
@@ -12,13 +13,19 @@ namespace trine::cpu::TRINE_ISA_NS {
 
 // The micro-kernel keeps an mr x nr tile of C in registers: mr rows of nv vectors, plus nv vectors
 // of B and one broadcast of A. mr * nv accumulators must cover FMA latency times FMA ports (8 on
-// current cores): 6 x 2 fits the 16-register ISAs; AVX-512 takes 8 x 2 (12 x 2 also fits its 32
-// registers but was no faster, and its 12 C rows alias in L1 when the row stride is 4 KiB).
+// current cores): 6 x 2 fits the 16-register ISAs, AVX-512 takes 8 x 2.
+// AVX-512 also has a taller tile, mr_tall = 12 rows (24 accumulators of its 32 registers), for large
+// products: each B vector it loads serves 12 rows instead of 8, a third less of the B panel's
+// traffic from L2 per FMA, and that traffic is what holds the 8-row kernel below the FMA peak
+// once the panel outgrows L1 (driver.hpp's gemm_tall_rows says when it is used). Elsewhere
+// mr_tall == mr.
 struct GemmConfig {
 #if defined(TRINE_ISA_AVX512)
   static constexpr int mr = 8;
+  static constexpr int mr_tall = 12;
 #else
   static constexpr int mr = 6;
+  static constexpr int mr_tall = mr;
 #endif
   static constexpr int nv = 2;
   static constexpr i64 nr = nv * vec_width;
@@ -37,7 +44,9 @@ inline i64 gemm_cache_size(int name, i64 fallback) {
 inline const GemmConfig& gemm_config() {
   static const GemmConfig cfg = [] {
     GemmConfig c;
-    constexpr i64 mr = GemmConfig::mr, nr = GemmConfig::nr;
+    constexpr i64 nr = GemmConfig::nr;
+    // mc is a whole number of row panels of either height.
+    constexpr i64 mr = std::lcm(GemmConfig::mr, GemmConfig::mr_tall);
     const i64 l1 = std::clamp<i64>(gemm_cache_size(_SC_LEVEL1_DCACHE_SIZE, 32 << 10), 16 << 10, 128 << 10);
     const i64 l2 = std::clamp<i64>(gemm_cache_size(_SC_LEVEL2_CACHE_SIZE, 1 << 20), 256 << 10, 4 << 20);
     // The B micro-panel may be twice L1: the micro-kernel prefetches it, so the part L1 does not

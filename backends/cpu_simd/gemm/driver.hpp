@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <type_traits>
 
 #include "backends/cpu_simd/gemm/config.hpp"
 #include "backends/cpu_simd/gemm/micro_kernel.hpp"
@@ -21,11 +22,17 @@ inline i64 gemm_even_block(i64 total, i64 cap, i64 unit) {
   return std::min(cap, gemm_round_up(gemm_ceil_div(total, blocks), unit));
 }
 
-// C[m0:m1, n0:n1] = A[m0:m1, :K] * B[:K, n0:n1] on the calling thread, K > 0.
-// pack_a(i0, m, k0, kc, dst) and pack_b(k0, kc, j0, n, dst) fill panels as pack_*_strided do.
-template <class PackA, class PackB>
+// The row-panel height a packing function is asked for: pack_a(GemmRows<mr>{}, ...) packs
+// panels of mr rows (GemmConfig::mr or mr_tall), as pack_a_strided<mr> does.
+template <int mr>
+using GemmRows = std::integral_constant<int, mr>;
+
+// C[m0:m1, n0:n1] = A[m0:m1, :K] * B[:K, n0:n1] on the calling thread with mr-row tiles, K > 0.
+// pack_a(GemmRows<mr>{}, i0, m, k0, kc, dst) and pack_b(k0, kc, j0, n, dst) fill panels as
+// pack_*_strided do.
+template <int mr = GemmConfig::mr, class PackA, class PackB>
 void gemm_blocked(i64 m0, i64 m1, i64 n0, i64 n1, i64 K, const PackA& pack_a, const PackB& pack_b, float* c, i64 c_rs) {
-  constexpr i64 mr = GemmConfig::mr, nr = GemmConfig::nr;
+  constexpr i64 nr = GemmConfig::nr;
   const GemmConfig& cfg = gemm_config();
   const i64 kc_blk = gemm_even_block(K, cfg.kc, 8);
   const i64 mc_blk = gemm_even_block(m1 - m0, cfg.mc, mr);
@@ -49,7 +56,7 @@ void gemm_blocked(i64 m0, i64 m1, i64 n0, i64 n1, i64 K, const PackA& pack_a, co
       if (!panel_at_a_time) pack_b(pc, kc, jc, nc, bp);
       for (i64 ic = m0; ic < m1; ic += mc_blk) {
         const i64 mc = std::min(mc_blk, m1 - ic);
-        pack_a(ic, mc, pc, kc, ap);
+        pack_a(GemmRows<mr>{}, ic, mc, pc, kc, ap);
         // jr outside ir: one B micro-panel stays in L1 while the A panels stream from L2.
         for (i64 jr = 0; jr < nc; jr += nr) {
           const i64 n = std::min(nr, nc - jr);
@@ -60,7 +67,7 @@ void gemm_blocked(i64 m0, i64 m1, i64 n0, i64 n1, i64 K, const PackA& pack_a, co
           }
           float* cblock = c + ic * c_rs + jc + jr;
           for (i64 ir = 0; ir < mc; ir += mr) {
-            micro_kernel(kc, ap + ir * kc, bpanel, cblock + ir * c_rs, c_rs, std::min(mr, mc - ir), n, accumulate);
+            micro_kernel<mr>(kc, ap + ir * kc, bpanel, cblock + ir * c_rs, c_rs, std::min<i64>(mr, mc - ir), n, accumulate);
           }
         }
       }
@@ -71,17 +78,26 @@ void gemm_blocked(i64 m0, i64 m1, i64 n0, i64 n1, i64 K, const PackA& pack_a, co
 // Below this many multiply-adds per thread, waking the pool costs more than it saves.
 inline constexpr i64 gemm_min_work_per_thread = i64{1} << 20;
 
-// C (M x N, row stride c_rs) = A * B, split over up to max_threads rectangles of C. Each thread
-// packs its own blocks, so there is no barrier and a pool that runs the slots serially (a nested
-// call, or another thread holding it) is still correct.
-template <class PackA, class PackB>
-void gemm_run(i64 M, i64 N, i64 K, const PackA& pack_a, const PackB& pack_b, float* c, i64 c_rs, int max_threads) {
-  if (M <= 0 || N <= 0) return;
-  if (K <= 0) {
-    for (i64 i = 0; i < M; ++i) std::memset(c + i * c_rs, 0, static_cast<std::size_t>(N) * sizeof(float));
-    return;
+// From this many multiply-adds up, a product may take the taller tile (gemm_tall_rows).
+inline constexpr i64 gemm_tall_min_work = i64{1} << 27;
+
+// Whether a product takes GemmConfig::mr_tall-row tiles. The taller tile pays where the B panel
+// streams from L2, on large products; it pads M up to a multiple of 12 rather than 8, which
+// costs more than it saves on small M (a convolution's 64 output channels: 72 rows instead of 64).
+inline bool gemm_tall_rows(i64 M, i64 N, i64 K) {
+  constexpr i64 mr = GemmConfig::mr, tall = GemmConfig::mr_tall;
+  if constexpr (tall == mr) {
+    return false;
+  } else {
+    const i64 pad = gemm_round_up(M, tall) - gemm_round_up(M, mr);
+    return M * N * K >= gemm_tall_min_work && pad * 64 <= M;
   }
-  constexpr i64 mr = GemmConfig::mr, nr = GemmConfig::nr;
+}
+
+// gemm_run with mr-row tiles.
+template <int mr, class PackA, class PackB>
+void gemm_run_rows(i64 M, i64 N, i64 K, const PackA& pack_a, const PackB& pack_b, float* c, i64 c_rs, int max_threads) {
+  constexpr i64 nr = GemmConfig::nr;
   const i64 max_slots = std::clamp<i64>(M * N * K / gemm_min_work_per_thread, 1,
                                         std::min<i64>(max_threads, gemm_ceil_div(M, mr) * gemm_ceil_div(N, nr)));
   // Grid tm x tn with the cheapest largest rectangle, counting its multiply-adds and its packing:
@@ -108,15 +124,32 @@ void gemm_run(i64 M, i64 N, i64 K, const PackA& pack_a, const PackB& pack_b, flo
   }
   const i64 slots = tm * tn;
   if (slots == 1) {
-    gemm_blocked(0, M, 0, N, K, pack_a, pack_b, c, c_rs);
+    gemm_blocked<mr>(0, M, 0, N, K, pack_a, pack_b, c, c_rs);
     return;
   }
   parallel_for(slots, 1, [&](i64 begin, i64 end) {
     for (i64 s = begin; s < end; ++s) {
       const i64 m0 = (s / tn) * mp, n0 = (s % tn) * np;
-      gemm_blocked(m0, std::min(M, m0 + mp), n0, std::min(N, n0 + np), K, pack_a, pack_b, c, c_rs);
+      gemm_blocked<mr>(m0, std::min(M, m0 + mp), n0, std::min(N, n0 + np), K, pack_a, pack_b, c, c_rs);
     }
   });
+}
+
+// C (M x N, row stride c_rs) = A * B, split over up to max_threads rectangles of C. Each thread
+// packs its own blocks, so there is no barrier and a pool that runs the slots serially (a nested
+// call, or another thread holding it) is still correct. pack_a must take GemmRows of both heights.
+template <class PackA, class PackB>
+void gemm_run(i64 M, i64 N, i64 K, const PackA& pack_a, const PackB& pack_b, float* c, i64 c_rs, int max_threads) {
+  if (M <= 0 || N <= 0) return;
+  if (K <= 0) {
+    for (i64 i = 0; i < M; ++i) std::memset(c + i * c_rs, 0, static_cast<std::size_t>(N) * sizeof(float));
+    return;
+  }
+  if (gemm_tall_rows(M, N, K)) {
+    gemm_run_rows<GemmConfig::mr_tall>(M, N, K, pack_a, pack_b, c, c_rs, max_threads);
+  } else {
+    gemm_run_rows<GemmConfig::mr>(M, N, K, pack_a, pack_b, c, c_rs, max_threads);
+  }
 }
 
 }  // namespace trine::cpu::TRINE_ISA_NS

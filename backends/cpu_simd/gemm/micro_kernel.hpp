@@ -7,11 +7,12 @@
 namespace trine::cpu::TRINE_ISA_NS {
 
 // c (row stride c_rs, unit column stride) = or += a_panel (kc x mr) * b_panel (kc x nr) on its
-// top-left m x n corner. Panels are 64-byte aligned and zero-padded, so the tile is always
-// computed whole and only the write-back looks at m and n.
-inline void micro_kernel(i64 kc, const float* __restrict a, const float* __restrict b, float* c, i64 c_rs, i64 m, i64 n,
-                         bool accumulate) {
-  constexpr int mr = GemmConfig::mr, nv = GemmConfig::nv;
+// top-left m x n corner, mr = GemmConfig::mr or mr_tall. Panels are 64-byte aligned and
+// zero-padded, so the tile is always computed whole and only the write-back looks at m and n.
+template <int mr>
+void micro_kernel(i64 kc, const float* __restrict a, const float* __restrict b, float* c, i64 c_rs, i64 m, i64 n,
+                  bool accumulate) {
+  constexpr int nv = GemmConfig::nv;
   constexpr i64 nr = GemmConfig::nr, w = vec_width;
   // C tiles of a large product live in L3 or memory between the KC passes: request the tile now
   // so its misses overlap the k loop instead of stalling the write-back.
@@ -27,9 +28,10 @@ inline void micro_kernel(i64 kc, const float* __restrict a, const float* __restr
     for (int v = 0; v < nv; ++v) acc[i][v] = batch_f32(0.0f);
   }
 
-  // The A panel streams from L2 and the B panel is refetched from L2 in part (it fills most of L1):
-  // asking for A 16 steps and B 8 steps ahead keeps the loads from stalling the FMAs. The standalone
-  // kernel on the Xeon: 0.86 -> 0.92 of the FMA peak with A in L2, 0.92 -> 0.97 with all in L1.
+  // The A panel streams from L2, and so does the part of the B panel L1 does not hold (config.hpp
+  // lets it be twice L1): asking for A 16 steps and B 8 steps ahead keeps the loads from stalling
+  // the FMAs. The standalone 8-row kernel on the Xeon: 0.86 -> 0.92 of the FMA peak with A in L2,
+  // 0.92 -> 0.97 with everything in L1.
   constexpr i64 a_ahead = 16 * mr, b_ahead = 8 * nr, line = 16;
   for (i64 k = 0; k < kc; ++k) {
     __builtin_prefetch(a + a_ahead, 0, 3);

@@ -86,32 +86,40 @@ struct StridedMatrix {
 };
 
 #if defined(TRINE_ISA_AVX2) || defined(TRINE_ISA_AVX512)
-// mr row-major f32 rows (row stride rs) into the k-major panel p, eight k at a time through an
-// 8x8 transpose; returns how many k it packed, the caller packs the rest. With mr = 6 each
-// column's two spare lanes spill into the next column's slot, which the next store overwrites,
-// so the last block stops one short of the panel's end.
-inline i64 pack_a_rows_f32(const float* src, i64 rs, i64 kc, float* __restrict p) {
-  constexpr int mr = GemmConfig::mr;
-  static_assert(mr == 6 || mr == 8);
+// mr row-major f32 rows (row stride rs) into the k-major panel p, eight k at a time through 8x8
+// transposes of eight rows at a time; returns how many k it packed, the caller packs the rest.
+// When mr is not a multiple of 8 (6, 12), the last eight-row group's spare lanes spill into the
+// next column's slot, which the next store overwrites, so the last block stops one short of the
+// panel's end.
+template <int mr>
+i64 pack_a_rows_f32(const float* src, i64 rs, i64 kc, float* __restrict p) {
+  static_assert(mr == 6 || mr == 8 || mr == 12);
+  constexpr int groups = (mr + 7) / 8;
   i64 k = 0;
-  for (; k + 8 < kc || (mr == 8 && k + 8 <= kc); k += 8) {
-    __m256 r[8];
+  for (; k + 8 < kc || (mr % 8 == 0 && k + 8 <= kc); k += 8) {
+    __m256 r[groups][8];
+#pragma GCC unroll 2
+    for (int g = 0; g < groups; ++g) {
 #pragma GCC unroll 8
-    for (int i = 0; i < 8; ++i) r[i] = i < mr ? _mm256_loadu_ps(src + i * rs + k) : _mm256_setzero_ps();
-    transpose8x8(r);
+      for (int i = 0; i < 8; ++i)
+        r[g][i] = 8 * g + i < mr ? _mm256_loadu_ps(src + (8 * g + i) * rs + k) : _mm256_setzero_ps();
+      transpose8x8(r[g]);
+    }
     float* q = p + k * mr;
 #pragma GCC unroll 8
-    for (int c = 0; c < 8; ++c) _mm256_storeu_ps(q + c * mr, r[c]);
+    for (int c = 0; c < 8; ++c) {
+#pragma GCC unroll 2
+      for (int g = 0; g < groups; ++g) _mm256_storeu_ps(q + c * mr + 8 * g, r[g][c]);
+    }
   }
   return k;
 }
 #endif
 
 // Rows [i0, i0+m) x cols [k0, k0+kc) of A into ceil(m/mr) panels of kc x mr (k-major), zero rows
-// padding the last panel.
-template <DType D>
+// padding the last panel; mr is GemmConfig::mr or mr_tall.
+template <DType D, int mr>
 void pack_a_typed(const StridedMatrix& a, i64 i0, i64 m, i64 k0, i64 kc, float* dst) {
-  constexpr int mr = GemmConfig::mr;
   for (i64 ip = 0; ip < m; ip += mr) {
     const i64 mm = std::min<i64>(mr, m - ip);
     float* p = dst + ip * kc;
@@ -145,7 +153,7 @@ void pack_a_typed(const StridedMatrix& a, i64 i0, i64 m, i64 k0, i64 kc, float* 
       i64 k = 0;
 #if defined(TRINE_ISA_AVX2) || defined(TRINE_ISA_AVX512)
       if constexpr (D == DType::f32) {
-        k = pack_a_rows_f32(static_cast<const float*>(a.base) + origin, rs, kc, p);
+        k = pack_a_rows_f32<mr>(static_cast<const float*>(a.base) + origin, rs, kc, p);
       }
 #endif
       for (; k < kc; ++k) {
@@ -238,11 +246,12 @@ void pack_b_typed(const StridedMatrix& b, i64 k0, i64 kc, i64 j0, i64 n, float* 
   }
 }
 
-inline void pack_a_strided(const StridedMatrix& a, i64 i0, i64 m, i64 k0, i64 kc, float* dst) {
+template <int mr>
+void pack_a_strided(const StridedMatrix& a, i64 i0, i64 m, i64 k0, i64 kc, float* dst) {
   switch (a.dtype) {
-    case DType::f32: pack_a_typed<DType::f32>(a, i0, m, k0, kc, dst); return;
-    case DType::f16: pack_a_typed<DType::f16>(a, i0, m, k0, kc, dst); return;
-    case DType::bf16: pack_a_typed<DType::bf16>(a, i0, m, k0, kc, dst); return;
+    case DType::f32: pack_a_typed<DType::f32, mr>(a, i0, m, k0, kc, dst); return;
+    case DType::f16: pack_a_typed<DType::f16, mr>(a, i0, m, k0, kc, dst); return;
+    case DType::bf16: pack_a_typed<DType::bf16, mr>(a, i0, m, k0, kc, dst); return;
   }
 }
 

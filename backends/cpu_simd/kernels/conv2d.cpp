@@ -167,8 +167,8 @@ void conv2d_kernel(const Conv2dArgs& a) {
     const float* xg = a.x + (n * a.C + g * Cg) * hw;
     float* yg = a.y + (n * a.K + g * Kg) * pq;
     const StridedMatrix wm{a.w, DType::f32, g * Kg * crs, crs, 1};
-    auto pack_a = [&wm](i64 i0, i64 m, i64 k0, i64 kc, float* dst) {
-      pack_a_typed<DType::f32>(wm, i0, m, k0, kc, dst);
+    auto pack_a = [&wm](auto rows, i64 i0, i64 m, i64 k0, i64 kc, float* dst) {
+      pack_a_typed<DType::f32, decltype(rows)::value>(wm, i0, m, k0, kc, dst);
     };
     if (pointwise) {  // the im2col matrix is the input itself: [Cg, H*W] row-major
       const StridedMatrix xm{xg, DType::f32, 0, hw, 1};

@@ -360,8 +360,8 @@ void winograd(const Conv2dArgs& a) {
       for (i64 xi = x0; xi < x1; ++xi) {
         const StridedMatrix um{ug, DType::f32, xi * p.Kg * p.Cg, p.Cg, 1};
         const StridedMatrix vm{v, DType::f32, xi * p.Cg * p.T, p.T, 1};
-        auto pack_a = [&um](i64 i0, i64 rows, i64 k0, i64 kc, float* dst) {
-          pack_a_typed<DType::f32>(um, i0, rows, k0, kc, dst);
+        auto pack_a = [&um](auto mr, i64 i0, i64 rows, i64 k0, i64 kc, float* dst) {
+          pack_a_typed<DType::f32, decltype(mr)::value>(um, i0, rows, k0, kc, dst);
         };
         auto pack_b = [&vm](i64 k0, i64 kc, i64 j0, i64 cols, float* dst) {
           pack_b_typed<DType::f32>(vm, k0, kc, j0, cols, dst);

@@ -300,7 +300,9 @@ void gemm_kernel(const GemmArgs& g) {
   for_each_batch(g.batch, g.M * g.N * g.K, [&](i64 b, bool threaded, std::vector<float>&) {
     const StridedMatrix am{g.a, g.a_dtype, a_offset(g, b), g.a_rs, g.a_cs};
     const StridedMatrix bm{g.b, g.b_dtype, b_offset(g, b), g.b_rs, g.b_cs};
-    auto pack_a = [&am](i64 i0, i64 m, i64 k0, i64 kc, float* dst) { pack_a_strided(am, i0, m, k0, kc, dst); };
+    auto pack_a = [&am](auto rows, i64 i0, i64 m, i64 k0, i64 kc, float* dst) {
+      pack_a_strided<decltype(rows)::value>(am, i0, m, k0, kc, dst);
+    };
     auto pack_b = [&bm](i64 k0, i64 kc, i64 j0, i64 n, float* dst) { pack_b_strided(bm, k0, kc, j0, n, dst); };
     gemm_run(g.M, g.N, g.K, pack_a, pack_b, g.c + b * g.c_bs, g.c_rs, threaded ? thread_count() : 1);
   });
