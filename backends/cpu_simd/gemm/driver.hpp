@@ -67,7 +67,8 @@ void gemm_blocked(i64 m0, i64 m1, i64 n0, i64 n1, i64 K, const PackA& pack_a, co
           }
           float* cblock = c + ic * c_rs + jc + jr;
           for (i64 ir = 0; ir < mc; ir += mr) {
-            micro_kernel<mr>(kc, ap + ir * kc, bpanel, cblock + ir * c_rs, c_rs, std::min<i64>(mr, mc - ir), n, accumulate);
+            micro_kernel<mr>(kc, ap + ir * kc, bpanel, cblock + ir * c_rs, c_rs, std::min<i64>(mr, mc - ir), n,
+                             accumulate);
           }
         }
       }
