@@ -49,52 +49,33 @@ float dot_kernel(const float* x, const float* y, i64 n) {
 
 // ---- gemv ----
 
-// Row-major A (a_cs == 1): eight rows at a time share each load of x, then four, then one. Eight
-// rows keep eight streams from memory in flight where four kept four: 4096 x 4096 on the Xeon,
-// against sgemv, 10 runs of 7 rounds each way, 1 thread: 0.96-1.09 -> 1.01-1.10; 2 threads, 4
-// runs: 0.94-1.02 -> 0.97-1.18. The gain is a few percent; the machine's phases move it as much.
+// y[i, i + R) for row-major A: the R rows share each load of x.
+template <int R>
+void gemv_row_block(const float* r, i64 a_rs, i64 K, const float* x, float* y) {
+  batch_f32 s[R];
+#pragma GCC unroll 8
+  for (int u = 0; u < R; ++u) s[u] = batch_f32(0.0f);
+  i64 k = 0;
+  for (; k + w <= K; k += w) {
+    const batch_f32 xv = batch_f32::load_unaligned(x + k);
+#pragma GCC unroll 8
+    for (int u = 0; u < R; ++u) s[u] = xsimd::fma(batch_f32::load_unaligned(r + u * a_rs + k), xv, s[u]);
+  }
+  for (int u = 0; u < R; ++u) {
+    float t = xsimd::hadd(s[u]);
+    for (i64 kk = k; kk < K; ++kk) t += r[u * a_rs + kk] * x[kk];
+    y[u] = t;
+  }
+}
+
+// Row-major A (a_cs == 1): eight rows at a time, then four, then one. Eight rows keep eight
+// streams from memory in flight where four kept four: 4096 x 4096 on the Xeon, against sgemv, 10
+// runs of 7 rounds each way, 1 thread: 0.96-1.09 -> 1.01-1.10; 2 threads, 4 runs: 0.94-1.02 ->
+// 0.97-1.18. The gain is a few percent; the machine's phases move it as much.
 void gemv_rows(const float* a, i64 a_rs, i64 K, const float* x, float* y, i64 i0, i64 i1) {
   i64 i = i0;
-  for (; i + 8 <= i1; i += 8) {
-    const float* r = a + i * a_rs;
-    batch_f32 s[8];
-#pragma GCC unroll 8
-    for (int u = 0; u < 8; ++u) s[u] = batch_f32(0.0f);
-    i64 k = 0;
-    for (; k + w <= K; k += w) {
-      const batch_f32 xv = batch_f32::load_unaligned(x + k);
-#pragma GCC unroll 8
-      for (int u = 0; u < 8; ++u) s[u] = xsimd::fma(batch_f32::load_unaligned(r + u * a_rs + k), xv, s[u]);
-    }
-    for (int u = 0; u < 8; ++u) {
-      float t = xsimd::hadd(s[u]);
-      for (i64 kk = k; kk < K; ++kk) t += r[u * a_rs + kk] * x[kk];
-      y[i + u] = t;
-    }
-  }
-  for (; i + 4 <= i1; i += 4) {
-    const float* r0 = a + i * a_rs;
-    const float* r1 = r0 + a_rs;
-    const float* r2 = r1 + a_rs;
-    const float* r3 = r2 + a_rs;
-    batch_f32 s0(0.0f), s1(0.0f), s2(0.0f), s3(0.0f);
-    i64 k = 0;
-    for (; k + w <= K; k += w) {
-      const batch_f32 xv = batch_f32::load_unaligned(x + k);
-      s0 = xsimd::fma(batch_f32::load_unaligned(r0 + k), xv, s0);
-      s1 = xsimd::fma(batch_f32::load_unaligned(r1 + k), xv, s1);
-      s2 = xsimd::fma(batch_f32::load_unaligned(r2 + k), xv, s2);
-      s3 = xsimd::fma(batch_f32::load_unaligned(r3 + k), xv, s3);
-    }
-    float t0 = xsimd::hadd(s0), t1 = xsimd::hadd(s1), t2 = xsimd::hadd(s2), t3 = xsimd::hadd(s3);
-    for (; k < K; ++k) {
-      t0 += r0[k] * x[k];
-      t1 += r1[k] * x[k];
-      t2 += r2[k] * x[k];
-      t3 += r3[k] * x[k];
-    }
-    y[i] = t0, y[i + 1] = t1, y[i + 2] = t2, y[i + 3] = t3;
-  }
+  for (; i + 8 <= i1; i += 8) gemv_row_block<8>(a + i * a_rs, a_rs, K, x, y + i);
+  for (; i + 4 <= i1; i += 4) gemv_row_block<4>(a + i * a_rs, a_rs, K, x, y + i);
   for (; i < i1; ++i) y[i] = dot_serial(a + i * a_rs, x, K);
 }
 
