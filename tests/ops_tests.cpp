@@ -49,11 +49,18 @@ TEST_CASE("matmul over a shape grid, batches, transposes and dtypes", "[ops][mat
   run({1000, 3}, {3, 5}, {});
   run({129, 257}, {257, 65}, {});
   run({384, 512}, {512, 320}, {});  // large: several cache blocks in every dimension
-  // More rows than any ISA's packed A block (mc <= 1536): B packed a whole block at a time, over
-  // several A blocks; more columns than any B block (nc <= 1365): several, the last one partial.
-  // Fewer rows than one A block: B packed one micro-panel at a time, over several B blocks.
+  // More rows than any ISA's packed A block (mc <= 1536, mc_l3 about 1020 at kc 512): B packed a
+  // whole block at a time, over several A blocks; more columns than any B block (nc_l2 <= 1024,
+  // nc <= 1365): several, the last one partial. Fewer rows than one A block: B packed one
+  // micro-panel at a time.
   run({1543, 24}, {24, 1500}, {});
   run({7, 19}, {19, 2900}, {});
+  // More rows than one A block in L2 (mc: 504-510 rows with these machines' 2 MiB L2, fewer with a
+  // smaller L2), with several kc passes accumulating into C: wide (AVX-512 keeps each A panel in
+  // L1 while a B block streams past, over two B blocks) and narrow (each B panel serves an A
+  // block's panels, over two or more A blocks, one B block packed once a pass)
+  run({530, 700}, {700, 600}, {});
+  run({1100, 530}, {530, 200}, {});
   // At least 512^3 multiply-adds with AVX-512: 12-row tiles (gemm_tall_rows), with a partial last
   // tile, several A blocks, row-major f32 A through the 8x8 transposes (and their scalar k tail),
   // column-major f16 A and row-major bf16 A widened while packing

@@ -34,46 +34,78 @@ template <int mr = GemmConfig::mr, class PackA, class PackB>
 void gemm_blocked(i64 m0, i64 m1, i64 n0, i64 n1, i64 K, const PackA& pack_a, const PackB& pack_b, float* c, i64 c_rs) {
   constexpr i64 nr = GemmConfig::nr;
   const GemmConfig& cfg = gemm_config();
-  const i64 kc_blk = gemm_even_block(K, cfg.kc, 8);
-  const i64 mc_blk = gemm_even_block(m1 - m0, cfg.mc, mr);
-  const i64 nc_blk = gemm_even_block(n1 - n0, cfg.nc, nr);
   TRINE_ASSERT(K > 0 && m0 <= m1 && n0 <= n1, "[gemm] empty or inverted block reached the blocked loops");
+  const i64 kc_blk = gemm_even_block(K, cfg.kc, 8);
   GemmScratch& s = gemm_scratch();
-  // All of this block's rows in one packed A block (a GEMM with few rows: a convolution's output
-  // channels, a thin product): each B micro-panel then serves only this block, so it is packed just
-  // before its micro-kernels into a panel that stays in L1, instead of into a kc x nc block that
-  // lives in L3 and is written there, read back and evicted again. With few rows that traffic is a
-  // large share of the call (conv2d 1x1, 64 output channels: packing B was 15% of the time).
-  const bool panel_at_a_time = m1 - m0 <= mc_blk;
-  float* ap = s.a_.get(mc_blk * kc_blk);
-  float* bp = s.b_.get((panel_at_a_time ? nr : nc_blk) * kc_blk);
 
-  for (i64 jc = n0; jc < n1; jc += nc_blk) {
-    const i64 nc = std::min(nc_blk, n1 - jc);
+  // All of this block's rows in one packed A block (a convolution's output channels, a thin
+  // product): each B micro-panel then serves only this block, so it is packed just before its
+  // micro-kernels into a buffer that stays in cache, instead of into a block that is written out,
+  // read back and evicted again. With few rows that traffic is a large share of the call (conv2d
+  // 1x1, 64 output channels: packing B was 15% of the time).
+  if (m1 - m0 <= cfg.mc) {
+    const i64 m = m1 - m0;
+    float* ap = s.a_.get(gemm_round_up(m, mr) * kc_blk);
+    float* bp = s.b_.get(nr * kc_blk);
     for (i64 pc = 0; pc < K; pc += kc_blk) {
       const i64 kc = std::min(kc_blk, K - pc);
-      const bool accumulate = pc > 0;
-      if (!panel_at_a_time) pack_b(pc, kc, jc, nc, bp);
-      for (i64 ic = m0; ic < m1; ic += mc_blk) {
-        const i64 mc = std::min(mc_blk, m1 - ic);
-        pack_a(GemmRows<mr>{}, ic, mc, pc, kc, ap);
-        // jr outside ir: one B micro-panel stays in L1 while the A panels stream from L2.
-        for (i64 jr = 0; jr < nc; jr += nr) {
-          const i64 n = std::min(nr, nc - jr);
-          const float* bpanel = bp + jr * kc;
-          if (panel_at_a_time) {
-            pack_b(pc, kc, jc + jr, n, bp);
-            bpanel = bp;
-          }
-          float* cblock = c + ic * c_rs + jc + jr;
+      pack_a(GemmRows<mr>{}, m0, m, pc, kc, ap);
+      for (i64 jr = n0; jr < n1; jr += nr) {
+        const i64 n = std::min(nr, n1 - jr);
+        pack_b(pc, kc, jr, n, bp);
+        for (i64 ir = 0; ir < m; ir += mr) {
+          micro_kernel<mr>(kc, ap + ir * kc, bp, c + (m0 + ir) * c_rs + jr, c_rs, std::min<i64>(mr, m - ir), n, pc > 0);
+        }
+      }
+    }
+    return;
+  }
+
+  // Otherwise packed A and B blocks, one in L2 and one in L3 as config.hpp's two orders say. One
+  // of them is packed again for each block of the other: whichever costs fewer packed elements.
+  const bool a_resident = n1 - n0 >= GemmConfig::a_resident_min_cols;
+  const i64 mc_blk = gemm_even_block(m1 - m0, a_resident ? cfg.mc_l3 : cfg.mc, mr);
+  const i64 nc_blk = gemm_even_block(n1 - n0, a_resident ? cfg.nc_l2 : cfg.nc, nr);
+  const i64 m_blocks = gemm_ceil_div(m1 - m0, mc_blk), n_blocks = gemm_ceil_div(n1 - n0, nc_blk);
+  const bool rows_outer = m_blocks * (n1 - n0) <= n_blocks * (m1 - m0);
+  const i64 outer = rows_outer ? m_blocks : n_blocks, inner = rows_outer ? n_blocks : m_blocks;
+  float* ap = s.a_.get(mc_blk * kc_blk);
+  float* bp = s.b_.get(nc_blk * kc_blk);
+  for (i64 pc = 0; pc < K; pc += kc_blk) {
+    const i64 kc = std::min(kc_blk, K - pc);
+    i64 a_packed = -1, b_packed = -1;  // the blocks ap and bp hold in this kc pass
+    for (i64 o = 0; o < outer; ++o) {
+      for (i64 i = 0; i < inner; ++i) {
+        const i64 ib = rows_outer ? o : i, jb = rows_outer ? i : o;
+        const i64 ic = m0 + ib * mc_blk, mc = std::min(mc_blk, m1 - ic);
+        const i64 jc = n0 + jb * nc_blk, nc = std::min(nc_blk, n1 - jc);
+        if (ib != a_packed) pack_a(GemmRows<mr>{}, ic, mc, pc, kc, ap), a_packed = ib;
+        if (jb != b_packed) pack_b(pc, kc, jc, nc, bp), b_packed = jb;
+        auto tile = [&](i64 ir, i64 jr) {
+          micro_kernel<mr>(kc, ap + ir * kc, bp + jr * kc, c + (ic + ir) * c_rs + jc + jr, c_rs,
+                           std::min<i64>(mr, mc - ir), std::min(nr, nc - jr), pc > 0);
+        };
+        if (a_resident) {
           for (i64 ir = 0; ir < mc; ir += mr) {
-            micro_kernel<mr>(kc, ap + ir * kc, bpanel, cblock + ir * c_rs, c_rs, std::min<i64>(mr, mc - ir), n,
-                             accumulate);
+            for (i64 jr = 0; jr < nc; jr += nr) tile(ir, jr);
+          }
+        } else {
+          for (i64 jr = 0; jr < nc; jr += nr) {
+            for (i64 ir = 0; ir < mc; ir += mr) tile(ir, jr);
           }
         }
       }
     }
   }
+}
+
+// Elements gemm_blocked packs for an m x n x K product, by the same choices.
+inline i64 gemm_packed(i64 m, i64 n, i64 K, const GemmConfig& cfg) {
+  if (m <= cfg.mc) return (m + n) * K;
+  const bool a_resident = n >= GemmConfig::a_resident_min_cols;
+  const i64 m_blocks = gemm_ceil_div(m, a_resident ? cfg.mc_l3 : cfg.mc);
+  const i64 n_blocks = gemm_ceil_div(n, a_resident ? cfg.nc_l2 : cfg.nc);
+  return std::min(m + n * m_blocks, n + m * n_blocks) * K;
 }
 
 // Below this many multiply-adds per thread, waking the pool costs more than it saves.
@@ -115,7 +147,7 @@ void gemm_run_rows(i64 M, i64 N, i64 K, const PackA& pack_a, const PackB& pack_b
       const i64 u = slots / t;
       const i64 mpart = gemm_round_up(gemm_ceil_div(M, t), mr), npart = gemm_round_up(gemm_ceil_div(N, u), nr);
       if ((t - 1) * mpart >= M || (u - 1) * npart >= N) continue;
-      const i64 packed = mpart * K * gemm_ceil_div(npart, cfg.nc) + npart * K;
+      const i64 packed = gemm_packed(mpart, npart, K, cfg);
       const i64 cost = mpart * npart * K + 2 * vec_width * packed;
       if (best_cost < 0 || cost < best_cost) {
         best_cost = cost;

@@ -9,10 +9,10 @@
 namespace trine::cpu::TRINE_ISA_NS {
 
 // The k loop: acc[i][v] = sum over k of a[k * mr + i] * b[k * nr + v * w ..].
-// The A panel streams from L2, and so does the part of the B panel L1 does not hold (config.hpp
-// lets it be twice L1): asking for A 16 steps and B 8 steps ahead keeps the loads from stalling
-// the FMAs. The standalone 8-row kernel on the Xeon: 0.86 -> 0.92 of the FMA peak with A in L2,
-// 0.92 -> 0.97 with everything in L1.
+// One panel stays in L1 over many calls and the other streams from L2 (which, depends on the
+// order gemm_blocked runs; a B panel may also be up to twice L1): asking for A 16 steps and B 8
+// steps ahead keeps the loads from stalling the FMAs. The standalone 8-row kernel on the Xeon:
+// 0.86 -> 0.92 of the FMA peak with A in L2, 0.92 -> 0.97 with everything in L1.
 template <int mr>
 [[gnu::always_inline]] inline void micro_kernel_loop(i64 kc, const float* __restrict a, const float* __restrict b,
                                                      batch_f32 (&acc)[mr][GemmConfig::nv]) {
