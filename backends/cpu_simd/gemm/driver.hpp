@@ -27,6 +27,28 @@ inline i64 gemm_even_block(i64 total, i64 cap, i64 unit) {
 template <int mr>
 using GemmRows = std::integral_constant<int, mr>;
 
+// The packed blocks of an m x n product with more rows than one A block in L2 (gemm_blocked):
+// their sizes by config.hpp's order for its width, and which of the two is packed once a kc pass
+// while the other is packed again for each of its blocks (whichever costs fewer elements).
+struct GemmBlocks {
+  bool a_resident;
+  i64 mc, nc;  // rows of an A block, columns of a B block
+  i64 m_blocks, n_blocks;
+  bool rows_outer;  // A blocks outside B blocks: A packed once, B once per A block
+};
+
+template <int mr>
+GemmBlocks gemm_blocks(i64 m, i64 n, const GemmConfig& cfg) {
+  GemmBlocks b;
+  b.a_resident = n >= GemmConfig::a_resident_min_cols;
+  b.mc = gemm_even_block(m, b.a_resident ? cfg.mc_l3 : cfg.mc, mr);
+  b.nc = gemm_even_block(n, b.a_resident ? cfg.nc_l2 : cfg.nc, GemmConfig::nr);
+  b.m_blocks = gemm_ceil_div(m, b.mc);
+  b.n_blocks = gemm_ceil_div(n, b.nc);
+  b.rows_outer = b.m_blocks * n <= b.n_blocks * m;
+  return b;
+}
+
 // C[m0:m1, n0:n1] = A[m0:m1, :K] * B[:K, n0:n1] on the calling thread with mr-row tiles, K > 0.
 // pack_a(GemmRows<mr>{}, i0, m, k0, kc, dst) and pack_b(k0, kc, j0, n, dst) fill panels as
 // pack_*_strided do.
@@ -61,14 +83,11 @@ void gemm_blocked(i64 m0, i64 m1, i64 n0, i64 n1, i64 K, const PackA& pack_a, co
     return;
   }
 
-  // Otherwise packed A and B blocks, one in L2 and one in L3 as config.hpp's two orders say. One
-  // of them is packed again for each block of the other: whichever costs fewer packed elements.
-  const bool a_resident = n1 - n0 >= GemmConfig::a_resident_min_cols;
-  const i64 mc_blk = gemm_even_block(m1 - m0, a_resident ? cfg.mc_l3 : cfg.mc, mr);
-  const i64 nc_blk = gemm_even_block(n1 - n0, a_resident ? cfg.nc_l2 : cfg.nc, nr);
-  const i64 m_blocks = gemm_ceil_div(m1 - m0, mc_blk), n_blocks = gemm_ceil_div(n1 - n0, nc_blk);
-  const bool rows_outer = m_blocks * (n1 - n0) <= n_blocks * (m1 - m0);
-  const i64 outer = rows_outer ? m_blocks : n_blocks, inner = rows_outer ? n_blocks : m_blocks;
+  // Otherwise packed A and B blocks, one in L2 and one in L3, as config.hpp's two orders say.
+  const GemmBlocks blk = gemm_blocks<mr>(m1 - m0, n1 - n0, cfg);
+  const i64 mc_blk = blk.mc, nc_blk = blk.nc;
+  const i64 outer = blk.rows_outer ? blk.m_blocks : blk.n_blocks;
+  const i64 inner = blk.rows_outer ? blk.n_blocks : blk.m_blocks;
   float* ap = s.a_.get(mc_blk * kc_blk);
   float* bp = s.b_.get(nc_blk * kc_blk);
   for (i64 pc = 0; pc < K; pc += kc_blk) {
@@ -76,16 +95,22 @@ void gemm_blocked(i64 m0, i64 m1, i64 n0, i64 n1, i64 K, const PackA& pack_a, co
     i64 a_packed = -1, b_packed = -1;  // the blocks ap and bp hold in this kc pass
     for (i64 o = 0; o < outer; ++o) {
       for (i64 i = 0; i < inner; ++i) {
-        const i64 ib = rows_outer ? o : i, jb = rows_outer ? i : o;
+        const i64 ib = blk.rows_outer ? o : i, jb = blk.rows_outer ? i : o;
         const i64 ic = m0 + ib * mc_blk, mc = std::min(mc_blk, m1 - ic);
         const i64 jc = n0 + jb * nc_blk, nc = std::min(nc_blk, n1 - jc);
-        if (ib != a_packed) pack_a(GemmRows<mr>{}, ic, mc, pc, kc, ap), a_packed = ib;
-        if (jb != b_packed) pack_b(pc, kc, jc, nc, bp), b_packed = jb;
+        if (ib != a_packed) {
+          pack_a(GemmRows<mr>{}, ic, mc, pc, kc, ap);
+          a_packed = ib;
+        }
+        if (jb != b_packed) {
+          pack_b(pc, kc, jc, nc, bp);
+          b_packed = jb;
+        }
         auto tile = [&](i64 ir, i64 jr) {
           micro_kernel<mr>(kc, ap + ir * kc, bp + jr * kc, c + (ic + ir) * c_rs + jc + jr, c_rs,
                            std::min<i64>(mr, mc - ir), std::min(nr, nc - jr), pc > 0);
         };
-        if (a_resident) {
+        if (blk.a_resident) {
           for (i64 ir = 0; ir < mc; ir += mr) {
             for (i64 jr = 0; jr < nc; jr += nr) tile(ir, jr);
           }
@@ -99,13 +124,12 @@ void gemm_blocked(i64 m0, i64 m1, i64 n0, i64 n1, i64 K, const PackA& pack_a, co
   }
 }
 
-// Elements gemm_blocked packs for an m x n x K product, by the same choices.
-inline i64 gemm_packed(i64 m, i64 n, i64 K, const GemmConfig& cfg) {
+// Elements gemm_blocked packs for an m x n x K product.
+template <int mr>
+i64 gemm_packed(i64 m, i64 n, i64 K, const GemmConfig& cfg) {
   if (m <= cfg.mc) return (m + n) * K;
-  const bool a_resident = n >= GemmConfig::a_resident_min_cols;
-  const i64 m_blocks = gemm_ceil_div(m, a_resident ? cfg.mc_l3 : cfg.mc);
-  const i64 n_blocks = gemm_ceil_div(n, a_resident ? cfg.nc_l2 : cfg.nc);
-  return std::min(m + n * m_blocks, n + m * n_blocks) * K;
+  const GemmBlocks b = gemm_blocks<mr>(m, n, cfg);
+  return (b.rows_outer ? m + n * b.m_blocks : n + m * b.n_blocks) * K;
 }
 
 // Below this many multiply-adds per thread, waking the pool costs more than it saves.
@@ -147,7 +171,7 @@ void gemm_run_rows(i64 M, i64 N, i64 K, const PackA& pack_a, const PackB& pack_b
       const i64 u = slots / t;
       const i64 mpart = gemm_round_up(gemm_ceil_div(M, t), mr), npart = gemm_round_up(gemm_ceil_div(N, u), nr);
       if ((t - 1) * mpart >= M || (u - 1) * npart >= N) continue;
-      const i64 packed = gemm_packed(mpart, npart, K, cfg);
+      const i64 packed = gemm_packed<mr>(mpart, npart, K, cfg);
       const i64 cost = mpart * npart * K + 2 * vec_width * packed;
       if (best_cost < 0 || cost < best_cost) {
         best_cost = cost;
