@@ -8,7 +8,7 @@
 #include "backends/entries.hpp"
 #include "dispatch/batch_record.hpp"
 #include "dispatch/dispatcher.hpp"
-#include "dispatch/op_table.hpp"
+#include "ops/rules.hpp"
 #include "tensor/memory_cache.hpp"
 #include "tensor/submit.hpp"
 #include "trine/error.hpp"
@@ -183,7 +183,7 @@ Tensor record_op(BatchRecord& batch, OpKind op, std::span<const Tensor> inputs, 
       if (!batch.backend->supports(call)) {
         const std::string why = batch.backend->unsupported_reason(call);
         throw Error(ErrorCode::unsupported, std::string("[") + op_info(op).name + "] is not supported on " +
-                                                batch.device.str() + " for " + describe_call(op, inputs) +
+                                                batch.device.str() + " for " + describe_call(inputs) +
                                                 " (the batch is pinned there)" + (why.empty() ? "" : ": " + why));
       }
     }
@@ -246,8 +246,11 @@ BatchRead Batch::read(const Tensor& t) {
   r->shape = t.shape();
   r->dtype = t.dtype();
   r->host.resize(detail::bytes_of(t.shape(), t.dtype()));
-  b.entries.emplace_back(detail::Readback{src.storage(), static_cast<std::size_t>(src.offset()) * dtype_size(src.dtype()),
-                                          r->host.data(), r->host.size(), {}});
+  b.entries.emplace_back(detail::Readback{src.storage(),
+                                          static_cast<std::size_t>(src.offset()) * dtype_size(src.dtype()),
+                                          r->host.data(),
+                                          r->host.size(),
+                                          {}});
   b.reads.push_back(r);
   return BatchRead(r);
 }

@@ -136,8 +136,8 @@ class DecisionCache {
                              const dispatch::Profile* profile, int software) const {
     for (std::size_t i = 0; i < used_; ++i) {
       const auto& e = entries_[i];
-      if (e.op == op && e.profile == profile && e.software == software && e.n == inputs.size() &&
-          e.params == params && same_inputs(e, inputs))
+      if (e.op == op && e.profile == profile && e.software == software && e.n == inputs.size() && e.params == params &&
+          same_inputs(e, inputs))
         return e.device;
     }
     return std::nullopt;
@@ -200,7 +200,8 @@ void log_decision(OpKind op, std::span<const Tensor> inputs, const dispatch::Dec
     if (!c.eligible) {
       line += "not a candidate (" + c.why_not + ")";
     } else {
-      line += format_seconds(c.total_s) + " = compute " + format_seconds(c.compute_s) + " + transfers " + format_seconds(c.transfer_s);
+      line += format_seconds(c.total_s) + " = compute " + format_seconds(c.compute_s) + " + transfers " +
+              format_seconds(c.transfer_s);
     }
   }
   std::fprintf(stderr, "%s\n", line.c_str());
@@ -212,9 +213,12 @@ bool runs_on(Backend& backend, Device device, const OpCall& call, std::string* w
   // Every storage the call would need there (its output, inputs moved there) must fit one allocation.
   auto fits = [&](const Tensor& t) {
     if (!t.defined() || (t.device() == device && t.storage()->handle())) return true;
-    const std::size_t bytes = t.storage() && !t.storage()->handle() ? t.storage()->bytes() : static_cast<std::size_t>(bytes_of(t));
+    const std::size_t bytes =
+        t.storage() && !t.storage()->handle() ? t.storage()->bytes() : static_cast<std::size_t>(bytes_of(t));
     if (backend.fits(device.index, bytes)) return true;
-    if (why) *why = "a storage of " + std::to_string(bytes) + " bytes is more than " + device.str() + " can hold in one allocation";
+    if (why)
+      *why = "a storage of " + std::to_string(bytes) + " bytes is more than " + device.str() +
+             " can hold in one allocation";
     return false;
   };
   if (!fits(call.output)) return false;
@@ -295,7 +299,8 @@ dispatch::Decision estimate_call(OpKind op, std::span<const Tensor> inputs, cons
       d.candidates.push_back(std::move(c));
     }
   }
-  d.why = eligible ? "cheapest of " + std::to_string(eligible) + " candidate" + (eligible > 1 ? "s" : "") : "no candidate";
+  d.why =
+      eligible ? "cheapest of " + std::to_string(eligible) + " candidate" + (eligible > 1 ? "s" : "") : "no candidate";
   return d;
 }
 
@@ -310,10 +315,10 @@ Placement place_call(OpKind op, std::span<const Tensor> inputs, const OpParams& 
       pin = t.device();
       pin_input = i;
     } else if (!(t.device() == *pin)) {
-      throw Error(ErrorCode::invalid_argument, std::string("[") + name + "] input " + std::to_string(pin_input) +
-                                                   " is pinned to " + pin->str() + " and input " + std::to_string(i) +
-                                                   " to " + t.device().str() +
-                                                   "; move one with .to(device) (inputs: " + describe_call(op, inputs) + ")");
+      throw Error(ErrorCode::invalid_argument,
+                  std::string("[") + name + "] input " + std::to_string(pin_input) + " is pinned to " + pin->str() +
+                      " and input " + std::to_string(i) + " to " + t.device().str() +
+                      "; move one with .to(device) (inputs: " + describe_call(inputs) + ")");
     }
   }
   std::optional<Device> scope;
@@ -329,7 +334,7 @@ Placement place_call(OpKind op, std::span<const Tensor> inputs, const OpParams& 
     throw Error(ErrorCode::invalid_argument, std::string("[") + name + "] input " + std::to_string(pin_input) +
                                                  " is pinned to " + pin->str() + " but the calling scope pins " +
                                                  scope->str() + " (" + (t_scope ? "DeviceScope" : "TRINE_DEVICE") +
-                                                 "); inputs: " + describe_call(op, inputs));
+                                                 "); inputs: " + describe_call(inputs));
   }
   if (pin) return {*pin, true};
   if (scope) return {*scope, true};
@@ -347,8 +352,10 @@ Placement place_call(OpKind op, std::span<const Tensor> inputs, const OpParams& 
   for (const auto& c : d.candidates) any = any || c.eligible;
   if (!any) {
     std::string why;
-    for (const auto& c : d.candidates) why.append(" ").append(c.device.str()).append(": ").append(c.why_not).append(";");
-    throw Error(ErrorCode::unsupported, std::string("[") + name + "] no device runs " + describe_call(op, inputs) + ":" + why);
+    for (const auto& c : d.candidates)
+      why.append(" ").append(c.device.str()).append(": ").append(c.why_not).append(";");
+    throw Error(ErrorCode::unsupported,
+                std::string("[") + name + "] no device runs " + describe_call(inputs) + ":" + why);
   }
   t_decisions.add(op, inputs, params, profile, software, d.device);
   return {d.device, false};
@@ -378,7 +385,8 @@ bool software_allowed(Device device) {
 }
 
 Decision decide(OpKind op, std::span<const Tensor> inputs, const OpParams& params) {
-  if (inputs.empty()) throw Error(ErrorCode::invalid_argument, std::string("[") + op_info(op).name + "] called with no inputs");
+  if (inputs.empty())
+    throw Error(ErrorCode::invalid_argument, std::string("[") + op_info(op).name + "] called with no inputs");
   const detail::InferredOutput out = detail::infer_op(op, inputs, params);
   Decision d = detail::estimate_call(op, inputs, params, out);
   const detail::Placement p = detail::place_call(op, inputs, params, out);

@@ -5,7 +5,7 @@
 #include <span>
 
 #include "backends/backend.hpp"
-#include "dispatch/op_table.hpp"
+#include "ops/rules.hpp"
 #include "trine/dispatch.hpp"
 
 namespace trine::detail {

@@ -115,18 +115,28 @@ TEST_CASE("rmsnorm and layernorm keep infinities and NaN as before", "[kernels]"
   for (float v : z) CHECK(std::isnan(v));
 }
 
-TEST_CASE("require_complete names a missing kernel", "[kernels]") {
+TEST_CASE("require_complete names a missing kernel and the file to add it to", "[kernels]") {
   // SSE4.2 is the oldest ISA the kernels are built for: a CPU running the tests has it.
-  trine::cpu::KernelTable t = trine::cpu::sse4_2::table();
-  CHECK_NOTHROW(trine::cpu::require_complete(t));
-  t.rope = nullptr;
+  const trine::cpu::KernelTable& full = trine::cpu::sse4_2::table();
+  CHECK_NOTHROW(trine::cpu::require_complete(full));
+  trine::cpu::KernelTable t = full;
+  t.ops = {};  // every op but rope registered again
+  for (int i = 0; i < trine::TRINE_OP_COUNT; ++i) {
+    const auto op = static_cast<trine::OpKind>(i);
+    if (op != trine::OpKind::rope) t.ops.add(op, *full.ops.find(op));
+  }
   try {
     trine::cpu::require_complete(t);
     FAIL("a table without rope passed");
   } catch (const trine::Error& e) {
     CHECK(e.code() == trine::ErrorCode::internal);
-    CHECK_THAT(e.what(), Catch::Contains("'rope'") && Catch::Contains("sse4_2"));
+    CHECK_THAT(e.what(), Catch::Contains("'rope'") && Catch::Contains("sse4_2") &&
+                             Catch::Contains("backends/cpu_simd/kernels/rope.cpp"));
   }
+  t.ops.refuse(trine::OpKind::rope, "a test's reason");  // an explicit refusal completes it
+  CHECK_NOTHROW(trine::cpu::require_complete(t));
+  t.convert = nullptr;
+  CHECK_THROWS_WITH(trine::cpu::require_complete(t), Catch::Contains("'convert'"));
 }
 
 TEST_CASE("TRINE_ASSERT throws Error(internal) with its place and condition", "[kernels]") {
@@ -246,7 +256,8 @@ TEST_CASE("convert kernels round every f32, f16 and bf16 value as the scalar con
       std::size_t bad = 0;
       for (std::size_t i = 0; i < f.size(); ++i) {
         want16[i] = to == DType::f16 ? trine::f32_to_f16(f[i]) : trine::f32_to_bf16(f[i]);
-        if (h[i] != want16[i] && bad++ < 5) INFO("input bits " << f32_bits(f[i]) << " got " << h[i] << " want " << want16[i]);
+        if (h[i] != want16[i] && bad++ < 5)
+          INFO("input bits " << f32_bits(f[i]) << " got " << h[i] << " want " << want16[i]);
       }
       CHECK(bad == 0);
     }
@@ -336,7 +347,8 @@ TEST_CASE("bf16 x bf16 matmul: subnormal inputs flush to zero exactly where a bf
   // pinned, and it shows which path ran: docs/ops.md documents both.
   const float tiny = std::ldexp(1.0f, -133);
   const std::vector<float> av{tiny, 1.0f, 0.5f, 2.0f}, bv{1.0f, 0.0f, 0.0f, 1.0f};
-  const auto a = trine::Tensor::from(av, {2, 2}, trine::DType::bf16), b = trine::Tensor::from(bv, {2, 2}, trine::DType::bf16);
+  const auto a = trine::Tensor::from(av, {2, 2}, trine::DType::bf16),
+             b = trine::Tensor::from(bv, {2, 2}, trine::DType::bf16);
   const std::vector<float> c = trine::matmul(a, b).to_vector();
   const std::string kind = trine::debug::cpu_bf16_matmul();
   const bool native = kind != "f32";

@@ -10,16 +10,16 @@
 #include <cstring>
 #include <exception>
 #include <fstream>
+#include <span>
 #include <string>
 #include <string_view>
-#include <span>
 #include <xsimd/config/xsimd_cpuid.hpp>
 
 #include "backends/backend.hpp"
-#include "backends/entries.hpp"
 #include "backends/cpu_simd/execute.hpp"
-#include "tensor/storage.hpp"
 #include "backends/cpu_simd/thread_pool.hpp"
+#include "backends/entries.hpp"
+#include "tensor/storage.hpp"
 #include "trine/debug.hpp"
 #include "trine/error.hpp"
 
@@ -161,8 +161,6 @@ bool is_tiny(const std::vector<detail::Entry>& entries) {
   return flops < k_inline_flops && bytes < k_inline_bytes;
 }
 
-
-
 class CpuBackend final : public detail::Backend {
  public:
   explicit CpuBackend(const KernelTable& table) : table_(table) {}
@@ -234,11 +232,17 @@ class CpuBackend final : public detail::Backend {
   void* host_pointer(void* handle) const noexcept override { return handle; }
 
   bool supports(const detail::OpCall& call) const override {
-    // Every op of the table runs here, for every dtype the op table lets through.
+    // Every op the table registers a kernel for runs here, for every dtype the op table lets through.
+    if (!table_.ops.find(call.op)) return false;
     for (const auto& t : call.inputs) {
       if (t.defined() && t.device().kind != DeviceKind::cpu) return false;
     }
     return call.output.defined() && call.output.is_contiguous() && call.output.device().kind == DeviceKind::cpu;
+  }
+
+  std::string unsupported_reason(const detail::OpCall& call) const override {
+    const char* why = table_.ops.refusal(call.op);
+    return why ? why : "";
   }
 
   std::unique_ptr<detail::Submission> encode(std::vector<detail::Entry> entries) override {
@@ -342,7 +346,8 @@ class CpuBackend final : public detail::Backend {
     } catch (const Error& e) {
       // A single op's own error already names it; one raised below the op (a bad environment
       // variable read by a kernel) gets the op and the device.
-      if (entries.size() == 1 && std::string_view(e.what()).starts_with(std::string("[") + entry_name(entries[0]) + "]"))
+      if (entries.size() == 1 &&
+          std::string_view(e.what()).starts_with(std::string("[") + entry_name(entries[0]) + "]"))
         return std::current_exception();
       return std::make_exception_ptr(entry_error(entries[i], i, entries.size(), e, Device::cpu()));
     } catch (const std::bad_alloc&) {
@@ -410,7 +415,8 @@ bool amx_allowed() {
     const char* env = std::getenv("TRINE_CPU_AMX");
     if (!env || !*env) return true;
     const std::string v(env);
-    if (v != "0" && v != "1") throw Error(ErrorCode::invalid_argument, "[cpu] TRINE_CPU_AMX must be 0 or 1, got '" + v + "'");
+    if (v != "0" && v != "1")
+      throw Error(ErrorCode::invalid_argument, "[cpu] TRINE_CPU_AMX must be 0 or 1, got '" + v + "'");
     return v == "1";
   }();
   return allowed;

@@ -37,20 +37,19 @@ namespace trine::cpu::TRINE_ISA_NS {
 using batch_f32 = xsimd::batch<float, Arch>;
 inline constexpr i64 vec_width = static_cast<i64>(batch_f32::size);
 
-// Each op-family file fills its entries of the table.
-void register_gemm(KernelTable& t);         // kernels/gemm.cpp: gemm, gemv, dot
-void register_conv2d(KernelTable& t);       // kernels/conv2d.cpp
-void register_elementwise(KernelTable& t);  // kernels/elementwise.cpp: unary, scale, binary, bias_act
-void register_softmax(KernelTable& t);      // kernels/softmax.cpp
-void register_norm(KernelTable& t);         // kernels/norm.cpp: layernorm, rmsnorm
-void register_reduce(KernelTable& t);       // kernels/reduce.cpp
-void register_attention(KernelTable& t);    // kernels/attention.cpp
-void register_rope(KernelTable& t);         // kernels/rope.cpp
-void register_convert(KernelTable& t);      // kernels/convert.cpp: convert, transpose
-// kernels/convert.cpp: dst[0, n) = src[0, n) (f16 or bf16) as f32, the convert kernel's contiguous run.
+// Each family's file (kernels/<family>.cpp, one per TRINE_FAMILY of ops.def) registers the kernels
+// of its ops: a family without its file fails the link here.
+#define TRINE_FAMILY(name) void register_##name(KernelTable& t);
+#include "trine/ops.def"
+
+// kernels/copy.cpp: dst[0, n) = src[0, n) (f16 or bf16) as f32, the convert kernel's contiguous run.
 void widen_to_f32(DType from, const std::uint16_t* src, float* dst, i64 n);
 
-// kernels/gemm_bf16.cpp, called by gemm.cpp: bf16 x bf16 products on the CPU's bf16 dot products.
+// kernels/gemv.cpp, called by matmul.cpp for products with one row or one column: y = A x over
+// [0, M), A(i, k) at a[i*a_rs + k*a_cs]; on the pool when `threaded`. K == 0 gives zeros.
+void gemv_impl(i64 M, i64 K, const float* a, i64 a_rs, i64 a_cs, const float* x, float* y, bool threaded);
+
+// kernels/matmul_bf16.cpp, called by matmul.cpp: bf16 x bf16 products on the CPU's bf16 dot products.
 // gemm_bf16_native() is true only in the avx512 build on a CPU with avx512_bf16.
 bool gemm_bf16_native();
 void gemm_bf16(const GemmArgs& g);

@@ -11,9 +11,14 @@
 #include <cstdint>
 #include <string>
 
+#include "backends/op_registry.hpp"
 #include "trine/dtype.hpp"
 #include "trine/error.hpp"
 #include "trine/ops.hpp"
+
+namespace trine::detail {
+struct OpCall;
+}
 
 namespace trine::cpu {
 
@@ -36,31 +41,6 @@ struct GemmArgs {
   float* c = nullptr;
   i64 c_rs = 0, c_bs = 0;
 };
-
-// y[i] = sum_k A(i, k) x[k]; A(i, k) at a[i*a_rs + k*a_cs]; x, y contiguous.
-struct GemvArgs {
-  i64 M = 0, K = 0;
-  const float* a = nullptr;
-  i64 a_rs = 0, a_cs = 0;
-  const float* x = nullptr;
-  float* y = nullptr;
-};
-
-enum class BinaryOp { add, sub, mul, div };
-
-// y (contiguous, `shape`) = a op b, with a and b read through strides (0 on broadcast dims).
-struct BinaryArgs {
-  BinaryOp op = BinaryOp::add;
-  int rank = 0;
-  i64 shape[8] = {};
-  i64 a_strides[8] = {};
-  i64 b_strides[8] = {};
-  const float* a = nullptr;
-  const float* b = nullptr;
-  float* y = nullptr;
-};
-
-enum class ReduceOp { sum, mean, max };
 
 // Contiguous NCHW input, [K, C/groups, R, S] weight, optional bias [K], NKPQ output.
 struct Conv2dArgs {
@@ -86,81 +66,61 @@ struct AttentionArgs {
   float* y = nullptr;
 };
 
+struct KernelTable;
+
+// Runs one validated call (output allocated and contiguous) on this ISA: what kernels/<family>.cpp
+// registers for each op of its family, the glue from the call's tensors to the kernel's arguments.
+using OpKernel = void (*)(const KernelTable& table, const detail::OpCall& call);
+
 struct KernelTable {
   const char* isa = nullptr;  // "sse4_2", "avx2", "avx512"
 
-  void (*gemm)(const GemmArgs&) = nullptr;
-  void (*gemv)(const GemvArgs&) = nullptr;
-  float (*dot)(const float* x, const float* y, i64 n) = nullptr;
+  // Every op of the table, registered by its family's file (kernels/<family>.cpp).
+  detail::OpRegistry<OpKernel> ops;
 
-  // y = act(x) elementwise; alpha/beta as in ActParams. act is never identity here.
-  void (*unary)(Activation act, float alpha, float beta, const float* x, float* y, i64 n) = nullptr;
-  void (*scale)(float alpha, float beta, const float* x, float* y, i64 n) = nullptr;
-  void (*binary)(const BinaryArgs&) = nullptr;
-  // y[r, c] = act(x[r, c] + bias[c]); act may be identity.
-  void (*bias_act)(Activation act, float alpha, float beta, const float* x, const float* bias, float* y, i64 rows,
-                   i64 cols) = nullptr;
-
-  // x viewed as [outer, n, inner]; the op runs along n. n >= 1.
-  void (*softmax)(bool log, const float* x, float* y, i64 outer, i64 n, i64 inner) = nullptr;
-  void (*reduce)(ReduceOp op, const float* x, float* y, i64 outer, i64 n, i64 inner) = nullptr;
-  // Over the last axis of [rows, n]; gamma/beta may be null (then 1 and 0).
-  void (*layernorm)(const float* x, const float* gamma, const float* beta, float* y, i64 rows, i64 n,
-                    float eps) = nullptr;
-  void (*rmsnorm)(const float* x, const float* gamma, float* y, i64 rows, i64 n, float eps) = nullptr;
-
-  void (*conv2d)(const Conv2dArgs&) = nullptr;
-  // Which kernel conv2d runs for these shapes (the pointers are not read): "depthwise",
-  // "winograd_f2", "winograd_f4", "direct" or "implicit_gemm", for the tests' error bounds.
-  const char* (*conv2d_path)(const Conv2dArgs&) = nullptr;
-  void (*attention)(const AttentionArgs&) = nullptr;
-  // x, y [outer, L, D], D even; row l has position `offset + l`.
-  void (*rope)(const float* x, float* y, i64 outer, i64 L, i64 D, float base, i64 offset) = nullptr;
-
+  // What the families share.
   // dst[i] (contiguous, dtype `to`) = src[i * stride] (dtype `from`) for i < n, rounded as
-  // f32_to_f16 / f32_to_bf16 do. One thread; the caller splits the work.
+  // f32_to_f16 / f32_to_bf16 do. One thread; the caller splits the work. (kernels/copy.cpp)
   void (*convert)(DType from, DType to, const void* src, i64 stride, void* dst, i64 n) = nullptr;
   // dst[r * dst_ld + c] = src[c * src_ld + r] for r < rows, c < cols (strides in elements of each
   // side's dtype), converted as above: the tile of a transposed copy or cast. One thread. With
   // `stream` (a destination too large to stay in cache) an f32 destination with 64-byte aligned
-  // rows is written with non-temporal stores, fenced before the return.
+  // rows is written with non-temporal stores, fenced before the return. (kernels/copy.cpp)
   void (*transpose)(DType from, DType to, const void* src, i64 src_ld, void* dst, i64 dst_ld, i64 rows, i64 cols,
                     bool stream) = nullptr;
-
+  // Which kernel conv2d runs for these shapes (the pointers are not read): "depthwise",
+  // "winograd_f2", "winograd_f4", "direct" or "implicit_gemm", for the tests' error bounds.
+  // (kernels/conv2d.cpp)
+  const char* (*conv2d_path)(const Conv2dArgs&) = nullptr;
   // Which kernel gemm runs for bf16 x bf16 on this CPU: "amx", "avx512_bf16" or "f32" (converted
-  // while packing), for trine-info and the tests.
+  // while packing), for trine-info and the tests. (kernels/matmul.cpp)
   const char* (*bf16_gemm_kind)() = nullptr;
 };
 
-// Every entry of KernelTable once, for the checks below. The static_assert fails when an entry is
-// added to the struct and not here.
-// clang-format off
-#define TRINE_CPU_KERNEL_ENTRIES(X) \
-  X(gemm) X(gemv) X(dot) \
-  X(unary) X(scale) X(binary) X(bias_act) \
-  X(softmax) X(reduce) X(layernorm) X(rmsnorm) \
-  X(conv2d) X(conv2d_path) X(attention) X(rope) \
-  X(convert) X(transpose) X(bf16_gemm_kind)
-// clang-format on
+// The shared entries of KernelTable once, for the checks below. The static_assert fails when an
+// entry is added to the struct and not here.
+#define TRINE_CPU_SHARED_ENTRIES(X) X(convert) X(transpose) X(conv2d_path) X(bf16_gemm_kind)
 #define TRINE_CPU_COUNT_ENTRY(name) +1
-static_assert(sizeof(KernelTable) ==
-                  sizeof(const char*) + (0 TRINE_CPU_KERNEL_ENTRIES(TRINE_CPU_COUNT_ENTRY)) * sizeof(void (*)()),
-              "KernelTable changed: list every entry in TRINE_CPU_KERNEL_ENTRIES");
+static_assert(sizeof(KernelTable) == sizeof(const char*) + sizeof(detail::OpRegistry<OpKernel>) +
+                                         (0 TRINE_CPU_SHARED_ENTRIES(TRINE_CPU_COUNT_ENTRY)) * sizeof(void (*)()),
+              "KernelTable changed: list every shared entry in TRINE_CPU_SHARED_ENTRIES");
 #undef TRINE_CPU_COUNT_ENTRY
 
-// Throws Error(internal) naming the first entry an ISA left null: a missing kernel fails when the
-// table is built, not as a null call in the middle of an op.
+// Throws Error(internal) naming the first shared entry an ISA left null, and every op without a
+// kernel and the file to register it in: a missing kernel fails when the table is built, at
+// start-up, not as a null call in the middle of an op.
 inline void require_complete(const KernelTable& t) {
-  const std::string isa = t.isa ? t.isa : "(unnamed)";
+  if (t.isa == nullptr) throw Error(ErrorCode::internal, "[cpu] a kernel table has no ISA name");
+  const std::string isa = t.isa;
 #define TRINE_CPU_REQUIRE_ENTRY(name)                                   \
   if (t.name == nullptr)                                                \
     throw Error(ErrorCode::internal, "[cpu] the " + isa +               \
                                          " kernel table has no '" #name \
                                          "' kernel (every entry "       \
                                          "must be registered by its kernels/*.cpp file)");
-  TRINE_CPU_KERNEL_ENTRIES(TRINE_CPU_REQUIRE_ENTRY)
+  TRINE_CPU_SHARED_ENTRIES(TRINE_CPU_REQUIRE_ENTRY)
 #undef TRINE_CPU_REQUIRE_ENTRY
-  if (t.isa == nullptr) throw Error(ErrorCode::internal, "[cpu] a kernel table has no ISA name");
+  t.ops.require_complete("cpu " + isa, "backends/cpu_simd");
 }
 
 // TRINE_CPU_AMX: unset or 1 allows AMX tiles where the CPU has them, 0 rules them out; any other

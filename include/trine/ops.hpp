@@ -4,7 +4,13 @@
 // Inputs recorded in a trine::Batch make the call record into that batch instead (batch.hpp).
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
+#include <initializer_list>
+#include <iterator>
+#include <optional>
+#include <span>
+#include <type_traits>
 #include <variant>
 
 #include "trine/future.hpp"
@@ -34,14 +40,22 @@ struct ScaleParams {  // y = alpha * x + beta
   friend bool operator==(const ScaleParams&, const ScaleParams&) = default;
 };
 
-enum class Activation { identity, relu, leaky_relu, elu, sigmoid, tanh, silu, gelu, gelu_tanh, clip };
-const char* activation_name(Activation a) noexcept;
-
 struct ActParams {  // leaky_relu: alpha = slope; elu: alpha; clip: [alpha, beta]
   float alpha = 0.0f;
   float beta = 0.0f;
   friend bool operator==(const ActParams&, const ActParams&) = default;
 };
+
+// The activations bias_act's epilogue takes: identity, then every TRINE_ACT row of ops.def in order.
+enum class Activation {
+  identity,
+#define TRINE_ACT(name, flops) name,
+#include "trine/ops.def"
+};
+inline constexpr int TRINE_ACTIVATION_COUNT = 1
+#define TRINE_ACT(name, flops) +1
+#include "trine/ops.def"
+    ;
 
 struct BiasActParams {  // y = act(x + bias), bias broadcast over the last axis
   Activation act = Activation::identity;
@@ -104,27 +118,89 @@ struct CastParams {
 using OpParams = std::variant<NoParams, MatmulParams, GemvParams, ScaleParams, ActParams, BiasActParams, AxisParams,
                               NormParams, Conv2dParams, AttentionParams, RopeParams, ReduceParams, CastParams>;
 
-// ---- the op table ----
+// ---- the op table (ops.def): every fact about an op below is read from its row ----
 enum class OpKind {
-#define TRINE_OP(name, min_in, max_in, Params) name,
+#define TRINE_OP(name, ...) name,
 #include "trine/ops.def"
-#undef TRINE_OP
 };
-inline constexpr int TRINE_OP_COUNT = 30;
-#define TRINE_OP(name, min_in, max_in, Params) +1
-static_assert(0
+inline constexpr int TRINE_OP_COUNT = 0
+#define TRINE_OP(name, ...) +1
 #include "trine/ops.def"
-                  == TRINE_OP_COUNT,
-              "ops.def changed: update TRINE_OP_COUNT and every backend");
-#undef TRINE_OP
+    ;
+
+// The kernel families: one file of that name in every backend.
+enum class OpFamily {
+#define TRINE_FAMILY(name) name,
+#include "trine/ops.def"
+};
+inline constexpr int TRINE_FAMILY_COUNT = 0
+#define TRINE_FAMILY(name) +1
+#include "trine/ops.def"
+    ;
+
+// What the dispatcher's cost model charges an op by: its bytes or its flops.
+enum class OpBound { memory, compute };
 
 struct OpInfo {
   OpKind kind;
   const char* name;
   int min_inputs;
   int max_inputs;
+  OpFamily family;
+  OpBound bound;
+  std::size_t params_index;  // the alternative of OpParams the op takes
 };
-const OpInfo& op_info(OpKind op) noexcept;
+
+namespace detail {
+template <class P, class V>
+struct variant_index;
+template <class P, class... Ts>
+struct variant_index<P, std::variant<Ts...>> {
+  static constexpr std::size_t value = [] {
+    constexpr bool same[] = {std::is_same_v<P, Ts>...};
+    std::size_t i = 0;
+    while (!same[i]) ++i;
+    return i;
+  }();
+};
+inline constexpr OpInfo op_infos[] = {
+#define TRINE_OP(name, family, min_in, max_in, Params, shape, dtypes, flops, bound) \
+  {OpKind::name, #name, min_in, max_in, OpFamily::family, OpBound::bound, variant_index<Params, OpParams>::value},
+#include "trine/ops.def"
+};
+inline constexpr const char* family_names[] = {
+#define TRINE_FAMILY(name) #name,
+#include "trine/ops.def"
+};
+}  // namespace detail
+static_assert(std::size(detail::op_infos) == TRINE_OP_COUNT);
+
+constexpr const OpInfo& op_info(OpKind op) noexcept { return detail::op_infos[static_cast<std::size_t>(op)]; }
+constexpr const char* family_name(OpFamily f) noexcept { return detail::family_names[static_cast<std::size_t>(f)]; }
+
+// The op of an activation (nullopt for identity), and the activation of an op (nullopt for an op
+// that is not one).
+// clang-format off
+constexpr std::optional<OpKind> activation_op(Activation a) noexcept {
+  switch (a) {
+    case Activation::identity: return std::nullopt;
+#define TRINE_ACT(name, flops) case Activation::name: return OpKind::name;
+#include "trine/ops.def"
+  }
+  return std::nullopt;
+}
+constexpr std::optional<Activation> op_activation(OpKind op) noexcept {
+  switch (op) {
+#define TRINE_ACT(name, flops) case OpKind::name: return Activation::name;
+#include "trine/ops.def"
+    default: return std::nullopt;  // every other op: not an activation
+  }
+}
+// clang-format on
+constexpr const char* activation_name(Activation a) noexcept {
+  const auto op = activation_op(a);
+  return op ? op_info(*op).name : "identity";
+}
 
 // The work of one call, for cost models and benchmarks: floating-point operations, and bytes read
 // plus written. Validates like the op itself (throws the same errors).
@@ -134,31 +210,37 @@ struct OpCost {
 };
 OpCost op_cost(OpKind op, std::span<const Tensor> inputs, const OpParams& params);
 
-// Run any op of the table by kind (what the free functions below call). Optional inputs may be
-// passed as undefined tensors.
+// Run any op of the table by kind (what the functions below call). Optional inputs may be passed
+// as undefined tensors.
 Tensor run_op(OpKind op, std::span<const Tensor> inputs, const OpParams& params);
+inline Tensor run_op(OpKind op, std::initializer_list<Tensor> inputs, const OpParams& params) {
+  return run_op(op, std::span<const Tensor>(inputs.begin(), inputs.size()), params);
+}
 
 enum class GeluForm { erf, tanh };
 
-// ---- one free function per op, sync and async (the list: op_functions.def) ----
-#define TRINE_FN(name, params, args) Tensor name params;
-#include "trine/op_functions.def"
-#undef TRINE_FN
-inline Tensor swish(const Tensor& x) { return silu(x); }
+#define TRINE_UNPAREN(...) __VA_ARGS__
+
+// ---- the public functions of the ops, sync and async (ops.def's TRINE_FN lines) ----
+#define TRINE_FN(function, parameters, arguments, op, inputs, params) \
+  inline Tensor function parameters { return run_op(op, {TRINE_UNPAREN inputs}, params); }
+#include "trine/ops.def"
 
 // The same functions returning at once with a Future. Inputs may be Futures (of earlier async ops):
 // the op orders itself after them on the device without blocking the caller. Safe to call from
 // many threads at once.
 namespace async {
-#define TRINE_FN(name, params, args) \
-  inline Future<Tensor> name params { return detail::launch_async([&] { return ::trine::name args; }); }
-#include "trine/op_functions.def"
-#undef TRINE_FN
-inline Future<Tensor> swish(const Tensor& x) { return ::trine::async::silu(x); }
+#define TRINE_FN(function, parameters, arguments, op, inputs, params)         \
+  inline Future<Tensor> function parameters {                                 \
+    return detail::launch_async([&] { return ::trine::function arguments; }); \
+  }
+#include "trine/ops.def"
 // Any op of the table by kind, like trine::run_op.
 inline Future<Tensor> run_op(OpKind op, std::span<const Tensor> inputs, const OpParams& params) {
   return detail::launch_async([&] { return ::trine::run_op(op, inputs, params); });
 }
 }  // namespace async
+
+#undef TRINE_UNPAREN
 
 }  // namespace trine

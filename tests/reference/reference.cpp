@@ -358,22 +358,6 @@ double round_to_format(double v, const FloatFormat& f) {
   return std::copysign(result, v);
 }
 
-// ---- the op table, for run()'s checks ----
-
-struct OpRow {
-  const char* name;
-  int min_inputs;
-  int max_inputs;
-  bool (*takes)(const OpParams&);  // whether params holds the op's parameter struct
-};
-
-constexpr OpRow op_rows[] = {
-#define TRINE_OP(op_name, min_in, max_in, Params) \
-  {#op_name, min_in, max_in, [](const OpParams& p) { return std::holds_alternative<Params>(p); }},
-#include "trine/ops.def"
-#undef TRINE_OP
-};
-
 }  // namespace
 
 // ---- Array ----
@@ -844,9 +828,9 @@ Array cast(const Array& x, DType dtype) {
 // ---- dispatch ----
 
 Array run(OpKind op, const std::vector<Array>& inputs, const OpParams& params) {
-  const auto index = static_cast<std::size_t>(op);
-  if (index >= std::size(op_rows)) throw std::invalid_argument("[ref run] unknown op");
-  const OpRow& row = op_rows[index];
+  if (static_cast<std::size_t>(op) >= static_cast<std::size_t>(TRINE_OP_COUNT))
+    throw std::invalid_argument("[ref run] unknown op");
+  const OpInfo& row = op_info(op);
   const std::string name = row.name;
   const auto count = static_cast<int>(inputs.size());
   if (count < row.min_inputs || count > row.max_inputs) {
@@ -856,7 +840,7 @@ Array run(OpKind op, const std::vector<Array>& inputs, const OpParams& params) {
   for (int i = 0; i < row.min_inputs; ++i) {
     if (!inputs[static_cast<std::size_t>(i)].present) fail(name, "input " + std::to_string(i) + " is required");
   }
-  if (!row.takes(params)) fail(name, "params are not the op's parameter struct");
+  if (params.index() != row.params_index) fail(name, "params are not the op's parameter struct");
 
   const Array missing = absent();
   auto in = [&](std::size_t i) -> const Array& { return i < inputs.size() ? inputs[i] : missing; };

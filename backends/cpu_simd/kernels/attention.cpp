@@ -4,6 +4,7 @@
 #include <cmath>
 #include <vector>
 
+#include "backends/cpu_simd/execute.hpp"
 #include "backends/cpu_simd/kernels/simd_common.hpp"
 
 namespace trine::cpu::TRINE_ISA_NS {
@@ -281,8 +282,27 @@ void attention(const AttentionArgs& a) {
   });
 }
 
+void run_attention(const KernelTable& k, const trine::detail::OpCall& call) {
+  const auto& in = call.inputs;
+  const auto& p = std::get<AttentionParams>(call.params);
+  AttentionArgs a;
+  a.Lq = in[0].dim(-2);
+  a.D = in[0].dim(-1);
+  a.Lk = in[1].dim(-2);
+  a.Dv = in[2].dim(-1);
+  a.batch = in[0].numel() / (a.Lq * a.D);
+  a.scale = p.scale != 0.0f ? p.scale : static_cast<float>(1.0 / std::sqrt(static_cast<double>(a.D)));
+  a.causal = p.causal;
+  Tensor keep0, keep1, keep2;
+  a.q = contiguous_f32(k, in[0], keep0);
+  a.k = contiguous_f32(k, in[1], keep1);
+  a.v = contiguous_f32(k, in[2], keep2);
+  a.y = out_f32(call);
+  attention(a);
+}
+
 }  // namespace
 
-void register_attention(KernelTable& t) { t.attention = attention; }
+void register_attention(KernelTable& t) { t.ops.add(OpKind::attention, run_attention); }
 
 }  // namespace trine::cpu::TRINE_ISA_NS

@@ -2,6 +2,7 @@
 // with the im2col matrix never materialised: its NR-column panels are packed straight from x.
 #include "backends/cpu_simd/isa.hpp"
 
+#include "backends/cpu_simd/execute.hpp"
 #include "backends/cpu_simd/gemm/driver.hpp"
 #include "backends/cpu_simd/kernels/lanes.hpp"
 
@@ -197,10 +198,32 @@ void conv2d_kernel(const Conv2dArgs& a) {
   }
 }
 
+void run_conv2d(const KernelTable& k, const trine::detail::OpCall& call) {
+  const auto& in = call.inputs;
+  const auto& p = std::get<Conv2dParams>(call.params);
+  Conv2dArgs c;
+  const Shape& xs = in[0].shape();
+  const Shape& ws = in[1].shape();
+  const Shape& os = call.output.shape();
+  c.N = xs[0], c.C = xs[1], c.H = xs[2], c.W = xs[3];
+  c.K = ws[0], c.R = ws[2], c.S = ws[3];
+  c.P = os[2], c.Q = os[3];
+  c.stride_h = p.stride.h, c.stride_w = p.stride.w;
+  c.pad_h = p.padding.h, c.pad_w = p.padding.w;
+  c.dil_h = p.dilation.h, c.dil_w = p.dilation.w;
+  c.groups = p.groups;
+  Tensor keep0, keep1, keep2;
+  c.x = contiguous_f32(k, in[0], keep0);
+  c.w = contiguous_f32(k, in[1], keep1);
+  c.bias = in.size() > 2 ? contiguous_f32(k, in[2], keep2) : nullptr;
+  c.y = out_f32(call);
+  conv2d_kernel(c);
+}
+
 }  // namespace
 
 void register_conv2d(KernelTable& t) {
-  t.conv2d = conv2d_kernel;
+  t.ops.add(OpKind::conv2d, run_conv2d);
   t.conv2d_path = conv2d_path_name;
 }
 

@@ -8,6 +8,7 @@
 #include <cmath>
 #include <utility>
 
+#include "backends/cpu_simd/execute.hpp"
 #include "backends/cpu_simd/kernels/simd_common.hpp"
 
 namespace trine::cpu::TRINE_ISA_NS {
@@ -205,11 +206,30 @@ void rmsnorm(const float* x, const float* gamma, float* y, i64 rows, i64 n, floa
     rmsnorm_typed<false>(x, gamma, y, rows, n, eps);
 }
 
+void run_layernorm(const KernelTable& k, const trine::detail::OpCall& call) {
+  const auto& in = call.inputs;
+  const i64 n = in[0].dim(-1);
+  Tensor keep0, keep1, keep2;
+  const float* gamma = in.size() > 1 ? contiguous_f32(k, in[1], keep1) : nullptr;
+  const float* beta = in.size() > 2 ? contiguous_f32(k, in[2], keep2) : nullptr;
+  layernorm(contiguous_f32(k, in[0], keep0), gamma, beta, out_f32(call), call.output.numel() / n, n,
+            std::get<NormParams>(call.params).eps);
+}
+
+void run_rmsnorm(const KernelTable& k, const trine::detail::OpCall& call) {
+  const auto& in = call.inputs;
+  const i64 n = in[0].dim(-1);
+  Tensor keep0, keep1;
+  const float* gamma = in.size() > 1 ? contiguous_f32(k, in[1], keep1) : nullptr;
+  rmsnorm(contiguous_f32(k, in[0], keep0), gamma, out_f32(call), call.output.numel() / n, n,
+          std::get<NormParams>(call.params).eps);
+}
+
 }  // namespace
 
 void register_norm(KernelTable& t) {
-  t.layernorm = layernorm;
-  t.rmsnorm = rmsnorm;
+  t.ops.add(OpKind::layernorm, run_layernorm);
+  t.ops.add(OpKind::rmsnorm, run_rmsnorm);
 }
 
 }  // namespace trine::cpu::TRINE_ISA_NS

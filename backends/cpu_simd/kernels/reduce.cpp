@@ -4,6 +4,7 @@
 #include <numeric>
 #include <vector>
 
+#include "backends/cpu_simd/execute.hpp"
 #include "backends/cpu_simd/gemm/pack.hpp"
 #include "backends/cpu_simd/kernels/simd_common.hpp"
 
@@ -252,29 +253,31 @@ void reduce_strided(const float* x, float* y, i64 outer, i64 n, i64 inner, bool 
   }
 }
 
-void reduce(ReduceOp op, const float* x, float* y, i64 outer, i64 n, i64 inner) {
+// sum and mean (Max false), max (Max true) along n of [outer, n, inner].
+template <bool Max>
+void reduce(const float* x, float* y, i64 outer, i64 n, i64 inner, bool mean) {
   if (outer <= 0 || n <= 0 || inner <= 0) return;
-  const bool mean = op == ReduceOp::mean;
-  switch (op) {
-    case ReduceOp::sum:
-    case ReduceOp::mean:
-      if (inner == 1)
-        reduce_rows<false>(x, y, outer, n, mean);
-      else
-        reduce_strided<false>(x, y, outer, n, inner, mean);
-      return;
-    case ReduceOp::max:
-      if (inner == 1)
-        reduce_rows<true>(x, y, outer, n, false);
-      else
-        reduce_strided<true>(x, y, outer, n, inner, false);
-      return;
-  }
-  TRINE_ASSERT(!"a ReduceOp outside the enum", "[reduce] the kernel was handed a reduction it does not know");
+  if (inner == 1)
+    reduce_rows<Max>(x, y, outer, n, mean);
+  else
+    reduce_strided<Max>(x, y, outer, n, inner, mean);
+}
+
+template <OpKind Op>
+void run_reduce(const KernelTable& k, const trine::detail::OpCall& call) {
+  i64 outer, n, inner;
+  split_axis(call.inputs[0].shape(), std::get<ReduceParams>(call.params).axis, outer, n, inner);
+  Tensor keep;
+  reduce<Op == OpKind::max>(contiguous_f32(k, call.inputs[0], keep), out_f32(call), outer, n, inner,
+                            Op == OpKind::mean);
 }
 
 }  // namespace
 
-void register_reduce(KernelTable& t) { t.reduce = reduce; }
+void register_reduce(KernelTable& t) {
+  t.ops.add(OpKind::sum, run_reduce<OpKind::sum>);
+  t.ops.add(OpKind::mean, run_reduce<OpKind::mean>);
+  t.ops.add(OpKind::max, run_reduce<OpKind::max>);
+}
 
 }  // namespace trine::cpu::TRINE_ISA_NS

@@ -5,6 +5,7 @@
 #include <cmath>
 #include <vector>
 
+#include "backends/cpu_simd/execute.hpp"
 #include "backends/cpu_simd/kernels/simd_common.hpp"
 
 namespace trine::cpu::TRINE_ISA_NS {
@@ -102,8 +103,16 @@ void rope(const float* x, float* y, i64 outer, i64 L, i64 D, float base, i64 off
   });
 }
 
+void run_rope(const KernelTable& k, const trine::detail::OpCall& call) {
+  const auto& p = std::get<RopeParams>(call.params);
+  const Tensor& x = call.inputs[0];
+  const i64 d = x.dim(-1), l = x.dim(-2);
+  Tensor keep;
+  rope(contiguous_f32(k, x, keep), out_f32(call), call.output.numel() / (l * d), l, d, p.base, p.position_offset);
+}
+
 }  // namespace
 
-void register_rope(KernelTable& t) { t.rope = rope; }
+void register_rope(KernelTable& t) { t.ops.add(OpKind::rope, run_rope); }
 
 }  // namespace trine::cpu::TRINE_ISA_NS

@@ -360,4 +360,17 @@ float sum_mapped(const float* p, i64 n, F&& f) {
   return hsum(total + rest);
 }
 
+// A column segment long enough to amortise a parallel_for item, short enough that one long row
+// still spreads over the pool.
+inline constexpr i64 segment_len = i64{1} << 16;
+
+// Splits rows x cols into (row, column segment) items and calls fn(first_item, last_item, segs,
+// seg) per chunk; a segment spans `seg` columns.
+template <class F>
+inline void for_row_segments(i64 rows, i64 cols, i64 grain_elems, F&& fn) {
+  const i64 seg = std::max<i64>(1, std::min(cols, segment_len));
+  const i64 segs = (cols + seg - 1) / seg;
+  parallel_for(rows * segs, grain_for(seg, grain_elems), [&](i64 b, i64 e) { fn(b, e, segs, seg); });
+}
+
 }  // namespace trine::cpu::TRINE_ISA_NS

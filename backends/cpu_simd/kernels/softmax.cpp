@@ -7,6 +7,7 @@
 #include <utility>
 #include <vector>
 
+#include "backends/cpu_simd/execute.hpp"
 #include "backends/cpu_simd/gemm/pack.hpp"
 #include "backends/cpu_simd/kernels/simd_common.hpp"
 
@@ -361,8 +362,19 @@ void softmax(bool log, const float* x, float* y, i64 outer, i64 n, i64 inner) {
   }
 }
 
+template <bool Log>
+void run_softmax(const KernelTable& k, const trine::detail::OpCall& call) {
+  i64 outer, n, inner;
+  split_axis(call.inputs[0].shape(), std::get<AxisParams>(call.params).axis, outer, n, inner);
+  Tensor keep;
+  softmax(Log, contiguous_f32(k, call.inputs[0], keep), out_f32(call), outer, n, inner);
+}
+
 }  // namespace
 
-void register_softmax(KernelTable& t) { t.softmax = softmax; }
+void register_softmax(KernelTable& t) {
+  t.ops.add(OpKind::softmax, run_softmax<false>);
+  t.ops.add(OpKind::log_softmax, run_softmax<true>);
+}
 
 }  // namespace trine::cpu::TRINE_ISA_NS

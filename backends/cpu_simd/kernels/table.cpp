@@ -1,4 +1,4 @@
-// Assembles this ISA's kernel table from the op-family files (compiled once per ISA).
+// Assembles this ISA's kernel table from the op-family files, one per TRINE_FAMILY of ops.def (compiled once per ISA).
 #include "backends/cpu_simd/isa.hpp"
 
 namespace trine::cpu::TRINE_ISA_NS {
@@ -7,15 +7,8 @@ const KernelTable& table() {
   static const KernelTable t = [] {
     KernelTable k;
     k.isa = TRINE_ISA_NAME;
-    register_gemm(k);
-    register_conv2d(k);
-    register_elementwise(k);
-    register_softmax(k);
-    register_norm(k);
-    register_reduce(k);
-    register_attention(k);
-    register_rope(k);
-    register_convert(k);
+#define TRINE_FAMILY(name) register_##name(k);
+#include "trine/ops.def"
     require_complete(k);  // a kernel file that forgot an entry fails here, at start-up
     return k;
   }();

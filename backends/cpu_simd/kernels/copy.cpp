@@ -8,6 +8,7 @@
 
 #include <cstring>
 
+#include "backends/cpu_simd/execute.hpp"
 #include "backends/cpu_simd/kernels/simd_common.hpp"
 #include "trine/dtype.hpp"
 
@@ -228,7 +229,8 @@ void with_dtypes(DType from, DType to, const F& f) {
 }
 
 void convert_kernel(DType from, DType to, const void* src, i64 stride, void* dst, i64 n) {
-  with_dtypes(from, to, [&](auto f, auto t) { convert_run<decltype(f)::value, decltype(t)::value>(src, stride, dst, n); });
+  with_dtypes(from, to,
+              [&](auto f, auto t) { convert_run<decltype(f)::value, decltype(t)::value>(src, stride, dst, n); });
 }
 
 void transpose_kernel(DType from, DType to, const void* src, i64 src_ld, void* dst, i64 dst_ld, i64 rows, i64 cols,
@@ -248,9 +250,20 @@ void widen_to_f32(DType from, const std::uint16_t* src, float* dst, i64 n) {
   }
 }
 
-void register_convert(KernelTable& t) {
+namespace {
+
+// copy and cast: the strided conversion of the input into the output.
+void run_copy(const KernelTable& k, const trine::detail::OpCall& call) {
+  strided_convert(k, call.inputs[0], base_ptr(call.output), call.output.dtype());
+}
+
+}  // namespace
+
+void register_copy(KernelTable& t) {
   t.convert = convert_kernel;
   t.transpose = transpose_kernel;
+  t.ops.add(OpKind::copy, run_copy);
+  t.ops.add(OpKind::cast, run_copy);
 }
 
 }  // namespace trine::cpu::TRINE_ISA_NS

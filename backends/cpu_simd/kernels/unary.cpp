@@ -1,16 +1,13 @@
-// Element-wise kernels: activations, scale, broadcasting add/sub/mul/div, bias + activation.
+// Element-wise ops of one input: the activations, scale, and bias + activation.
 #include "backends/cpu_simd/isa.hpp"
 
 #include <type_traits>
 
+#include "backends/cpu_simd/execute.hpp"
 #include "backends/cpu_simd/kernels/simd_common.hpp"
 
 namespace trine::cpu::TRINE_ISA_NS {
 namespace {
-
-// A column segment long enough to amortise a parallel_for item, short enough that one long row
-// still spreads over the pool.
-constexpr i64 segment_len = i64{1} << 16;
 
 // How far ahead (floats) the costly activations prefetch their input. Their arithmetic (an exp,
 // an erfc: 8-30 cycles a vector) kept the hardware prefetcher from running far enough ahead, so
@@ -186,25 +183,22 @@ template <Activation A>
   } else if constexpr (A == Activation::clip) {
     return xsimd::select(x < batch_f32(alpha), batch_f32(alpha),
                          xsimd::select(x > batch_f32(beta), batch_f32(beta), x));
+  } else {
+    static_assert(A == Activation::identity, "an activation of ops.def without its kernel here (act<A>)");
   }
 }
 
 // Calls body with std::integral_constant<Activation, act>, so each loop is compiled per activation.
+// clang-format off
 template <class Body>
 void with_act(Activation a, Body&& body) {
   switch (a) {
     case Activation::identity: return body(std::integral_constant<Activation, Activation::identity>{});
-    case Activation::relu: return body(std::integral_constant<Activation, Activation::relu>{});
-    case Activation::leaky_relu: return body(std::integral_constant<Activation, Activation::leaky_relu>{});
-    case Activation::elu: return body(std::integral_constant<Activation, Activation::elu>{});
-    case Activation::sigmoid: return body(std::integral_constant<Activation, Activation::sigmoid>{});
-    case Activation::tanh: return body(std::integral_constant<Activation, Activation::tanh>{});
-    case Activation::silu: return body(std::integral_constant<Activation, Activation::silu>{});
-    case Activation::gelu: return body(std::integral_constant<Activation, Activation::gelu>{});
-    case Activation::gelu_tanh: return body(std::integral_constant<Activation, Activation::gelu_tanh>{});
-    case Activation::clip: return body(std::integral_constant<Activation, Activation::clip>{});
+#define TRINE_ACT(name, flops) case Activation::name: return body(std::integral_constant<Activation, Activation::name>{});
+#include "trine/ops.def"
   }
 }
+// clang-format on
 
 // y[i] = act(x[i] + bias[i]) (bias may be null) over [0, n); `stream`: see store_run. gelu is computed
 // U = gelu_block vectors a step (see gelu_erf), and what whole blocks leave gelu_short_block vectors a
@@ -277,15 +271,6 @@ void scale(float alpha, float beta, const float* x, float* y, i64 n) {
   });
 }
 
-// Splits rows x cols into (row, column segment) items and calls fn(first_item, last_item, segs,
-// seg) per chunk; a segment spans `seg` columns.
-template <class F>
-void for_row_segments(i64 rows, i64 cols, i64 grain_elems, F&& fn) {
-  const i64 seg = std::max<i64>(1, std::min(cols, segment_len));
-  const i64 segs = (cols + seg - 1) / seg;
-  parallel_for(rows * segs, grain_for(seg, grain_elems), [&](i64 b, i64 e) { fn(b, e, segs, seg); });
-}
-
 void bias_act(Activation a, float alpha, float beta, const float* x, const float* bias, float* y, i64 rows, i64 cols) {
   if (rows <= 0 || cols <= 0) return;
   const bool stream = rows * cols * 4 >= stream_store_bytes();
@@ -301,182 +286,43 @@ void bias_act(Activation a, float alpha, float beta, const float* x, const float
   });
 }
 
-template <BinaryOp Op, class T>
-T binary_apply(const T& a, const T& b) {
-  if constexpr (Op == BinaryOp::add) return a + b;
-  if constexpr (Op == BinaryOp::sub) return a - b;
-  if constexpr (Op == BinaryOp::mul) return a * b;
-  if constexpr (Op == BinaryOp::div) return a / b;
+// ---- the calls ----
+
+template <Activation A>
+void run_act(const KernelTable& k, const trine::detail::OpCall& call) {
+  const i64 n = call.output.numel();
+  if (n == 0) return;
+  const auto& p = std::get<ActParams>(call.params);
+  Tensor keep;
+  unary(A, p.alpha, p.beta, contiguous_f32(k, call.inputs[0], keep), out_f32(call), n);
 }
 
-// One row of the innermost dim; vector paths when each side is contiguous or a broadcast scalar.
-// `stream`: see store_run.
-template <BinaryOp Op>
-void binary_row(const float* a, i64 sa, const float* b, i64 sb, float* y, i64 n, bool stream = false) {
-  if (sa == 1 && sb == 1) {
-    store_run(
-        y, n, stream,
-        [&](i64 i) { return binary_apply<Op>(batch_f32::load_unaligned(a + i), batch_f32::load_unaligned(b + i)); },
-        [&](i64 i, i64 r) { return binary_apply<Op>(load_partial(a + i, r), load_partial(b + i, r)); });
-  } else if (sa == 1 && sb == 0) {
-    const batch_f32 vb(*b);
-    store_run(
-        y, n, stream, [&](i64 i) { return binary_apply<Op>(batch_f32::load_unaligned(a + i), vb); },
-        [&](i64 i, i64 r) { return binary_apply<Op>(load_partial(a + i, r), vb); });
-  } else if (sa == 0 && sb == 1) {
-    const batch_f32 va(*a);
-    store_run(
-        y, n, stream, [&](i64 i) { return binary_apply<Op>(va, batch_f32::load_unaligned(b + i)); },
-        [&](i64 i, i64 r) { return binary_apply<Op>(va, load_partial(b + i, r)); });
-  } else {
-    for (i64 i = 0; i < n; ++i) y[i] = binary_apply<Op>(a[i * sa], b[i * sb]);
-  }
+void run_scale(const KernelTable& k, const trine::detail::OpCall& call) {
+  const i64 n = call.output.numel();
+  if (n == 0) return;
+  const auto& p = std::get<ScaleParams>(call.params);
+  Tensor keep;
+  scale(p.alpha, p.beta, contiguous_f32(k, call.inputs[0], keep), out_f32(call), n);
 }
 
-// The broadcast layout with size-1 dims dropped and dims merged wherever both inputs (and the
-// contiguous output) step through them as one, so most calls reach binary_row with long rows.
-struct BinaryLayout {
-  int rank = 0;
-  i64 shape[8] = {}, sa[8] = {}, sb[8] = {};
-};
-
-BinaryLayout coalesce(const BinaryArgs& args) {
-  BinaryLayout l;
-  for (int d = 0; d < args.rank; ++d) {
-    const i64 n = args.shape[d];
-    if (n == 1) continue;
-    if (l.rank > 0 && l.sa[l.rank - 1] == args.a_strides[d] * n && l.sb[l.rank - 1] == args.b_strides[d] * n) {
-      l.shape[l.rank - 1] *= n;
-    } else {
-      l.shape[l.rank] = n;
-      ++l.rank;
-    }
-    l.sa[l.rank - 1] = args.a_strides[d];
-    l.sb[l.rank - 1] = args.b_strides[d];
-  }
-  if (l.rank == 0) l = BinaryLayout{1, {1}, {0}, {0}};
-  return l;
-}
-
-// Walks the outer (all but last) dims of a layout in row order, tracking both input offsets.
-struct RowCursor {
-  const BinaryLayout& l;
-  i64 idx[8] = {};
-  i64 off_a = 0, off_b = 0;
-
-  RowCursor(const BinaryLayout& layout, i64 row) : l(layout) {
-    for (int d = l.rank - 2; d >= 0; --d) {
-      idx[d] = row % l.shape[d];
-      row /= l.shape[d];
-      off_a += idx[d] * l.sa[d];
-      off_b += idx[d] * l.sb[d];
-    }
-  }
-  void next() {
-    for (int d = l.rank - 2; d >= 0; --d) {
-      off_a += l.sa[d];
-      off_b += l.sb[d];
-      if (++idx[d] < l.shape[d]) return;
-      off_a -= l.sa[d] * l.shape[d];
-      off_b -= l.sb[d] * l.shape[d];
-      idx[d] = 0;
-    }
-  }
-};
-
-// An input whose last dim is strided but whose dim before it is contiguous (a transposed view):
-// read row by row it costs a cache line per element. Such calls go through square tiles instead:
-// the transposed side is turned into a contiguous tile in registers (the transpose kernel), then
-// the tile's rows run on the vector path.
-constexpr i64 binary_tile = 64;
-
-bool transposed_side(const BinaryLayout& l, const i64* s) {
-  return l.rank >= 2 && s[l.rank - 1] != 0 && s[l.rank - 1] != 1 && s[l.rank - 2] == 1;
-}
-
-template <BinaryOp Op>
-void binary_tiled(const BinaryArgs& args, const BinaryLayout& l) {
-  const int rk = l.rank;
-  const i64 rows = l.shape[rk - 2], cols = l.shape[rk - 1];
-  i64 outer = 1;
-  for (int d = 0; d + 2 < rk; ++d) outer *= l.shape[d];
-  const i64 row_tiles = (rows + binary_tile - 1) / binary_tile, col_tiles = (cols + binary_tile - 1) / binary_tile;
-  const bool ta = transposed_side(l, l.sa), tb = transposed_side(l, l.sb);
-  const auto transpose = table().transpose;
-  parallel_for(outer * row_tiles * col_tiles, grain_for(binary_tile * binary_tile, grain_cheap), [&](i64 t0, i64 t1) {
-    alignas(64) float bufa[binary_tile * binary_tile], bufb[binary_tile * binary_tile];
-    for (i64 t = t0; t < t1; ++t) {
-      const i64 o = t / (row_tiles * col_tiles), rt = (t / col_tiles) % row_tiles, ct = t % col_tiles;
-      i64 off_a = 0, off_b = 0;
-      for (i64 d = rk - 3, rest = o; d >= 0; --d) {
-        const i64 idx = rest % l.shape[d];
-        rest /= l.shape[d];
-        off_a += idx * l.sa[d];
-        off_b += idx * l.sb[d];
-      }
-      const i64 r0 = rt * binary_tile, c0 = ct * binary_tile;
-      const i64 nr = std::min(binary_tile, rows - r0), nc = std::min(binary_tile, cols - c0);
-      // Each side as (first element of tile row 0, row stride, element stride).
-      const float* pa = args.a + off_a + r0 * l.sa[rk - 2] + c0 * l.sa[rk - 1];
-      const float* pb = args.b + off_b + r0 * l.sb[rk - 2] + c0 * l.sb[rk - 1];
-      i64 ra = l.sa[rk - 2], ea = l.sa[rk - 1], rb = l.sb[rk - 2], eb = l.sb[rk - 1];
-      if (ta) {
-        transpose(DType::f32, DType::f32, pa, ea, bufa, binary_tile, nr, nc, false);
-        pa = bufa, ra = binary_tile, ea = 1;
-      }
-      if (tb) {
-        transpose(DType::f32, DType::f32, pb, eb, bufb, binary_tile, nr, nc, false);
-        pb = bufb, rb = binary_tile, eb = 1;
-      }
-      float* y = args.y + (o * rows + r0) * cols + c0;
-      for (i64 r = 0; r < nr; ++r) binary_row<Op>(pa + r * ra, ea, pb + r * rb, eb, y + r * cols, nc);
-    }
-  });
-}
-
-template <BinaryOp Op>
-void binary_typed(const BinaryArgs& args) {
-  for (int d = 0; d < args.rank; ++d)
-    if (args.shape[d] == 0) return;
-  const BinaryLayout l = coalesce(args);
-  if (transposed_side(l, l.sa) || transposed_side(l, l.sb)) {
-    binary_tiled<Op>(args, l);
-    return;
-  }
-  const i64 cols = l.shape[l.rank - 1], sa = l.sa[l.rank - 1], sb = l.sb[l.rank - 1];
-  i64 rows = 1;
-  for (int d = 0; d + 1 < l.rank; ++d) rows *= l.shape[d];
-  const bool stream = rows * cols * 4 >= stream_store_bytes();
-  for_row_segments(rows, cols, grain_cheap, [&](i64 b, i64 e, i64 segs, i64 seg) {
-    i64 row = b / segs;
-    RowCursor cur(l, row);
-    for (i64 it = b; it < e; ++it) {
-      const i64 r = segs == 1 ? it : it / segs;
-      for (; row < r; ++row) cur.next();
-      const i64 c0 = (it - r * segs) * seg, c1 = std::min(cols, c0 + seg);
-      binary_row<Op>(args.a + cur.off_a + c0 * sa, sa, args.b + cur.off_b + c0 * sb, sb, args.y + r * cols + c0,
-                     c1 - c0, stream);
-    }
-  });
-}
-
-void binary(const BinaryArgs& args) {
-  switch (args.op) {
-    case BinaryOp::add: return binary_typed<BinaryOp::add>(args);
-    case BinaryOp::sub: return binary_typed<BinaryOp::sub>(args);
-    case BinaryOp::mul: return binary_typed<BinaryOp::mul>(args);
-    case BinaryOp::div: return binary_typed<BinaryOp::div>(args);
-  }
-  TRINE_ASSERT(!"a BinaryOp outside the enum", "[binary] the kernel was handed an operation it does not know");
+void run_bias_act(const KernelTable& k, const trine::detail::OpCall& call) {
+  const i64 n = call.output.numel();
+  if (n == 0) return;
+  const auto& p = std::get<BiasActParams>(call.params);
+  const i64 cols = call.inputs[0].dim(-1);
+  Tensor keep0, keep1;
+  bias_act(p.act, p.alpha, p.beta, contiguous_f32(k, call.inputs[0], keep0), contiguous_f32(k, call.inputs[1], keep1),
+           out_f32(call), n / cols, cols);
 }
 
 }  // namespace
 
-void register_elementwise(KernelTable& t) {
-  t.unary = unary;
-  t.scale = scale;
-  t.binary = binary;
-  t.bias_act = bias_act;
+void register_unary(KernelTable& t) {
+  // every activation of ops.def: act<A> above is its kernel
+#define TRINE_ACT(name, flops) t.ops.add(OpKind::name, run_act<Activation::name>);
+#include "trine/ops.def"
+  t.ops.add(OpKind::scale, run_scale);
+  t.ops.add(OpKind::bias_act, run_bias_act);
 }
 
 }  // namespace trine::cpu::TRINE_ISA_NS

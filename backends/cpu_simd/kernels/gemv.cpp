@@ -1,9 +1,13 @@
-// cpu_simd GEMM family: batched strided GEMM on the BLIS-style machinery in gemm/, GEMV, dot.
+// Matrix-vector and vector-vector products: gemv (row-major, column-major and strided A, K split
+// over the threads for a few long rows) and dot, both summed in fixed blocks so results do not
+// depend on the thread count.
 #include "backends/cpu_simd/isa.hpp"
 
+#include <cstring>
 #include <vector>
 
-#include "backends/cpu_simd/gemm/driver.hpp"
+#include "backends/cpu_simd/execute.hpp"
+#include "backends/cpu_simd/kernels/simd_common.hpp"
 
 namespace trine::cpu::TRINE_ISA_NS {
 namespace {
@@ -185,6 +189,8 @@ void gemv_rows_any(const float* a, i64 a_rs, i64 a_cs, i64 K, const float* x, fl
   }
 }
 
+}  // namespace
+
 void gemv_impl(i64 M, i64 K, const float* a, i64 a_rs, i64 a_cs, const float* x, float* y, bool threaded) {
   if (M <= 0) return;
   if (K <= 0) {
@@ -210,112 +216,34 @@ void gemv_impl(i64 M, i64 K, const float* a, i64 a_rs, i64 a_cs, const float* x,
   parallel_for(units, grain, [&](i64 u0, i64 u1) { rows(u0 * gemv_row_unit, std::min(M, u1 * gemv_row_unit)); });
 }
 
-void gemv_kernel(const GemvArgs& g) { gemv_impl(g.M, g.K, g.a, g.a_rs, g.a_cs, g.x, g.y, true); }
+namespace {
 
-// ---- gemm ----
-
-// n elements of any dtype at base + offset + i*stride, as contiguous f32.
-void gather_f32(const void* base, DType dtype, i64 offset, i64 stride, i64 n, float* dst) {
-  switch (dtype) {
-    case DType::f32:
-      for (i64 i = 0; i < n; ++i) dst[i] = load_as_f32<DType::f32>(base, offset + i * stride);
-      return;
-    case DType::f16:
-      for (i64 i = 0; i < n; ++i) dst[i] = load_as_f32<DType::f16>(base, offset + i * stride);
-      return;
-    case DType::bf16:
-      for (i64 i = 0; i < n; ++i) dst[i] = load_as_f32<DType::bf16>(base, offset + i * stride);
-      return;
-  }
-}
-
-i64 a_offset(const GemmArgs& g, i64 b) { return g.a_batch_offsets ? g.a_batch_offsets[b] : 0; }
-i64 b_offset(const GemmArgs& g, i64 b) { return g.b_batch_offsets ? g.b_batch_offsets[b] : 0; }
-
-// Runs item(b, threaded, scratch) for every batch entry: over the batch on the pool when that
-// keeps every thread busy, otherwise one entry at a time with the threads inside it.
-template <class Item>
-void for_each_batch(i64 batch, i64 work_per_item, const Item& item) {
-  const i64 threads = thread_count();
-  const bool over_batch = threads > 1 && batch >= threads &&
-                          (batch % threads == 0 || batch >= 4 * threads || work_per_item < gemm_min_work_per_thread);
-  if (over_batch) {
-    parallel_for(batch, 1, [&](i64 b0, i64 b1) {
-      std::vector<float> scratch;
-      for (i64 b = b0; b < b1; ++b) item(b, false, scratch);
-    });
-  } else {
-    std::vector<float> scratch;
-    for (i64 b = 0; b < batch; ++b) item(b, true, scratch);
-  }
-}
-
-// M == 1 (a decode step): row vector times B is B^T x, a GEMV, which sgemm shapes waste.
-void gemm_row_vector(const GemmArgs& g) {
-  for_each_batch(g.batch, g.N * g.K, [&](i64 b, bool threaded, std::vector<float>& xbuf) {
-    const float* x = static_cast<const float*>(g.a) + a_offset(g, b);
-    if (g.a_dtype != DType::f32 || g.a_cs != 1) {
-      xbuf.resize(static_cast<std::size_t>(g.K));
-      gather_f32(g.a, g.a_dtype, a_offset(g, b), g.a_cs, g.K, xbuf.data());
-      x = xbuf.data();
-    }
-    const float* bm = static_cast<const float*>(g.b) + b_offset(g, b);
-    gemv_impl(g.N, g.K, bm, g.b_cs, g.b_rs, x, g.c + b * g.c_bs, threaded);
-  });
-}
-
-// N == 1: A times a column vector.
-void gemm_col_vector(const GemmArgs& g) {
-  for_each_batch(g.batch, g.M * g.K, [&](i64 b, bool threaded, std::vector<float>& buf) {
-    const bool gather_x = g.b_dtype != DType::f32 || g.b_rs != 1;
-    buf.resize(static_cast<std::size_t>((gather_x ? g.K : 0) + (g.c_rs != 1 ? g.M : 0)));
-    const float* x = static_cast<const float*>(g.b) + b_offset(g, b);
-    if (gather_x) {
-      gather_f32(g.b, g.b_dtype, b_offset(g, b), g.b_rs, g.K, buf.data());
-      x = buf.data();
-    }
-    float* c = g.c + b * g.c_bs;
-    float* y = g.c_rs == 1 ? c : buf.data() + (gather_x ? g.K : 0);
-    const float* am = static_cast<const float*>(g.a) + a_offset(g, b);
-    gemv_impl(g.M, g.K, am, g.a_rs, g.a_cs, x, y, threaded);
-    if (y != c) {
-      for (i64 i = 0; i < g.M; ++i) c[i * g.c_rs] = y[i];
-    }
-  });
-}
-
-void gemm_kernel(const GemmArgs& g) {
-  if (g.batch <= 0 || g.M <= 0 || g.N <= 0) return;
-  if (g.a_dtype == DType::bf16 && g.b_dtype == DType::bf16 && gemm_bf16_native()) {
-    gemm_bf16(g);
+void run_gemv(const KernelTable& k, const trine::detail::OpCall& call) {
+  const auto& p = std::get<GemvParams>(call.params);
+  const Tensor& a = call.inputs[0];
+  const i64 M = call.output.numel(), K = call.inputs[1].numel();
+  if (M == 0) return;
+  if (K == 0) {
+    std::memset(out_f32(call), 0, static_cast<std::size_t>(M) * sizeof(float));
     return;
   }
-  if (g.K > 0 && g.M == 1 && g.b_dtype == DType::f32) {
-    gemm_row_vector(g);
-    return;
-  }
-  if (g.K > 0 && g.N == 1 && g.a_dtype == DType::f32) {
-    gemm_col_vector(g);
-    return;
-  }
-  for_each_batch(g.batch, g.M * g.N * g.K, [&](i64 b, bool threaded, std::vector<float>&) {
-    const StridedMatrix am{g.a, g.a_dtype, a_offset(g, b), g.a_rs, g.a_cs};
-    const StridedMatrix bm{g.b, g.b_dtype, b_offset(g, b), g.b_rs, g.b_cs};
-    auto pack_a = [&am](auto rows, i64 i0, i64 m, i64 k0, i64 kc, float* dst) {
-      pack_a_strided<decltype(rows)::value>(am, i0, m, k0, kc, dst);
-    };
-    auto pack_b = [&bm](i64 k0, i64 kc, i64 j0, i64 n, float* dst) { pack_b_strided(bm, k0, kc, j0, n, dst); };
-    gemm_run(g.M, g.N, g.K, pack_a, pack_b, g.c + b * g.c_bs, g.c_rs, threaded ? thread_count() : 1);
-  });
+  Tensor keep;
+  gemv_impl(M, K, reinterpret_cast<const float*>(base_ptr(a)), p.trans ? a.strides()[1] : a.strides()[0],
+            p.trans ? a.strides()[0] : a.strides()[1], contiguous_f32(k, call.inputs[1], keep), out_f32(call), true);
+}
+
+void run_dot(const KernelTable& k, const trine::detail::OpCall& call) {
+  const i64 n = call.inputs[0].numel();
+  Tensor keep0, keep1;
+  *out_f32(call) =
+      n == 0 ? 0.0f : dot_kernel(contiguous_f32(k, call.inputs[0], keep0), contiguous_f32(k, call.inputs[1], keep1), n);
 }
 
 }  // namespace
 
-void register_gemm(KernelTable& t) {
-  t.gemm = gemm_kernel;
-  t.gemv = gemv_kernel;
-  t.dot = dot_kernel;
-  t.bf16_gemm_kind = gemm_bf16_kind;
+void register_gemv(KernelTable& t) {
+  t.ops.add(OpKind::gemv, run_gemv);
+  t.ops.add(OpKind::dot, run_dot);
 }
 
 }  // namespace trine::cpu::TRINE_ISA_NS

@@ -178,7 +178,8 @@ __attribute__((target("avx512f,avx512bf16"))) void micro_bf16(i64 kp, const std:
     return;
   }
   alignas(64) float tile[bmr * bnr];
-  for (int i = 0; i < bmr; ++i) _mm512_store_ps(tile + i * bnr, acc[i][0]), _mm512_store_ps(tile + i * bnr + 16, acc[i][1]);
+  for (int i = 0; i < bmr; ++i)
+    _mm512_store_ps(tile + i * bnr, acc[i][0]), _mm512_store_ps(tile + i * bnr + 16, acc[i][1]);
   for (i64 i = 0; i < m; ++i) {
     float* row = c + i * c_rs;
     for (i64 j = 0; j < n; ++j) row[j] = accumulate ? row[j] + tile[i * bnr + j] : tile[i * bnr + j];
@@ -280,8 +281,8 @@ __attribute__((target("amx-tile"))) void amx_release() { _tile_release(); }
 // A full 32 x 32 block of C (row pitch c_rs floats) = or += a_panel . b_panel over `steps` steps of
 // 32 k. b_panel's rows are pairs of 32 columns (128 bytes); a_panel's are 32 k of one row.
 __attribute__((target("amx-tile,amx-bf16,avx512f"), noinline)) void micro_amx(i64 steps, const std::uint16_t* a,
-                                                                             const std::uint16_t* b, float* c, i64 c_rs,
-                                                                             bool accumulate) {
+                                                                              const std::uint16_t* b, float* c,
+                                                                              i64 c_rs, bool accumulate) {
   // C is in L3 or memory between KC passes and its rows are a large power-of-two stride apart:
   // loading it into the tiles first stalls the whole block. Instead the tiles start at zero, the
   // C rows are prefetched now, and the block is added to them with vector loads at the end, when
@@ -474,9 +475,7 @@ bool gemm_bf16_native() { return false; }
 
 const char* gemm_bf16_kind() { return "f32"; }
 
-void gemm_bf16(const GemmArgs&) {
-  TRINE_ASSERT(false, "[gemm] the bf16 kernel exists only in the avx512 build");
-}
+void gemm_bf16(const GemmArgs&) { TRINE_ASSERT(false, "[gemm] the bf16 kernel exists only in the avx512 build"); }
 
 #endif
 

@@ -1,0 +1,218 @@
+// Broadcasting element-wise ops of two inputs: add, sub, mul, div over any strides (numpy
+// broadcasting as stride 0), rows on the vector path, transposed views through register tiles.
+#include "backends/cpu_simd/isa.hpp"
+
+#include "backends/cpu_simd/execute.hpp"
+#include "backends/cpu_simd/kernels/simd_common.hpp"
+
+namespace trine::cpu::TRINE_ISA_NS {
+namespace {
+
+// y (contiguous, `shape`) = a op b, with a and b read through strides (0 on broadcast dims).
+struct BinaryArgs {
+  int rank = 0;
+  i64 shape[8] = {};
+  i64 a_strides[8] = {};
+  i64 b_strides[8] = {};
+  const float* a = nullptr;
+  const float* b = nullptr;
+  float* y = nullptr;
+};
+
+template <OpKind Op, class T>
+T binary_apply(const T& a, const T& b) {
+  if constexpr (Op == OpKind::add) return a + b;
+  if constexpr (Op == OpKind::sub) return a - b;
+  if constexpr (Op == OpKind::mul) return a * b;
+  if constexpr (Op == OpKind::div) return a / b;
+}
+
+// One row of the innermost dim; vector paths when each side is contiguous or a broadcast scalar.
+// `stream`: see store_run.
+template <OpKind Op>
+void binary_row(const float* a, i64 sa, const float* b, i64 sb, float* y, i64 n, bool stream = false) {
+  if (sa == 1 && sb == 1) {
+    store_run(
+        y, n, stream,
+        [&](i64 i) { return binary_apply<Op>(batch_f32::load_unaligned(a + i), batch_f32::load_unaligned(b + i)); },
+        [&](i64 i, i64 r) { return binary_apply<Op>(load_partial(a + i, r), load_partial(b + i, r)); });
+  } else if (sa == 1 && sb == 0) {
+    const batch_f32 vb(*b);
+    store_run(
+        y, n, stream, [&](i64 i) { return binary_apply<Op>(batch_f32::load_unaligned(a + i), vb); },
+        [&](i64 i, i64 r) { return binary_apply<Op>(load_partial(a + i, r), vb); });
+  } else if (sa == 0 && sb == 1) {
+    const batch_f32 va(*a);
+    store_run(
+        y, n, stream, [&](i64 i) { return binary_apply<Op>(va, batch_f32::load_unaligned(b + i)); },
+        [&](i64 i, i64 r) { return binary_apply<Op>(va, load_partial(b + i, r)); });
+  } else {
+    for (i64 i = 0; i < n; ++i) y[i] = binary_apply<Op>(a[i * sa], b[i * sb]);
+  }
+}
+
+// The broadcast layout with size-1 dims dropped and dims merged wherever both inputs (and the
+// contiguous output) step through them as one, so most calls reach binary_row with long rows.
+struct BinaryLayout {
+  int rank = 0;
+  i64 shape[8] = {}, sa[8] = {}, sb[8] = {};
+};
+
+BinaryLayout coalesce(const BinaryArgs& args) {
+  BinaryLayout l;
+  for (int d = 0; d < args.rank; ++d) {
+    const i64 n = args.shape[d];
+    if (n == 1) continue;
+    if (l.rank > 0 && l.sa[l.rank - 1] == args.a_strides[d] * n && l.sb[l.rank - 1] == args.b_strides[d] * n) {
+      l.shape[l.rank - 1] *= n;
+    } else {
+      l.shape[l.rank] = n;
+      ++l.rank;
+    }
+    l.sa[l.rank - 1] = args.a_strides[d];
+    l.sb[l.rank - 1] = args.b_strides[d];
+  }
+  if (l.rank == 0) l = BinaryLayout{1, {1}, {0}, {0}};
+  return l;
+}
+
+// Walks the outer (all but last) dims of a layout in row order, tracking both input offsets.
+struct RowCursor {
+  const BinaryLayout& l;
+  i64 idx[8] = {};
+  i64 off_a = 0, off_b = 0;
+
+  RowCursor(const BinaryLayout& layout, i64 row) : l(layout) {
+    for (int d = l.rank - 2; d >= 0; --d) {
+      idx[d] = row % l.shape[d];
+      row /= l.shape[d];
+      off_a += idx[d] * l.sa[d];
+      off_b += idx[d] * l.sb[d];
+    }
+  }
+  void next() {
+    for (int d = l.rank - 2; d >= 0; --d) {
+      off_a += l.sa[d];
+      off_b += l.sb[d];
+      if (++idx[d] < l.shape[d]) return;
+      off_a -= l.sa[d] * l.shape[d];
+      off_b -= l.sb[d] * l.shape[d];
+      idx[d] = 0;
+    }
+  }
+};
+
+// An input whose last dim is strided but whose dim before it is contiguous (a transposed view):
+// read row by row it costs a cache line per element. Such calls go through square tiles instead:
+// the transposed side is turned into a contiguous tile in registers (the transpose kernel), then
+// the tile's rows run on the vector path.
+constexpr i64 binary_tile = 64;
+
+bool transposed_side(const BinaryLayout& l, const i64* s) {
+  return l.rank >= 2 && s[l.rank - 1] != 0 && s[l.rank - 1] != 1 && s[l.rank - 2] == 1;
+}
+
+template <OpKind Op>
+void binary_tiled(const BinaryArgs& args, const BinaryLayout& l) {
+  const int rk = l.rank;
+  const i64 rows = l.shape[rk - 2], cols = l.shape[rk - 1];
+  i64 outer = 1;
+  for (int d = 0; d + 2 < rk; ++d) outer *= l.shape[d];
+  const i64 row_tiles = (rows + binary_tile - 1) / binary_tile, col_tiles = (cols + binary_tile - 1) / binary_tile;
+  const bool ta = transposed_side(l, l.sa), tb = transposed_side(l, l.sb);
+  const auto transpose = table().transpose;
+  parallel_for(outer * row_tiles * col_tiles, grain_for(binary_tile * binary_tile, grain_cheap), [&](i64 t0, i64 t1) {
+    alignas(64) float bufa[binary_tile * binary_tile], bufb[binary_tile * binary_tile];
+    for (i64 t = t0; t < t1; ++t) {
+      const i64 o = t / (row_tiles * col_tiles), rt = (t / col_tiles) % row_tiles, ct = t % col_tiles;
+      i64 off_a = 0, off_b = 0;
+      for (i64 d = rk - 3, rest = o; d >= 0; --d) {
+        const i64 idx = rest % l.shape[d];
+        rest /= l.shape[d];
+        off_a += idx * l.sa[d];
+        off_b += idx * l.sb[d];
+      }
+      const i64 r0 = rt * binary_tile, c0 = ct * binary_tile;
+      const i64 nr = std::min(binary_tile, rows - r0), nc = std::min(binary_tile, cols - c0);
+      // Each side as (first element of tile row 0, row stride, element stride).
+      const float* pa = args.a + off_a + r0 * l.sa[rk - 2] + c0 * l.sa[rk - 1];
+      const float* pb = args.b + off_b + r0 * l.sb[rk - 2] + c0 * l.sb[rk - 1];
+      i64 ra = l.sa[rk - 2], ea = l.sa[rk - 1], rb = l.sb[rk - 2], eb = l.sb[rk - 1];
+      if (ta) {
+        transpose(DType::f32, DType::f32, pa, ea, bufa, binary_tile, nr, nc, false);
+        pa = bufa, ra = binary_tile, ea = 1;
+      }
+      if (tb) {
+        transpose(DType::f32, DType::f32, pb, eb, bufb, binary_tile, nr, nc, false);
+        pb = bufb, rb = binary_tile, eb = 1;
+      }
+      float* y = args.y + (o * rows + r0) * cols + c0;
+      for (i64 r = 0; r < nr; ++r) binary_row<Op>(pa + r * ra, ea, pb + r * rb, eb, y + r * cols, nc);
+    }
+  });
+}
+
+template <OpKind Op>
+void binary_typed(const BinaryArgs& args) {
+  for (int d = 0; d < args.rank; ++d)
+    if (args.shape[d] == 0) return;
+  const BinaryLayout l = coalesce(args);
+  if (transposed_side(l, l.sa) || transposed_side(l, l.sb)) {
+    binary_tiled<Op>(args, l);
+    return;
+  }
+  const i64 cols = l.shape[l.rank - 1], sa = l.sa[l.rank - 1], sb = l.sb[l.rank - 1];
+  i64 rows = 1;
+  for (int d = 0; d + 1 < l.rank; ++d) rows *= l.shape[d];
+  const bool stream = rows * cols * 4 >= stream_store_bytes();
+  for_row_segments(rows, cols, grain_cheap, [&](i64 b, i64 e, i64 segs, i64 seg) {
+    i64 row = b / segs;
+    RowCursor cur(l, row);
+    for (i64 it = b; it < e; ++it) {
+      const i64 r = segs == 1 ? it : it / segs;
+      for (; row < r; ++row) cur.next();
+      const i64 c0 = (it - r * segs) * seg, c1 = std::min(cols, c0 + seg);
+      binary_row<Op>(args.a + cur.off_a + c0 * sa, sa, args.b + cur.off_b + c0 * sb, sb, args.y + r * cols + c0,
+                     c1 - c0, stream);
+    }
+  });
+}
+
+// The call's operands as strides over the output's shape (0 where they broadcast).
+BinaryArgs binary_args(const trine::detail::OpCall& call) {
+  const auto& in = call.inputs;
+  BinaryArgs b;
+  const Shape& os = call.output.shape();
+  const Tensor av = in[0].broadcast_to(os), bv = in[1].broadcast_to(os);
+  b.rank = os.rank();
+  for (int i = 0; i < os.rank(); ++i) {
+    b.shape[i] = os[i];
+    b.a_strides[i] = os[i] == 1 ? 0 : av.strides()[i];
+    b.b_strides[i] = os[i] == 1 ? 0 : bv.strides()[i];
+  }
+  if (b.rank == 0) {  // a scalar result is a one-element vector to the kernel
+    b.rank = 1;
+    b.shape[0] = 1;
+  }
+  b.a = reinterpret_cast<const float*>(base_ptr(in[0]));
+  b.b = reinterpret_cast<const float*>(base_ptr(in[1]));
+  b.y = out_f32(call);
+  return b;
+}
+
+template <OpKind Op>
+void run_binary(const KernelTable&, const trine::detail::OpCall& call) {
+  if (call.output.numel() == 0) return;
+  binary_typed<Op>(binary_args(call));
+}
+
+}  // namespace
+
+void register_binary(KernelTable& t) {
+  t.ops.add(OpKind::add, run_binary<OpKind::add>);
+  t.ops.add(OpKind::sub, run_binary<OpKind::sub>);
+  t.ops.add(OpKind::mul, run_binary<OpKind::mul>);
+  t.ops.add(OpKind::div, run_binary<OpKind::div>);
+}
+
+}  // namespace trine::cpu::TRINE_ISA_NS

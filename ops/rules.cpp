@@ -1,0 +1,390 @@
+// Every op's checks, output shape and dtype, and work, as the rules its row in ops.def names.
+// A rule is a function of the call's inputs and its parameter struct: shape_* gives the output
+// shape and makes every shape and parameter check, dtype_* checks the input dtypes and gives the
+// output's, flops_* counts the work. A new op names existing rules in its row, or adds its own here.
+#include "ops/rules.hpp"
+
+#include <cmath>
+#include <string>
+
+#include "trine/error.hpp"
+
+namespace trine::detail {
+namespace {
+
+using std::int64_t;
+
+std::string op_tag(OpKind op) { return std::string("[") + op_info(op).name + "]"; }
+
+[[noreturn]] void fail(ErrorCode code, OpKind op, std::span<const Tensor> inputs, const std::string& what) {
+  throw Error(code, op_tag(op) + " " + what + " (inputs: " + describe_call(inputs) + ")");
+}
+
+// Holds the pieces every rule needs so each rule below reads as its rule.
+struct Check {
+  OpKind op;
+  std::span<const Tensor> in;
+
+  const char* name() const { return op_info(op).name; }
+  const Tensor& at(std::size_t i) const { return in[i]; }
+  bool has(std::size_t i) const { return i < in.size() && in[i].defined(); }
+
+  [[noreturn]] void shape_error(const std::string& what) const { fail(ErrorCode::invalid_shape, op, in, what); }
+  [[noreturn]] void arg_error(const std::string& what) const { fail(ErrorCode::invalid_argument, op, in, what); }
+  [[noreturn]] void dtype_error(const std::string& what) const { fail(ErrorCode::dtype_mismatch, op, in, what); }
+
+  void rank_eq(std::size_t i, const char* what, int r) const {
+    if (has(i) && at(i).rank() != r) {
+      shape_error(std::string(what) + " must have rank " + std::to_string(r) + ", got " + at(i).shape().str());
+    }
+  }
+  void rank_ge(std::size_t i, const char* what, int r) const {
+    if (has(i) && at(i).rank() < r) {
+      shape_error(std::string(what) + " must have rank >= " + std::to_string(r) + ", got " + at(i).shape().str());
+    }
+  }
+  void nonempty() const {
+    for (std::size_t i = 0; i < in.size(); ++i) {
+      if (has(i) && at(i).numel() == 0)
+        shape_error("zero-size dimension in " + at(i).shape().str() + " is not accepted");
+    }
+  }
+  int axis(int a, int rank) const {
+    int r = a < 0 ? a + rank : a;
+    if (r < 0 || r >= rank) arg_error("axis " + std::to_string(a) + " out of range for rank " + std::to_string(rank));
+    return r;
+  }
+  void vector_of(std::size_t i, const char* what, int64_t n) const {
+    if (has(i) && (at(i).rank() != 1 || at(i).dim(0) != n)) {
+      shape_error(std::string(what) + " must be [" + std::to_string(n) + "], got " + at(i).shape().str());
+    }
+  }
+  double out_numel(const Shape& out) const { return static_cast<double>(out.numel()); }
+};
+
+void check_activation_params(const Check& c, Activation act, float alpha, float beta) {
+  if (act == Activation::clip && !(alpha <= beta)) {
+    c.arg_error("clip needs low <= high, got low " + std::to_string(alpha) + ", high " + std::to_string(beta));
+  }
+}
+
+// ---- dtype rules ----
+
+// Every defined input f32, the result f32.
+template <class P>
+DType dtype_float(const Check& c, const P&) {
+  for (std::size_t i = 0; i < c.in.size(); ++i) {
+    if (c.has(i) && c.at(i).dtype() != DType::f32) {
+      c.dtype_error("input " + std::to_string(i) + " must be f32, got " + dtype_name(c.at(i).dtype()) +
+                    " (cast it first)");
+    }
+  }
+  return DType::f32;
+}
+
+// f32, f16 or bf16 operands in any pair; the result f32.
+DType dtype_matmul(const Check&, const MatmulParams&) { return DType::f32; }
+
+// Any dtype; the result keeps input 0's.
+template <class P>
+DType dtype_any(const Check& c, const P&) {
+  return c.at(0).dtype();
+}
+
+DType dtype_cast(const Check&, const CastParams& p) { return p.dtype; }
+
+// ---- shape rules ----
+
+template <class P>
+Shape shape_same(const Check& c, const P& p) {
+  if constexpr (std::is_same_v<P, ActParams>) {
+    if (const auto act = op_activation(c.op)) check_activation_params(c, *act, p.alpha, p.beta);
+  }
+  return c.at(0).shape();
+}
+
+template <class P>
+Shape shape_broadcast(const Check& c, const P&) {
+  return broadcast_shapes(c.name(), c.at(0).shape(), c.at(1).shape(), describe_call(c.in));
+}
+
+Shape shape_matmul(const Check& c, const MatmulParams& p) {
+  c.rank_ge(0, "a", 2);
+  c.rank_ge(1, "b", 2);
+  const Tensor& a = c.at(0);
+  const Tensor& b = c.at(1);
+  int64_t m = p.trans_a ? a.dim(-1) : a.dim(-2);
+  int64_t ka = p.trans_a ? a.dim(-2) : a.dim(-1);
+  int64_t kb = p.trans_b ? b.dim(-1) : b.dim(-2);
+  int64_t n = p.trans_b ? b.dim(-2) : b.dim(-1);
+  if (ka != kb) {
+    c.shape_error("inner dimensions differ: " + std::to_string(ka) + " vs " + std::to_string(kb) +
+                  (p.trans_a || p.trans_b ? " (after trans flags)" : ""));
+  }
+  Shape ba(a.shape().dims().first(static_cast<std::size_t>(a.rank() - 2)));
+  Shape bb(b.shape().dims().first(static_cast<std::size_t>(b.rank() - 2)));
+  Shape out = broadcast_shapes(c.name(), ba, bb, describe_call(c.in));
+  if (out.rank() + 2 > Shape::max_rank) c.shape_error("result rank exceeds 8");
+  out.push_back(m);
+  out.push_back(n);
+  return out;
+}
+
+Shape shape_gemv(const Check& c, const GemvParams& p) {
+  c.rank_eq(0, "a", 2);
+  c.rank_eq(1, "x", 1);
+  int64_t m = p.trans ? c.at(0).dim(1) : c.at(0).dim(0);
+  int64_t k = p.trans ? c.at(0).dim(0) : c.at(0).dim(1);
+  if (k != c.at(1).dim(0)) {
+    c.shape_error("a has " + std::to_string(k) + " columns" + (p.trans ? " (transposed)" : "") + " but x has " +
+                  std::to_string(c.at(1).dim(0)) + " elements");
+  }
+  return Shape{m};
+}
+
+Shape shape_dot(const Check& c, const NoParams&) {
+  c.rank_eq(0, "x", 1);
+  c.rank_eq(1, "y", 1);
+  if (c.at(0).dim(0) != c.at(1).dim(0)) c.shape_error("lengths differ");
+  return Shape{};
+}
+
+Shape shape_bias_act(const Check& c, const BiasActParams& p) {
+  c.rank_ge(0, "x", 1);
+  c.vector_of(1, "bias", c.at(0).dim(-1));
+  check_activation_params(c, p.act, p.alpha, p.beta);
+  return c.at(0).shape();
+}
+
+Shape shape_axis(const Check& c, const AxisParams& p) {
+  c.rank_ge(0, "x", 1);
+  c.axis(p.axis, c.at(0).rank());
+  c.nonempty();
+  return c.at(0).shape();
+}
+
+Shape shape_norm(const Check& c, const NormParams& p) {
+  c.rank_ge(0, "x", 1);
+  c.nonempty();
+  c.vector_of(1, "gamma", c.at(0).dim(-1));
+  c.vector_of(2, "beta", c.at(0).dim(-1));
+  if (!(p.eps > 0.0f) || !std::isfinite(p.eps))
+    c.arg_error("eps must be positive and finite, got " + std::to_string(p.eps));
+  return c.at(0).shape();
+}
+
+Shape shape_conv2d(const Check& c, const Conv2dParams& p) {
+  c.rank_eq(0, "x", 4);
+  c.rank_eq(1, "w", 4);
+  c.nonempty();
+  const Shape& xs = c.at(0).shape();
+  const Shape& ws = c.at(1).shape();
+  int64_t n = xs[0], ch = xs[1], h = xs[2], w = xs[3];
+  int64_t k = ws[0], r = ws[2], s = ws[3];
+  if (p.groups < 1) c.arg_error("groups must be >= 1, got " + std::to_string(p.groups));
+  if (ch % p.groups != 0 || k % p.groups != 0) {
+    c.arg_error("channels " + std::to_string(ch) + " and filters " + std::to_string(k) +
+                " must be divisible by groups " + std::to_string(p.groups));
+  }
+  if (ws[1] != ch / p.groups) {
+    c.shape_error("w must be [K, C/groups = " + std::to_string(ch / p.groups) + ", R, S], got " + ws.str());
+  }
+  if (p.stride.h < 1 || p.stride.w < 1 || p.dilation.h < 1 || p.dilation.w < 1) {
+    c.arg_error("stride and dilation must be >= 1");
+  }
+  if (p.padding.h < 0 || p.padding.w < 0) c.arg_error("padding must be >= 0");
+  c.vector_of(2, "bias", k);
+  int64_t eff_r = p.dilation.h * (r - 1) + 1;
+  int64_t eff_s = p.dilation.w * (s - 1) + 1;
+  if (h + 2 * p.padding.h < eff_r || w + 2 * p.padding.w < eff_s) {
+    c.shape_error("kernel " + std::to_string(eff_r) + "x" + std::to_string(eff_s) +
+                  " (dilated) is larger than the padded input " + std::to_string(h + 2 * p.padding.h) + "x" +
+                  std::to_string(w + 2 * p.padding.w));
+  }
+  int64_t out_h = (h + 2 * p.padding.h - eff_r) / p.stride.h + 1;
+  int64_t out_w = (w + 2 * p.padding.w - eff_s) / p.stride.w + 1;
+  return Shape{n, k, out_h, out_w};
+}
+
+Shape shape_attention(const Check& c, const AttentionParams& p) {
+  c.rank_ge(0, "q", 2);
+  const Tensor& q = c.at(0);
+  const Tensor& k = c.at(1);
+  const Tensor& v = c.at(2);
+  if (k.rank() != q.rank() || v.rank() != q.rank()) c.shape_error("q, k and v must have the same rank");
+  for (int i = 0; i < q.rank() - 2; ++i) {
+    if (k.shape()[i] != q.shape()[i] || v.shape()[i] != q.shape()[i]) c.shape_error("leading dims of q, k, v differ");
+  }
+  if (k.dim(-1) != q.dim(-1)) c.shape_error("q and k head dims differ");
+  if (v.dim(-2) != k.dim(-2)) c.shape_error("k and v sequence lengths differ");
+  c.nonempty();
+  if (!std::isfinite(p.scale)) c.arg_error("scale must be finite");
+  if (p.causal && q.dim(-2) > k.dim(-2)) {
+    c.shape_error("causal attention needs Lq <= Lk, got Lq " + std::to_string(q.dim(-2)) + ", Lk " +
+                  std::to_string(k.dim(-2)));
+  }
+  Shape out = q.shape();
+  out[out.rank() - 1] = v.dim(-1);
+  return out;
+}
+
+Shape shape_rope(const Check& c, const RopeParams& p) {
+  c.rank_ge(0, "x", 2);
+  c.nonempty();
+  if (c.at(0).dim(-1) % 2 != 0) c.arg_error("last dim must be even, got " + std::to_string(c.at(0).dim(-1)));
+  if (!(p.base > 0.0f) || !std::isfinite(p.base)) c.arg_error("base must be positive and finite");
+  return c.at(0).shape();
+}
+
+Shape shape_reduce(const Check& c, const ReduceParams& p) {
+  c.rank_ge(0, "x", 1);
+  int a = c.axis(p.axis, c.at(0).rank());
+  c.nonempty();
+  Shape out;
+  for (int i = 0; i < c.at(0).rank(); ++i) {
+    if (i != a) {
+      out.push_back(c.at(0).shape()[i]);
+    } else if (p.keepdims) {
+      out.push_back(1);
+    }
+  }
+  return out;
+}
+
+// ---- work rules: floating-point operations per call ----
+
+template <int per_output, class P>
+double flops_per_output(const Check& c, const P&, const Shape& out) {
+  return per_output * c.out_numel(out);
+}
+template <class P>
+double flops_0(const Check& c, const P& p, const Shape& out) {
+  return flops_per_output<0>(c, p, out);
+}
+template <class P>
+double flops_1(const Check& c, const P& p, const Shape& out) {
+  return flops_per_output<1>(c, p, out);
+}
+template <class P>
+double flops_2(const Check& c, const P& p, const Shape& out) {
+  return flops_per_output<2>(c, p, out);
+}
+template <class P>
+double flops_4(const Check& c, const P& p, const Shape& out) {
+  return flops_per_output<4>(c, p, out);
+}
+template <class P>
+double flops_5(const Check& c, const P& p, const Shape& out) {
+  return flops_per_output<5>(c, p, out);
+}
+template <class P>
+double flops_6(const Check& c, const P& p, const Shape& out) {
+  return flops_per_output<6>(c, p, out);
+}
+template <class P>
+double flops_8(const Check& c, const P& p, const Shape& out) {
+  return flops_per_output<8>(c, p, out);
+}
+
+double flops_matmul(const Check& c, const MatmulParams& p, const Shape& out) {
+  const Tensor& a = c.at(0);
+  return 2.0 * c.out_numel(out) * static_cast<double>(p.trans_a ? a.dim(-2) : a.dim(-1));
+}
+
+// gemv and dot: a multiply-add per element of the first input
+template <class P>
+double flops_gemv(const Check& c, const P&, const Shape&) {
+  return 2.0 * static_cast<double>(c.at(0).numel());
+}
+
+double flops_conv2d(const Check& c, const Conv2dParams&, const Shape& out) {
+  const Tensor& w = c.at(1);
+  return 2.0 * c.out_numel(out) * static_cast<double>(w.dim(1) * w.dim(2) * w.dim(3));
+}
+
+double flops_attention(const Check& c, const AttentionParams& p, const Shape&) {
+  const Tensor& q = c.at(0);
+  const Tensor& k = c.at(1);
+  const Tensor& v = c.at(2);
+  double pairs = static_cast<double>(q.numel() / q.dim(-1)) * static_cast<double>(k.dim(-2));
+  if (p.causal) pairs *= 0.5;
+  return 2.0 * pairs * static_cast<double>(q.dim(-1) + v.dim(-1));
+}
+
+// an operation per input element
+template <class P>
+double flops_reduce(const Check& c, const P&, const Shape&) {
+  return static_cast<double>(c.at(0).numel());
+}
+
+}  // namespace
+
+std::string describe_call(std::span<const Tensor> inputs) {
+  std::string s;
+  for (std::size_t i = 0; i < inputs.size(); ++i) {
+    if (i) s += ", ";
+    s += inputs[i].defined() ? inputs[i].str() : std::string("none");
+  }
+  return s;
+}
+
+Shape broadcast_shapes(const char* op, const Shape& a, const Shape& b, const std::string& context) {
+  int r = std::max(a.rank(), b.rank());
+  Shape out;
+  for (int i = 0; i < r; ++i) {
+    int ia = i - (r - a.rank());
+    int ib = i - (r - b.rank());
+    int64_t da = ia >= 0 ? a[ia] : 1;
+    int64_t db = ib >= 0 ? b[ib] : 1;
+    if (da != db && da != 1 && db != 1) {
+      throw Error(ErrorCode::invalid_shape, std::string("[") + op + "] shapes " + a.str() + " and " + b.str() +
+                                                " do not broadcast (inputs: " + context + ")");
+    }
+    out.push_back(da == 1 ? db : da);
+  }
+  return out;
+}
+
+InferredOutput infer_op(OpKind op, std::span<const Tensor> inputs, const OpParams& params) {
+  const OpInfo& info = op_info(op);
+  const Check c{op, inputs};
+  const int n_in = static_cast<int>(inputs.size());
+  if (n_in < info.min_inputs || n_in > info.max_inputs) {
+    c.arg_error("takes " + std::to_string(info.min_inputs) + ".." + std::to_string(info.max_inputs) + " inputs, got " +
+                std::to_string(n_in));
+  }
+  for (int i = 0; i < info.min_inputs; ++i) {
+    if (!inputs[static_cast<std::size_t>(i)].defined()) c.arg_error("input " + std::to_string(i) + " is undefined");
+  }
+  if (params.index() != info.params_index) c.arg_error("wrong parameter struct for this op");
+  // Which device runs the call, and moving inputs there, is the dispatcher's (dispatch/dispatcher.cpp).
+  switch (op) {
+#define TRINE_OP(name, family, min_in, max_in, Params, shape_rule, dtype_rule, flops_rule, bound) \
+  case OpKind::name: {                                                                            \
+    const auto& p = *std::get_if<Params>(&params);                                                \
+    const DType dtype = dtype_rule(c, p);                                                         \
+    return {shape_rule(c, p), dtype};                                                             \
+  }
+#include "trine/ops.def"
+  }
+  throw Error(ErrorCode::internal, op_tag(op) + " is outside ops.def");
+}
+
+OpCost op_cost(OpKind op, std::span<const Tensor> inputs, const OpParams& params, const InferredOutput& result) {
+  OpCost cost;
+  for (const auto& t : inputs) {
+    if (t.defined()) cost.bytes += static_cast<double>(t.numel()) * static_cast<double>(dtype_size(t.dtype()));
+  }
+  cost.bytes += static_cast<double>(result.shape.numel()) * static_cast<double>(dtype_size(result.dtype));
+  const Check c{op, inputs};
+  switch (op) {
+#define TRINE_OP(name, family, min_in, max_in, Params, shape_rule, dtype_rule, flops_rule, bound) \
+  case OpKind::name:                                                                              \
+    cost.flops = flops_rule(c, *std::get_if<Params>(&params), result.shape);                      \
+    break;
+#include "trine/ops.def"
+  }
+  return cost;
+}
+
+}  // namespace trine::detail
