@@ -1,7 +1,6 @@
 // Entry names and the errors of submissions, shared by every backend.
 #include "backends/entries.hpp"
 
-#include <cstdio>
 #include <string>
 #include <type_traits>
 #include <variant>
@@ -30,36 +29,25 @@ Error entry_error(const Entry& entry, std::size_t i, std::size_t n, const Error&
   const std::string tag = std::string("[") + entry_name(entry) + "]";
   std::string rest = e.what();
   if (rest.starts_with(tag + " ")) rest.erase(0, tag.size() + 1);
-  if (n == 1) return Error(e.code(), tag + " on " + device.str() + ": " + rest);
-  return Error(e.code(), tag + " batch entry " + std::to_string(i + 1) + " of " + std::to_string(n) + ": " + rest);
+  const std::string where =
+      n == 1 ? " on " + device.str() : " batch entry " + std::to_string(i + 1) + " of " + std::to_string(n);
+  return Error(e.code(), tag + where + ": " + rest, ErrorEntry{tag, i, n, rest});
 }
 
 Error with_batch_position(const Error& e, std::span<const std::size_t> positions, std::size_t total) {
-  const std::string m = e.what();
-  const auto tag_end = m.find("] ");
-  if (m.empty() || m[0] != '[' || tag_end == std::string::npos || positions.empty()) return e;
-  const std::string tag = m.substr(0, tag_end + 1);
-  std::size_t i = 0, rest_at = 0;
-  if (std::sscanf(m.c_str() + tag_end + 2, "batch entry %zu of %*u: %zn", &i, &rest_at) >= 1 && rest_at > 0 && i >= 1 &&
-      i <= positions.size()) {
-    --i;
-    rest_at += tag_end + 2;
-  } else if (positions.size() == 1 && m.compare(tag_end + 2, 3, "on ") == 0 && m.find(": ", tag_end) != std::string::npos) {
-    i = 0;  // a run of one entry: "[op] on device: ..."
-    rest_at = m.find(": ", tag_end) + 2;
-  } else {
-    return e;
-  }
-  const std::string rest = m.substr(rest_at), of = " of " + std::to_string(total);
-  if (positions[i] != k_not_recorded)
-    return Error(e.code(), tag + " batch entry " + std::to_string(positions[i] + 1) + of + ": " + rest);
+  const auto& at = e.entry();
+  if (!at || at->index >= positions.size()) return e;
+  const std::string of = " of " + std::to_string(total), &tag = at->tag, &rest = at->detail;
+  if (const std::size_t p = positions[at->index]; p != k_not_recorded)
+    return Error(e.code(), tag + " batch entry " + std::to_string(p + 1) + of + ": " + rest,
+                 ErrorEntry{tag, p, total, rest});
   // A transfer the placement added: named by the recorded entry it follows (or precedes).
-  for (std::size_t j = i; j-- > 0;) {
+  for (std::size_t j = at->index; j-- > 0;) {
     if (positions[j] != k_not_recorded)
       return Error(e.code(), tag + " moving a tensor between devices after batch entry " +
                                  std::to_string(positions[j] + 1) + of + ": " + rest);
   }
-  for (std::size_t j = i + 1; j < positions.size(); ++j) {
+  for (std::size_t j = at->index + 1; j < positions.size(); ++j) {
     if (positions[j] != k_not_recorded)
       return Error(e.code(), tag + " moving a tensor between devices before batch entry " +
                                  std::to_string(positions[j] + 1) + of + ": " + rest);

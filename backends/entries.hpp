@@ -24,8 +24,9 @@ Error entry_error(const Entry& entry, std::size_t i, std::size_t n, const Error&
 // `e`, raised by a submission of some of a batch's entries (a batch placed across devices submits
 // one run of entries per device), naming the failing entry by its place in the whole batch:
 // entry i of the submission is entry positions[i] of `total`, or a transfer between devices that
-// the placement added where positions[i] is k_not_recorded. Errors not made by entry_error (a
-// failed dependency) come back unchanged.
+// the placement added where positions[i] is k_not_recorded. It reads the position entry_error
+// recorded in the error (Error::entry()); errors without one (a failed dependency) come back
+// unchanged.
 inline constexpr std::size_t k_not_recorded = static_cast<std::size_t>(-1);
 Error with_batch_position(const Error& e, std::span<const std::size_t> positions, std::size_t total);
 // The first failed completion among `waits` as this work's error ("[what] an input comes from work

@@ -191,7 +191,8 @@ Tensor record_op(BatchRecord& batch, OpKind op, std::span<const Tensor> inputs, 
     batch.entries.emplace_back(std::move(call));
     return out;
   } catch (const Error& e) {
-    throw Error(e.code(), std::string(e.what()) + " (recording " + entry_label(position) + ")");
+    throw Error(e.code(), std::string(e.what()) + " (recording " + entry_label(position) + ")",
+                ErrorEntry{std::string("[") + op_info(op).name + "]", position, position + 1, e.what()});
   }
 }
 

@@ -1,6 +1,8 @@
 // trine::Error and the names of its codes.
 #include "trine/error.hpp"
 
+#include <utility>
+
 namespace trine {
 
 const char* error_code_name(ErrorCode code) noexcept {
@@ -18,5 +20,8 @@ const char* error_code_name(ErrorCode code) noexcept {
 }
 
 Error::Error(ErrorCode code, const std::string& message) : std::runtime_error(message), code_(code) {}
+
+Error::Error(ErrorCode code, const std::string& message, ErrorEntry entry)
+    : std::runtime_error(message), code_(code), entry_(std::move(entry)) {}
 
 }  // namespace trine

@@ -62,10 +62,10 @@ TEST_CASE("a recorded chain and DAG give exactly what the sync calls give", "[ba
   CHECK(x.device() == dev);
   BatchRead out_block = batch.read(block(x, w1, b1, w2, g));
   BatchRead out_chain = batch.read(softmax(tanh(scale(relu(x), 0.5f, 0.25f))));
-  BatchRead out_view = batch.read(x.transpose());  // a view: recorded copy, then one readback
+  BatchRead out_view = batch.read(x.transpose());    // a view: recorded copy, then one readback
   CHECK(batch.size() == 1 + 5 + 1 + 4 + 1 + 1 + 1);  // upload, block, read, chain, read, copy, read
-  CHECK_THROWS_AS(out_block.get(), Error);  // nothing has run yet
-  CHECK_THROWS_AS(x.to_vector(), Error);    // a recorded tensor has no data before the run
+  CHECK_THROWS_AS(out_block.get(), Error);           // nothing has run yet
+  CHECK_THROWS_AS(x.to_vector(), Error);             // a recorded tensor has no data before the run
 
   batch.run();
   CHECK(same(out_block.get(), expect_block));
@@ -110,9 +110,9 @@ TEST_CASE("a batch replays with new inputs, synchronously and as a Future", "[ba
   batch.run();
   for (std::uint64_t seed = 20; seed < 24; ++seed) {
     const auto av = values(10 * 32, seed), bv = values(16, seed + 100);
-    const auto expect =
-        add(matmul(Tensor::from(av, {10, 32}, DType::f32, dev), w), cast(Tensor::from(bv, {16}, DType::bf16, dev), DType::f32))
-            .to_vector();
+    const auto expect = add(matmul(Tensor::from(av, {10, 32}, DType::f32, dev), w),
+                            cast(Tensor::from(bv, {16}, DType::bf16, dev), DType::f32))
+                            .to_vector();
     if (seed % 2) {
       batch.run({av, bv});
     } else {
@@ -122,13 +122,12 @@ TEST_CASE("a batch replays with new inputs, synchronously and as a Future", "[ba
     }
     CHECK(same(out.get(), expect));
   }
-  CHECK_THROWS_AS(batch.run({values(3, 1)}), Error);                    // wrong input count
-  CHECK_THROWS_AS(batch.run({values(3, 1), values(16, 2)}), Error);     // wrong size
-  CHECK_THROWS_AS(batch.upload(values(4, 1), {4}), Error);              // recording is closed
+  CHECK_THROWS_AS(batch.run({values(3, 1)}), Error);                 // wrong input count
+  CHECK_THROWS_AS(batch.run({values(3, 1), values(16, 2)}), Error);  // wrong size
+  CHECK_THROWS_AS(batch.upload(values(4, 1), {4}), Error);           // recording is closed
 }
 
-TEST_CASE("an error in the middle of a batch names the op and its position, and the device stays usable",
-          "[batch]") {
+TEST_CASE("an error in the middle of a batch names the op and its position, and the device stays usable", "[batch]") {
   const Device dev = test_device();
   Batch batch(dev);
   Tensor x = batch.upload(values(12, 1), {3, 4});
@@ -141,6 +140,8 @@ TEST_CASE("an error in the middle of a batch names the op and its position, and 
     CHECK(e.code() == ErrorCode::invalid_shape);
     CHECK(std::string(e.what()).find("[matmul]") != std::string::npos);
     CHECK(std::string(e.what()).find("batch entry 3") != std::string::npos);
+    REQUIRE(e.entry().has_value());
+    CHECK(e.entry()->index == 2);
   }
   // a failure while running: summing a broadcast view whose contiguous copy cannot be allocated
   Tensor one = batch.upload(values(1, 2), {1});
@@ -154,6 +155,10 @@ TEST_CASE("an error in the middle of a batch names the op and its position, and 
     INFO(e.what());
     CHECK(e.code() == ErrorCode::out_of_memory);
     CHECK(std::string(e.what()).find("[sum] batch entry 4 of 8") != std::string::npos);
+    REQUIRE(e.entry().has_value());  // the position as data, not only in the text
+    CHECK(e.entry()->index == 3);
+    CHECK(e.entry()->count == 8);
+    CHECK(e.entry()->tag == "[sum]");
   }
   CHECK_THROWS_AS(bad.get(), Error);
   // the device works afterwards
@@ -166,14 +171,14 @@ TEST_CASE("batch misuse gives clear errors", "[batch]") {
   Batch a(test_device()), b(test_device());
   Tensor x = a.upload(values(4, 1), {4});
   Tensor y = b.upload(values(4, 2), {4});
-  CHECK_THROWS_AS(add(x, y), Error);                       // two batches
-  CHECK_THROWS_AS(b.read(x), Error);                       // another batch's tensor
-  CHECK_THROWS_AS(async::relu(x).get(), Error);            // async does not record
-  CHECK_THROWS_AS(a.upload(values(4, 1), {5}), Error);     // size mismatch
-  CHECK_THROWS_AS(Batch(Device::parse("cpu:3")), Error);   // no such device
+  CHECK_THROWS_AS(add(x, y), Error);                      // two batches
+  CHECK_THROWS_AS(b.read(x), Error);                      // another batch's tensor
+  CHECK_THROWS_AS(async::relu(x).get(), Error);           // async does not record
+  CHECK_THROWS_AS(a.upload(values(4, 1), {5}), Error);    // size mismatch
+  CHECK_THROWS_AS(Batch(Device::parse("cpu:3")), Error);  // no such device
   Tensor eager = Tensor::random({4}, 3);
-  CHECK_THROWS_AS(a.read(eager), Error);                   // not recorded by the batch
-  a.run();  // a batch with only an upload runs
+  CHECK_THROWS_AS(a.read(eager), Error);  // not recorded by the batch
+  a.run();                                // a batch with only an upload runs
 }
 
 TEST_CASE("a batch reuses the memory of tensors nobody holds once their last entry has run", "[batch]") {

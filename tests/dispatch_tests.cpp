@@ -329,9 +329,10 @@ TEST_CASE("a batch step in range but over a device's largest allocation is place
   const Device dev = other_device();
   const std::uint64_t most = largest_allocation(dev), range = max_binding(dev);
   if (most + (8u << 20) > range) {
-    std::printf("largest allocation %llu MiB is not below maxStorageBufferRange %llu MiB on %s: the case does not arise "
-                "(the ctest entry dispatch_allocation_limit lowers it)\n",
-                static_cast<unsigned long long>(most >> 20), static_cast<unsigned long long>(range >> 20), dev.str().c_str());
+    std::printf(
+        "largest allocation %llu MiB is not below maxStorageBufferRange %llu MiB on %s: the case does not arise "
+        "(the ctest entry dispatch_allocation_limit lowers it)\n",
+        static_cast<unsigned long long>(most >> 20), static_cast<unsigned long long>(range >> 20), dev.str().c_str());
     return;
   }
   dispatch::allow_software(true);
@@ -424,8 +425,7 @@ TEST_CASE("a batch splits across devices only where a step gains more than its m
   }
 }
 
-TEST_CASE("an error in a batch placed across devices names the entry's place in the whole batch",
-          "[dispatch][batch]") {
+TEST_CASE("an error in a batch placed across devices names the entry's place in the whole batch", "[dispatch][batch]") {
   Restore restore;
   const Device dev = other_device();
   dispatch::allow_software(true);
@@ -447,6 +447,8 @@ TEST_CASE("an error in a batch placed across devices names the entry's place in 
     INFO(e.what());
     CHECK(e.code() == ErrorCode::out_of_memory);
     CHECK(std::string(e.what()).find("[sum] batch entry 5 of 9:") != std::string::npos);
+    REQUIRE(e.entry().has_value());
+    CHECK(e.entry()->index == 4);
   }
   REQUIRE(batch.devices().size() == 2);  // it was placed across devices
   CHECK_THROWS_AS(bad.get(), Error);
@@ -491,21 +493,32 @@ TEST_CASE("a batch placed across devices reuses memory inside each device's run"
 TEST_CASE("a failing run of a split batch is renamed by its entries' places in the batch", "[dispatch][batch]") {
   using detail::k_not_recorded;
   const std::vector<std::size_t> run{k_not_recorded, 4, 6, k_not_recorded};  // a run of 4 entries
-  auto renamed = [&](const std::string& message, std::span<const std::size_t> positions) {
-    return std::string(detail::with_batch_position(Error(ErrorCode::out_of_memory, message), positions, 9).what());
+  auto op = [](OpKind kind) {
+    detail::OpCall call;
+    call.op = kind;
+    return detail::Entry(call);
   };
-  CHECK(renamed("[sum] batch entry 2 of 4: no memory", run) == "[sum] batch entry 5 of 9: no memory");
-  CHECK(renamed("[relu] batch entry 3 of 4: no memory", run) == "[relu] batch entry 7 of 9: no memory");
-  CHECK(renamed("[upload] batch entry 1 of 4: no memory", run) ==
+  // entry i of n failed with `message`, in a submission of the run's entries; renumbered in a batch of 9
+  auto renamed = [&](const detail::Entry& entry, std::size_t i, std::size_t n, std::span<const std::size_t> positions) {
+    const Error failed = detail::entry_error(entry, i, n, Error(ErrorCode::out_of_memory, "no memory"), Device::cpu());
+    const Error e = detail::with_batch_position(failed, positions, 9);
+    CHECK(e.code() == ErrorCode::out_of_memory);
+    return std::pair{std::string(e.what()), e.entry() ? std::optional(e.entry()->index) : std::nullopt};
+  };
+  CHECK(renamed(op(OpKind::sum), 1, 4, run) ==
+        std::pair{std::string("[sum] batch entry 5 of 9: no memory"), std::optional<std::size_t>(4)});
+  CHECK(renamed(op(OpKind::relu), 2, 4, run) ==
+        std::pair{std::string("[relu] batch entry 7 of 9: no memory"), std::optional<std::size_t>(6)});
+  CHECK(renamed(detail::Upload{}, 0, 4, run).first ==
         "[upload] moving a tensor between devices before batch entry 5 of 9: no memory");
-  CHECK(renamed("[readback] batch entry 4 of 4: no memory", run) ==
+  CHECK(renamed(detail::Readback{}, 3, 4, run).first ==
         "[readback] moving a tensor between devices after batch entry 7 of 9: no memory");
   const std::vector<std::size_t> single{7};
-  CHECK(renamed("[gelu] on vulkan:0: device lost", single) == "[gelu] batch entry 8 of 9: device lost");
-  // what entry_error did not make comes back as it was
-  CHECK(renamed("[batch] an input comes from work that failed: [relu] x", run) ==
-        "[batch] an input comes from work that failed: [relu] x");
-  CHECK(renamed("[sum] batch entry 9 of 4: out of range", run) == "[sum] batch entry 9 of 4: out of range");
+  CHECK(renamed(op(OpKind::gelu), 0, 1, single).first == "[gelu] batch entry 8 of 9: no memory");
+  // an error no entry made (a failed dependency) comes back as it was, whatever its text says
+  const Error dependency(ErrorCode::out_of_memory, "[relu] batch entry 3 of 4: an input comes from work that failed");
+  CHECK(std::string(detail::with_batch_position(dependency, run, 9).what()) == dependency.what());
+  CHECK_FALSE(detail::with_batch_position(dependency, run, 9).entry().has_value());
 }
 
 TEST_CASE("a run of steps moves to another device together where no single step would", "[dispatch][batch]") {

@@ -1,6 +1,8 @@
 // trine::Error: the one exception type every trine failure is reported with.
 #pragma once
 
+#include <cstddef>
+#include <optional>
 #include <stdexcept>
 #include <string>
 
@@ -19,13 +21,28 @@ enum class ErrorCode {
 
 const char* error_code_name(ErrorCode code) noexcept;
 
+// Where in a submission the failing entry was, as data: the error of one entry of a batch (or of
+// a single call) carries it, so the layers above can name the entry by its place in the user's
+// batch without reading the message.
+struct ErrorEntry {
+  std::string tag;     // "[relu]", "[upload]", ...: what failed
+  std::size_t index;   // 0-based, in the submission (or, once renumbered, in the batch)
+  std::size_t count;   // the entries of the submission (or batch)
+  std::string detail;  // the message after the position ("no memory ...")
+};
+
 class Error : public std::runtime_error {
  public:
   Error(ErrorCode code, const std::string& message);
+  Error(ErrorCode code, const std::string& message, ErrorEntry entry);
   ErrorCode code() const noexcept { return code_; }
+  // The failing entry when the error is one entry's (nullopt otherwise). For an error of a batch,
+  // index is the entry's 0-based place among the batch's recorded entries.
+  const std::optional<ErrorEntry>& entry() const noexcept { return entry_; }
 
  private:
   ErrorCode code_;
+  std::optional<ErrorEntry> entry_;
 };
 
 }  // namespace trine
