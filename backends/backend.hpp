@@ -1,9 +1,9 @@
 // The one interface every backend implements, and the registry that finds them.
 //
 // How an op travels (see also docs/design.md):
-//   trine::relu(x)                      public free function (dispatch/ops.cpp)
+//   trine::relu(x)                      public free function (ops.hpp, from ops.def's TRINE_FN line)
 //   -> run_op(OpKind::relu, {x}, params)
-//   -> infer_op(...)                    dispatch/op_table.cpp: every shape/dtype/param check, in one
+//   -> infer_op(...)                    ops/rules.cpp: every shape/dtype/param check, in one
 //                                       place, before any backend is asked; gives the output shape
 //   -> place_call(...)                  dispatch/dispatcher.cpp: the pinned device, or the cheapest
 //                                       by the cost model; inputs elsewhere are moved there

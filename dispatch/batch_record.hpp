@@ -1,4 +1,5 @@
-// Internal to dispatch/: what a trine::Batch records, and how run_op records into it.
+// What a trine::Batch records (api/batch.cpp), how run_op records into it, and what the batch's
+// placement reads (dispatch/batch_place.cpp).
 #pragma once
 
 #include <memory>
@@ -62,7 +63,7 @@ std::shared_ptr<BatchRecord> recording_batch(OpKind op, std::span<const Tensor> 
 // Records `op` into `batch` and returns its (not yet computed) output.
 Tensor record_op(BatchRecord& batch, OpKind op, std::span<const Tensor> inputs, const OpParams& params);
 
-// A Future<void> that is ready when `done` is (dispatch/future.cpp).
+// A Future<void> that is ready when `done` is (api/future.cpp).
 Future<void> future_of_completion(std::shared_ptr<Completion> done);
 
 // Whether this thread is inside trine::async (ops submit without waiting).

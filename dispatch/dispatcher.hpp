@@ -1,4 +1,4 @@
-// Internal to dispatch/: where a call runs (pins, then the cost model), and moving tensors there.
+// Internal to the library: where a call runs (pins, then the cost model), and moving tensors there.
 #pragma once
 
 #include <optional>
@@ -30,7 +30,7 @@ std::optional<Device> pinned_by_scope();
 
 // `t` on `device`: `t` itself when it is there already, else a contiguous copy moved there (an
 // Upload and/or Readback through the host, submitted without waiting, ordered by the storages),
-// pinned as asked. `op` names the work in errors. Defined in dispatch/ops.cpp.
+// pinned as asked. `op` names the work in errors. Defined in api/ops.cpp.
 Tensor move_tensor(const Tensor& t, Device device, bool pinned, const char* op);
 
 // Whether `backend` would run `call` on `device` once its inputs were moved there (inputs elsewhere,

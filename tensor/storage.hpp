@@ -84,7 +84,7 @@ class Storage {
   // Blocks until the last writer has finished; rethrows its error.
   void wait_writer();
 
-  // Batches: the batch that recorded this storage and has not placed it yet (see dispatch/batch.cpp).
+  // Batches: the batch that recorded this storage and has not placed it yet (see api/batch.cpp).
   std::shared_ptr<BatchRecord> recording() const noexcept { return recording_.lock(); }
   void set_recording(const std::shared_ptr<BatchRecord>& b) noexcept { recording_ = b; }
   // Gives a recorded storage its device and memory when the batch is placed (a batch without a
