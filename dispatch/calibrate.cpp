@@ -9,6 +9,7 @@
 
 #include "backends/backend.hpp"
 #include "dispatch/dispatcher.hpp"
+#include "ops/samples.hpp"
 #include "trine/error.hpp"
 #include "trine/version.hpp"
 
@@ -17,80 +18,17 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-struct Call {
-  std::vector<Tensor> inputs;
-  OpParams params;
-};
-
 struct Point {
   OpCost cost;
   double seconds = 0;
 };
 
-Tensor input(const Shape& s, std::uint64_t seed, Device d) { return Tensor::random(s, seed, -1.0f, 1.0f, DType::f32, d); }
-
-// Ops whose time follows their flops; the rest follow their bytes.
-bool compute_bound(OpKind op) { return op == OpKind::matmul || op == OpKind::conv2d || op == OpKind::attention; }
-
-// The sizes each op is measured at: a ladder over the op's natural size parameter.
-std::vector<std::int64_t> ladder(OpKind op, bool quick) {
-  switch (op) {
-    case OpKind::matmul:
-      return quick ? std::vector<std::int64_t>{8, 24, 64, 160, 384} : std::vector<std::int64_t>{8, 24, 64, 128, 256, 512, 1024};
-    case OpKind::conv2d: return quick ? std::vector<std::int64_t>{4, 16, 48} : std::vector<std::int64_t>{4, 12, 32, 64, 112};
-    case OpKind::attention: return quick ? std::vector<std::int64_t>{8, 64, 256} : std::vector<std::int64_t>{8, 32, 128, 512, 1024};
-    case OpKind::gemv: return quick ? std::vector<std::int64_t>{16, 128, 1024} : std::vector<std::int64_t>{16, 128, 512, 2048, 4096};
-    default:
-      return quick ? std::vector<std::int64_t>{64, 1024, 16384, 131072, 1 << 20}
-                   : std::vector<std::int64_t>{64, 512, 4096, 32768, 262144, 1 << 20, 1 << 22, 1 << 24};
-  }
+Tensor input(const Shape& s, std::uint64_t seed, Device d) {
+  return Tensor::random(s, seed, -1.0f, 1.0f, DType::f32, d);
 }
 
-// One call of `op` at size `n` with its inputs on `d`.
-Call make_call(OpKind op, std::int64_t n, Device d) {
-  // Row ops on rows of 4096 (a transformer's hidden size, as trine-bench's grid sweeps them): the
-  // model knows sizes, not shapes, and calibrated on rows of 1024 it predicted lavapipe's
-  // reductions on rows of 4096 2-3x too slow (a workgroup per row does more per row there).
-  const std::int64_t cols = std::min<std::int64_t>(n, 4096), rows = std::max<std::int64_t>(1, n / 4096);
-  switch (op) {
-    case OpKind::matmul: return {{input({n, n}, 1, d), input({n, n}, 2, d)}, MatmulParams{}};
-    case OpKind::gemv: return {{input({n, n}, 1, d), input({n}, 2, d)}, GemvParams{}};
-    case OpKind::dot: return {{input({n}, 1, d), input({n}, 2, d)}, NoParams{}};
-    case OpKind::add:
-    case OpKind::sub:
-    case OpKind::mul:
-    case OpKind::div: return {{input({n}, 1, d), input({n}, 2, d)}, NoParams{}};
-    case OpKind::scale: return {{input({n}, 1, d)}, ScaleParams{2.0f, 1.0f}};
-    case OpKind::bias_act: return {{input({rows, cols}, 1, d), input({cols}, 2, d)}, BiasActParams{Activation::gelu}};
-    case OpKind::relu:
-    case OpKind::sigmoid:
-    case OpKind::tanh:
-    case OpKind::silu:
-    case OpKind::gelu:
-    case OpKind::gelu_tanh: return {{input({n}, 1, d)}, ActParams{}};
-    case OpKind::leaky_relu: return {{input({n}, 1, d)}, ActParams{0.01f, 0.0f}};
-    case OpKind::elu: return {{input({n}, 1, d)}, ActParams{1.0f, 0.0f}};
-    case OpKind::clip: return {{input({n}, 1, d)}, ActParams{-0.5f, 0.5f}};
-    case OpKind::softmax:
-    case OpKind::log_softmax: return {{input({rows, cols}, 1, d)}, AxisParams{-1}};
-    case OpKind::layernorm:
-      return {{input({rows, cols}, 1, d), input({cols}, 2, d), input({cols}, 3, d)}, NormParams{}};
-    case OpKind::rmsnorm: return {{input({rows, cols}, 1, d), input({cols}, 2, d)}, NormParams{}};
-    case OpKind::conv2d:
-      return {{input({1, 16, n, n}, 1, d), input({16, 16, 3, 3}, 2, d), Tensor()}, Conv2dParams{1, 1, 1, 1}};
-    case OpKind::attention: {
-      const Shape s{1, 4, n, 64};
-      return {{input(s, 1, d), input(s, 2, d), input(s, 3, d)}, AttentionParams{true, 0.0f}};
-    }
-    case OpKind::rope: return {{input({std::max<std::int64_t>(1, n / 64), 64}, 1, d)}, RopeParams{}};
-    case OpKind::sum:
-    case OpKind::mean:
-    case OpKind::max: return {{input({rows, cols}, 1, d)}, ReduceParams{-1, false}};
-    case OpKind::copy: return {{input({n}, 1, d)}, NoParams{}};
-    case OpKind::cast: return {{input({n}, 1, d)}, CastParams{DType::f16}};
-  }
-  return {};
-}
+// Ops whose time follows their flops (the op table's bound); the rest follow their bytes.
+bool compute_bound(OpKind op) { return op_info(op).bound == OpBound::compute; }
 
 double median(std::vector<double> v) {
   std::sort(v.begin(), v.end());
@@ -137,9 +75,8 @@ std::pair<double, double> time_pair(F&& f, G&& g, double budget) {
 // Size classes from the measured points: class i holds point i's rate and reaches halfway (in log
 // size) to the next point.
 std::vector<SizeClass> fit_classes(OpKind op, std::vector<Point> points, double fixed) {
-  std::sort(points.begin(), points.end(), [](const Point& a, const Point& b) {
-    return a.cost.flops + a.cost.bytes < b.cost.flops + b.cost.bytes;
-  });
+  std::sort(points.begin(), points.end(),
+            [](const Point& a, const Point& b) { return a.cost.flops + a.cost.bytes < b.cost.flops + b.cost.bytes; });
   std::vector<SizeClass> out;
   for (std::size_t i = 0; i < points.size(); ++i) {
     const Point& p = points[i];
@@ -219,16 +156,18 @@ DeviceModel calibrate_device(const DeviceInfo& info, const CalibrateOptions& o,
     std::vector<Point> points;
     double spent = 0;
     std::string skipped;
-    for (std::int64_t n : ladder(op, o.quick)) {
+    for (std::int64_t n : samples::ladder(op, o.quick)) {
       if (spent > o.max_seconds_per_op) {
         skipped = " (larger sizes skipped: over " + std::to_string(o.max_seconds_per_op) + " s)";
         break;
       }
       auto t0 = Clock::now();
       try {
-        Call c = make_call(op, n, d);
-        const OpCost cost = op_cost(op, c.inputs, c.params);
-        const double s = time_it([&] { (void)run_op(op, c.inputs, c.params); }, budget, first);
+        // The op's sample at size n (ops/samples.cpp), its inputs resident on d.
+        const samples::Sample c = samples::sized(op, n);
+        const std::vector<Tensor> inputs = samples::make_inputs(c, 1, d);
+        const OpCost cost = op_cost(op, inputs, c.params);
+        const double s = time_it([&] { (void)run_op(op, inputs, c.params); }, budget, first);
         points.push_back({cost, s});
       } catch (const Error& e) {
         // A device that cannot run the op at this size (unsupported, too large): no point here.

@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "ops/samples.hpp"
 #include "tests/reference/bounds.hpp"
 #include "tests/reference/bridge.hpp"
 #include "trine/debug.hpp"
@@ -25,51 +26,12 @@ struct Case {
   OpParams params;
 };
 
-// A typical size per op; `s` scales it down for --quick. The switch has no default: a new op in
-// ops.def breaks this build until it has a line here.
-Case typical(OpKind op, Device d, std::int64_t s) {
-  auto r = [&](const Shape& shape, std::uint64_t seed, float lo = -1, float hi = 1, DType t = DType::f32) {
-    return Tensor::random(shape, seed, lo, hi, t, d);
-  };
-  const std::int64_t big = 1 << 22 >> (s > 1 ? 6 : 0);
-  const std::int64_t n = 512 / s;
-  switch (op) {
-    case OpKind::matmul: return {{r({n, n}, 1), r({n, n}, 2)}, MatmulParams{}};
-    case OpKind::gemv: return {{r({4 * n, 4 * n}, 3), r({4 * n}, 4)}, GemvParams{}};
-    case OpKind::dot: return {{r({big}, 5), r({big}, 6)}, NoParams{}};
-    case OpKind::add:
-    case OpKind::sub:
-    case OpKind::mul: return {{r({big / 1024, 1024}, 7), r({1024}, 8)}, NoParams{}};
-    case OpKind::div: return {{r({big / 1024, 1024}, 9), r({big / 1024, 1024}, 10, 0.5f, 2.0f)}, NoParams{}};
-    case OpKind::scale: return {{r({big}, 11)}, ScaleParams{2.0f, 1.0f}};
-    case OpKind::bias_act: return {{r({big / 1024, 1024}, 12), r({1024}, 13)}, BiasActParams{Activation::gelu}};
-    case OpKind::relu:
-    case OpKind::sigmoid:
-    case OpKind::tanh:
-    case OpKind::silu:
-    case OpKind::gelu:
-    case OpKind::gelu_tanh: return {{r({big}, 14, -6, 6)}, ActParams{}};
-    case OpKind::leaky_relu: return {{r({big}, 15, -6, 6)}, ActParams{0.01f, 0}};
-    case OpKind::elu: return {{r({big}, 16, -6, 6)}, ActParams{1.0f, 0}};
-    case OpKind::clip: return {{r({big}, 17, -6, 6)}, ActParams{-1.0f, 1.0f}};
-    case OpKind::softmax:
-    case OpKind::log_softmax: return {{r({big / 4096, 4096}, 18, -10, 10)}, AxisParams{-1}};
-    case OpKind::layernorm: return {{r({big / 4096, 4096}, 19), r({4096}, 20), r({4096}, 21)}, NormParams{}};
-    case OpKind::rmsnorm: return {{r({big / 4096, 4096}, 22), r({4096}, 23)}, NormParams{1e-6f}};
-    case OpKind::conv2d:
-      return {{r({1, 64 / s, 56 / s, 56 / s}, 24), r({64 / s, 64 / s, 3, 3}, 25), r({64 / s}, 26)},
-              Conv2dParams{1, 1, 1, 1}};
-    case OpKind::attention:
-      return {{r({1, 8, n, 64}, 27, -2, 2), r({1, 8, n, 64}, 28, -2, 2), r({1, 8, n, 64}, 29)},
-              AttentionParams{true, 0}};
-    case OpKind::rope: return {{r({8, n, 128}, 30)}, RopeParams{}};
-    case OpKind::sum:
-    case OpKind::mean:
-    case OpKind::max: return {{r({big / 4096, 4096}, 31)}, ReduceParams{-1, false}};
-    case OpKind::copy: return {{r({2048 / s, 2048 / s}, 32).transpose()}, NoParams{}};
-    case OpKind::cast: return {{r({big}, 33)}, CastParams{DType::f16}};
-  }
-  return {};
+// A typical call of each op, from its samples (ops/samples.cpp): the largest size of its quick
+// calibration ladder, or for --quick the middle one.
+Case typical(OpKind op, Device d, bool quick) {
+  const std::vector<std::int64_t> sizes = samples::ladder(op, true);
+  const samples::Sample s = samples::sized(op, quick ? sizes[sizes.size() / 2] : sizes.back());
+  return {samples::make_inputs(s, 1, d), s.params};
 }
 
 std::string shapes_of(const std::vector<Tensor>& in) {
@@ -101,7 +63,6 @@ int main(int argc, char** argv) {
       std::printf("  %-7s %-12s %s\n", device_kind_name(st.kind),
                   st.available ? "available" : (st.built ? "unavailable" : "not built"), st.reason.c_str());
     }
-    const std::int64_t s = quick ? 4 : 1;
     int failures = 0;
     for (const auto& dev : devices()) {
       std::printf("\n%s: %s\n", dev.device.str().c_str(), dev.name.c_str());
@@ -109,7 +70,7 @@ int main(int argc, char** argv) {
                   "max|err|");
       for (int k = 0; k < TRINE_OP_COUNT; ++k) {
         const auto op = static_cast<OpKind>(k);
-        Case c = typical(op, dev.device, s);
+        Case c = typical(op, dev.device, quick);
         const OpCost cost = op_cost(op, c.inputs, c.params);
         Tensor out = run_op(op, c.inputs, c.params);  // warm-up, and the result we check
         std::vector<double> times;

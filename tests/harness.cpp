@@ -72,30 +72,10 @@ const DeviceChoice& device_choice() {
 Device test_device() { return device_choice().device; }
 std::string test_device_problem() { return device_choice().problem; }
 
-const char* view_name(View v) {
-  switch (v) {
-    case View::contiguous: return "contiguous";
-    case View::strided: return "strided";
-    case View::transposed: return "transposed";
-  }
-  return "?";
-}
-
 Tensor make_input(const Shape& shape, std::uint64_t seed, View view, DType dtype, float low, float high,
                   Device device) {
-  seed ^= base_seed() * 0x9e3779b97f4a7c15ull;
-  if (view == View::strided && shape.rank() >= 1) {
-    Shape wide = shape;
-    wide[shape.rank() - 1] = 2 * shape[shape.rank() - 1];
-    Tensor w = Tensor::random(wide, seed, low, high, dtype, device);
-    return w.slice(-1, 0, wide[shape.rank() - 1], 2);
-  }
-  if (view == View::transposed && shape.rank() >= 2) {
-    Shape swapped = shape;
-    std::swap(swapped[shape.rank() - 1], swapped[shape.rank() - 2]);
-    return Tensor::random(swapped, seed, low, high, dtype, device).transpose(-2, -1);
-  }
-  return Tensor::random(shape, seed, low, high, dtype, device);
+  const samples::Input input{shape, dtype, low, high, view, false};
+  return samples::make_input(input, seed ^ (base_seed() * 0x9e3779b97f4a7c15ull), device);
 }
 
 namespace {

@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "ops/samples.hpp"
 #include "tests/reference/bridge.hpp"
 #include "tests/reference/reference.hpp"
 #include "trine/debug.hpp"
@@ -24,12 +25,13 @@ Device test_device();
 // device named but unavailable is an error, never a silent skip).
 std::string test_device_problem();
 
-enum class View { contiguous, strided, transposed };
-const char* view_name(View v);
+// The layouts of ops/samples.hpp: strided = every other element of a wider tensor along the last
+// axis; transposed = the transpose of a tensor with the last two dims swapped (rank >= 2).
+using View = samples::Layout;
+inline const char* view_name(View v) { return samples::layout_name(v); }
 
-// A tensor of `shape` whose values are uniform in [low, high) from `seed`, laid out as `view`:
-// strided = every other element of a wider tensor along the last axis; transposed = the transpose
-// of a tensor with the last two dims swapped (rank >= 2; otherwise contiguous).
+// A tensor of `shape` whose values are uniform in [low, high) from `seed` (mixed with the run's
+// seed), laid out as `view`, on `device` (the device under test by default).
 Tensor make_input(const Shape& shape, std::uint64_t seed, View view = View::contiguous, DType dtype = DType::f32,
                   float low = -1.0f, float high = 1.0f, Device device = test_device());
 

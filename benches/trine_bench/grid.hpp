@@ -1,4 +1,4 @@
-// The cases trine-bench times: each op of the table over a sweep of sizes, with the shapes of
+// The cases trine-bench times: each op of the table over its bench rows (ops/samples.cpp), the shapes of
 // transformer inference among them (decode gemv, prefill matmul, causal attention, rmsnorm).
 #pragma once
 

@@ -1,0 +1,689 @@
+// The sample calls of every op (see samples.hpp): one switch per use, no default, so a new op
+// names its cases here or the build fails.
+#include "ops/samples.hpp"
+
+#include <algorithm>
+#include <cstdio>
+#include <utility>
+
+namespace trine::samples {
+namespace {
+
+using i64 = std::int64_t;
+using L = Layout;
+
+Input in(Shape shape, float low = -1.0f, float high = 1.0f, Layout layout = L::contiguous, DType dtype = DType::f32) {
+  return Input{std::move(shape), dtype, low, high, layout, false};
+}
+Input view(Shape shape, Layout layout, float low = -1.0f, float high = 1.0f) {
+  return in(std::move(shape), low, high, layout);
+}
+Input none() { return Input{{}, DType::f32, 0.0f, 0.0f, L::contiguous, true}; }
+
+// Sizes of 1, primes, powers of two and their neighbours.
+const std::vector<i64> k_sizes = {1, 2, 3, 7, 31, 32, 33, 64, 127, 256, 1000};
+
+// ---- conformance, by family ----
+
+void matmul_cases(std::vector<Sample>& out) {
+  auto run = [&](Shape as, Shape bs, MatmulParams p, Layout la = L::contiguous, Layout lb = L::contiguous,
+                 DType ta = DType::f32, DType tb = DType::f32) {
+    std::string note = std::string(p.trans_a ? "ta " : "") + (p.trans_b ? "tb" : "");
+    out.push_back({{in(std::move(as), -1, 1, la, ta), in(std::move(bs), -1, 1, lb, tb)}, p, note});
+  };
+  for (auto s : k_sizes) {
+    if (s <= 256) run({s, s}, {s, s}, {});
+    run({s, 33}, {33, 7}, {});
+    run({1, s}, {s, 31}, {});
+    run({3, 1}, {1, s}, {});
+  }
+  run({3, 1000}, {1000, 7}, {});
+  run({1000, 3}, {3, 5}, {});
+  run({129, 257}, {257, 65}, {});
+  run({384, 512}, {512, 320}, {});  // large: several cache blocks in every dimension
+  // More rows than any ISA's packed A block (mc <= 1536, mc_l3 about 1020 at kc 512): B packed a
+  // whole block at a time, over several A blocks; more columns than any B block (nc_l2 <= 1024,
+  // nc <= 1365): several, the last one partial. Fewer rows than one A block: B packed one
+  // micro-panel at a time.
+  run({1543, 24}, {24, 1500}, {});
+  run({7, 19}, {19, 2900}, {});
+  // More rows than one A block in L2 (mc: 504-510 rows with a 2 MiB L2, fewer with a smaller L2),
+  // with several kc passes accumulating into C: wide (AVX-512 keeps each A panel in L1 while a B
+  // block streams past, over two B blocks) and narrow (each B panel serves an A block's panels,
+  // over two or more A blocks, one B block packed once a pass)
+  run({530, 700}, {700, 600}, {});
+  run({1100, 530}, {530, 200}, {});
+  // At least 512^3 multiply-adds with AVX-512: 12-row tiles (gemm_tall_rows), with a partial last
+  // tile, several A blocks, row-major f32 A through the 8x8 transposes (and their scalar k tail),
+  // column-major f16 A and row-major bf16 A widened while packing
+  run({1031, 131}, {131, 1000}, {});
+  run({700, 203}, {700, 997}, {true, false}, L::contiguous, L::strided, DType::f16, DType::f32);
+  run({203, 700}, {700, 997}, {}, L::contiguous, L::contiguous, DType::bf16, DType::f32);
+  // Vulkan's matmul_rows.comp (row-contiguous f32, N a multiple of 4): each row count it picks (1,
+  // 2, 4, 8, 16 rows per workgroup) with M past it, one and two vec4 columns per invocation with N
+  // past a workgroup's columns, and broadcast batches
+  run({1, 300}, {300, 64}, {});
+  run({3, 19}, {19, 12}, {});
+  run({37, 29}, {29, 1028}, {});
+  run({2, 1, 21, 19}, {1, 3, 19, 8}, {});
+  // transpose flags and transposed / strided views
+  for (bool ta : {false, true}) {
+    for (bool tb : {false, true}) {
+      Shape as = ta ? Shape{33, 31} : Shape{31, 33};
+      Shape bs = tb ? Shape{7, 33} : Shape{33, 7};
+      run(as, bs, {ta, tb});
+      run(as, bs, {ta, tb}, L::transposed, L::strided);
+    }
+  }
+  run({64, 96}, {96, 80}, {}, L::strided, L::transposed);
+  // batched with broadcast batch dims
+  run({2, 3, 17, 9}, {9, 5}, {});
+  run({2, 1, 7, 9}, {1, 4, 9, 6}, {});
+  run({4, 31, 33}, {4, 33, 32}, {false, false}, L::transposed, L::contiguous);
+  run({5, 33, 31}, {5, 7, 33}, {true, true});
+  // f16 / bf16 inputs, f32 result
+  run({31, 64}, {64, 33}, {}, L::contiguous, L::contiguous, DType::f16, DType::f16);
+  run({31, 64}, {64, 33}, {}, L::contiguous, L::transposed, DType::bf16, DType::bf16);
+  run({2, 7, 65}, {65, 9}, {}, L::contiguous, L::contiguous, DType::f16, DType::f32);
+  run({128, 256}, {256, 96}, {}, L::contiguous, L::contiguous, DType::bf16, DType::f16);
+  // 16-bit operands widened to f32 while packing: row-major A past one 256-k chunk, column-major A
+  run({19, 300}, {300, 40}, {}, L::contiguous, L::contiguous, DType::f16, DType::bf16);
+  run({64, 31}, {64, 33}, {true, false}, L::contiguous, L::contiguous, DType::f16, DType::f16);
+  // bf16 x bf16 (the cpu's AVX512-BF16 kernel where the CPU has it): odd K, partial tiles of 12 x
+  // 32, transposes, strided views, broadcast batches, two KC passes (K > 1024) and two A blocks
+  run({7, 17}, {17, 33}, {}, L::contiguous, L::contiguous, DType::bf16, DType::bf16);
+  run({1, 129}, {129, 2}, {}, L::contiguous, L::contiguous, DType::bf16, DType::bf16);
+  run({33, 64}, {300, 64}, {false, true}, L::strided, L::contiguous, DType::bf16, DType::bf16);
+  run({65, 31}, {65, 40}, {true, false}, L::contiguous, L::transposed, DType::bf16, DType::bf16);
+  run({2, 3, 13, 7}, {7, 29}, {}, L::contiguous, L::contiguous, DType::bf16, DType::bf16);
+  run({40, 1100}, {1100, 70}, {}, L::contiguous, L::contiguous, DType::bf16, DType::bf16);
+  run({300, 64}, {64, 45}, {}, L::contiguous, L::contiguous, DType::bf16, DType::bf16);
+  // AMX (32 x 32 blocks, k in steps of 32): two threads, three KC passes, partial blocks both ways
+  run({129, 1500}, {1500, 97}, {}, L::contiguous, L::contiguous, DType::bf16, DType::bf16);
+  // K == 0: an empty sum is zero
+  run({3, 0}, {0, 4}, {});
+  run({0, 5}, {5, 4}, {});
+}
+
+void gemv_cases(std::vector<Sample>& out) {
+  for (auto m : k_sizes) {
+    for (i64 k : {1, 7, 33, 1000}) {
+      for (bool trans : {false, true}) {
+        out.push_back({{in(trans ? Shape{k, m} : Shape{m, k}), in({k})}, GemvParams{trans}, trans ? "trans" : ""});
+      }
+    }
+  }
+  out.push_back({{view({127, 255}, L::transposed), view({255}, L::strided)}, GemvParams{false}, "transposed view"});
+  out.push_back({{in({2048, 4096}), in({4096})}, GemvParams{false}, "large"});
+  // few long rows: K is split over the threads in blocks (row-major, column-major, strided A)
+  for (Layout l : {L::contiguous, L::transposed, L::strided}) {
+    for (bool trans : {false, true}) {
+      out.push_back({{view(trans ? Shape{20011, 5} : Shape{5, 20011}, l), in({20011})},
+                     GemvParams{trans},
+                     std::string("few long rows ") + layout_name(l)});
+    }
+  }
+}
+
+void dot_cases(std::vector<Sample>& out) {
+  for (auto n : k_sizes) out.push_back({{in({n}), in({n})}, NoParams{}, ""});
+  out.push_back({{view({1000}, L::strided), in({1000})}, NoParams{}, "strided"});
+  out.push_back({{in({1 << 20}), in({1 << 20})}, NoParams{}, "large"});
+}
+
+void binary_cases(OpKind op, std::vector<Sample>& out) {
+  // div: keep the divisor away from 0 so the comparison measures arithmetic, not blow-ups
+  const float lo = op == OpKind::div ? 0.5f : -1.0f, hi = op == OpKind::div ? 2.0f : 1.0f;
+  const std::vector<std::pair<Shape, Shape>> shapes = {{{1}, {1}},
+                                                       {{7}, {7}},
+                                                       {{1000}, {1000}},
+                                                       {{31, 33}, {31, 33}},
+                                                       {{31, 33}, {33}},
+                                                       {{33}, {31, 33}},
+                                                       {{31, 1}, {1, 33}},
+                                                       {{127, 64}, {127, 1}},
+                                                       {{}, {64}},
+                                                       {{3, 7}, {}},
+                                                       {{2, 1, 3, 5}, {4, 1, 5}},
+                                                       {{1, 1, 1}, {2, 3, 4}},
+                                                       {{256, 1000}, {1000}},
+                                                       {{1000, 1000}, {1000, 1000}},
+                                                       // rows long enough for non-temporal stores
+                                                       // (ctest's *_streamed), each starting unaligned
+                                                       {{5, 2053}, {2053}},
+                                                       {{4099}, {}},
+                                                       {{}, {4099}}};
+  for (const auto& [sa, sb] : shapes) out.push_back({{in(sa), in(sb, lo, hi)}, NoParams{}, ""});
+  out.push_back({{view({33, 31}, L::transposed), view({31}, L::strided, lo, hi)}, NoParams{}, "views"});
+  // transposed views large enough for the tiled path, with partial tiles in both dims
+  const std::vector<std::pair<Input, Input>> tiled = {
+      {view({130, 67}, L::transposed), view({130, 67}, L::contiguous, lo, hi)},
+      {view({130, 67}, L::contiguous), view({130, 67}, L::transposed, lo, hi)},
+      {view({70, 129}, L::transposed), view({70, 129}, L::transposed, lo, hi)},
+      {view({3, 70, 45}, L::transposed), view({45}, L::contiguous, lo, hi)},
+      {view({130, 67}, L::transposed), view({130, 1}, L::contiguous, lo, hi)},
+  };
+  for (const auto& [x, y] : tiled) out.push_back({{x, y}, NoParams{}, "transposed, tiled"});
+  out.push_back({{in({0, 3}), in({3})}, NoParams{}, "zero-size"});
+}
+
+std::vector<Shape> unary_shapes() {
+  std::vector<Shape> shapes;
+  for (auto n : k_sizes) shapes.push_back({n});
+  shapes.push_back({31, 33});
+  shapes.push_back({3, 1 << 20});  // large
+  return shapes;
+}
+
+void activation_cases(OpKind op, const ActParams& p, std::vector<Sample>& out) {
+  for (const auto& s : unary_shapes()) out.push_back({{in(s, -6, 6)}, p, ""});
+  out.push_back({{in({1000}, -40, 40)}, p, "range +-40"});
+  out.push_back({{view({33, 31}, L::transposed, -6, 6)}, p, "transposed view"});
+  out.push_back({{in({0})}, p, "zero-size"});
+  (void)op;
+}
+
+void scale_cases(std::vector<Sample>& out) {
+  for (const auto& s : unary_shapes()) out.push_back({{in(s)}, ScaleParams{-2.5f, 0.25f}, ""});
+  out.push_back({{view({64, 65}, L::strided)}, ScaleParams{3.0f, 0.0f}, "strided"});
+}
+
+void bias_act_cases(std::vector<Sample>& out) {
+  for (int a = 0; a < TRINE_ACTIVATION_COUNT; ++a) {
+    const auto act = static_cast<Activation>(a);
+    const BiasActParams p{act, act == Activation::clip ? -0.5f : 0.1f, act == Activation::clip ? 0.5f : 0.0f};
+    for (auto [r, c] : {std::pair<i64, i64>{1, 1}, {7, 3}, {31, 33}, {64, 1000}, {1000, 127}, {3, 2053}})
+      out.push_back({{in({r, c}, -4, 4), in({c})}, p, activation_name(act)});
+    out.push_back(
+        {{view({2, 5, 33}, L::strided), view({33}, L::strided)}, p, std::string(activation_name(act)) + " strided"});
+  }
+}
+
+void softmax_cases(std::vector<Sample>& out) {
+  auto add = [&](Input x, int axis, std::string note) { out.push_back({{std::move(x)}, AxisParams{axis}, note}); };
+  for (auto n : k_sizes) {
+    add(in({3, n}, -10, 10), -1, "");
+    add(in({n, 5}, -10, 10), 0, "axis 0");
+  }
+  add(in({4, 33, 7}, -10, 10), 1, "axis 1");
+  add(view({31, 64}, L::transposed, -10, 10), -1, "transposed view");
+  // many rows (Vulkan's softmax_rows.comp, an invocation per row): the last axis, a middle axis
+  // with inner > 1, and a transposed view
+  add(in({300, 33}, -10, 10), -1, "many rows");
+  add(in({3, 41, 131}, -10, 10), 1, "axis 1, many rows");
+  add(view({17, 260}, L::transposed, -10, 10), -1, "transposed view, many rows");
+  // rows of one L2-resident pass (the cpu's cached path; streamed, through a scratch row), and rows
+  // split into segments
+  add(in({5, 4099}, -10, 10), -1, "rows of 4099");
+  add(in({2, 70001}, -10, 10), -1, "rows of 70001");
+  add(in({16, 32000}, -20, 20), -1, "large");
+  // rows longer than one block of any kernel's scratch: the sum must be carried across blocks
+  add(in({3, 32768}, -20, 20), -1, "rows of 32768");
+  // a non-last axis whose inner size is above the vector width, with a remainder: the strided
+  // path that runs vectors across the inner dim
+  for (i64 inner : {37, 130}) {
+    add(in({3, 50, inner}, -10, 10), 1, "axis 1, inner " + std::to_string(inner));
+    add(view({33, 2, inner}, L::strided, -10, 10), 0, "axis 0, strided, inner " + std::to_string(inner));
+  }
+}
+
+void layernorm_cases(std::vector<Sample>& out) {
+  for (auto n : k_sizes) {
+    for (i64 rows : {1, 5}) {
+      const Input x = in({rows, n}, -3, 5);
+      out.push_back({{x, in({n}), in({n})}, NormParams{1e-5f}, "gamma beta"});
+      out.push_back({{x}, NormParams{1e-5f}, "plain"});
+      out.push_back({{x, in({n})}, NormParams{1e-3f}, "gamma"});
+    }
+  }
+  // rows long enough for non-temporal stores (ctest's streamed_*), each starting unaligned
+  out.push_back({{in({3, 2053}, -3, 5), in({2053}), in({2053})}, NormParams{1e-5f}, "gamma beta, rows of 2053"});
+  out.push_back({{view({2, 3, 4096}, L::strided), in({4096}), none()}, NormParams{}, "strided large, gamma only"});
+}
+
+void rmsnorm_cases(std::vector<Sample>& out) {
+  for (auto n : k_sizes) {
+    for (i64 rows : {1, 5}) {
+      const Input x = in({rows, n}, -3, 5);
+      out.push_back({{x, in({n})}, NormParams{1e-6f}, "gamma"});
+      out.push_back({{x}, NormParams{1e-6f}, "plain"});
+    }
+  }
+  out.push_back({{in({3, 2053}, -3, 5), in({2053})}, NormParams{1e-6f}, "gamma, rows of 2053"});
+  out.push_back({{view({2, 3, 4096}, L::strided), in({4096})}, NormParams{}, "strided large"});
+}
+
+void conv2d_cases(std::vector<Sample>& out) {
+  struct C {
+    i64 n, c, h, w, k, r, s;
+    Conv2dParams p;
+    bool bias;
+  };
+  const std::vector<C> cases = {
+      {1, 1, 1, 1, 1, 1, 1, {}, false},
+      {1, 1, 5, 5, 1, 3, 3, {}, true},
+      {2, 3, 7, 7, 4, 3, 3, {1, 1, 1, 1}, true},
+      {1, 3, 13, 11, 5, 3, 3, {2, 1, 1, 1}, false},
+      {1, 4, 31, 33, 8, 5, 5, {{2, 1}, {2, 0}, 1, 1}, true},
+      {2, 4, 17, 17, 6, 3, 3, {1, 2, 2, 2}, true},
+      {1, 8, 32, 32, 8, 3, 3, {1, 1, 1, 8}, true},  // depthwise
+      {1, 6, 9, 9, 4, 1, 1, {}, false},             // 1x1
+      {1, 6, 9, 9, 4, 1, 1, {2, 0, 1, 1}, true},    // strided 1x1
+      {1, 2, 3, 3, 3, 3, 3, {1, 0, 1, 1}, true},    // kernel equal to the input
+      // Winograd F(4x4) (forced) pads a 2-column row into phases of which the last has no input
+      // column: it must be zeros, not what the 9 x 9 case before it left in the same scratch
+      {1, 3, 9, 9, 2, 3, 3, {1, 1, 1, 1}, true},
+      {1, 3, 2, 2, 2, 3, 3, {1, 1, 1, 1}, true},  // kernel larger than the input, fits with padding
+      {1, 3, 64, 64, 16, 7, 7, {2, 3, 1, 1}, true},
+      {2, 32, 56, 56, 64, 3, 3, {1, 1, 1, 1}, true},          // large
+      {1, 4, 21, 45, 6, 5, 5, {{1, 2}, {2, 2}, 1, 2}, true},  // column stride 2 (vector even-lane gather), groups
+      {1, 4, 21, 45, 2, 5, 5, {{1, 2}, {2, 2}, 1, 2}, true},  // 1 output channel per group: im2col on every ISA
+      {1, 3, 17, 29, 4, 3, 3, {3, 1, 1, 1}, false},           // stride 3
+      // stride 1 with R*S > 1: the cpu's direct kernel (8 or 4 output channels x 3 vectors of pixels)
+      {1, 5, 20, 23, 8, 3, 3, {1, 1, 1, 1}, true},
+      {2, 3, 18, 17, 12, 5, 5, {1, 2, 1, 1}, false},      // 12 channels: a partial block of 8 with AVX-512
+      {1, 4, 19, 21, 8, 3, 3, {1, 2, 2, 1}, true},        // dilation 2
+      {1, 6, 16, 33, 10, 3, 3, {1, {0, 1}, 1, 2}, true},  // groups 2 (5 channels each: partial blocks), padding 0 x 1
+      {1, 3, 9, 16, 4, 3, 5, {1, {1, 2}, 1, 1}, false},   // 3 x 5 kernel
+      // stride_w 2: the direct kernel over even/odd column phases, a row at a time; rows of 35,
+      // 20 and 60 outputs end in 3, 2 and 3 + 1 vectors with AVX-512 (fewer lanes: other splits)
+      {1, 3, 45, 70, 8, 7, 7, {2, 3, 1, 1}, true},  // the 7x7 stride-2 stem, small
+      {2, 5, 11, 40, 12, 3, 3, {2, 1, 1, 1}, false},
+      {1, 4, 9, 120, 8, 3, 3, {2, 1, 1, 1}, true},
+      {1, 4, 15, 50, 6, 3, 3, {2, 1, {1, 2}, 1}, true},             // dilation 2 along rows: every tap in phase 0
+      {1, 6, 20, 41, 10, 3, 4, {{3, 2}, {0, 2}, {2, 3}, 2}, true},  // stride 3 x 2, dilation 2 x 3, groups
+      // column stride 2 or more with 32 or more output channels a group: the cpu's direct_channels
+      // kernel on every ISA (blocks of 8, 16 or 32 channels as the lanes, 6 or 8 pixels a tile);
+      // partial channel blocks, partial tiles
+      {1, 3, 45, 70, 40, 7, 7, {2, 3, 1, 1}, true},                 // the stem: 35 outputs a row
+      {2, 8, 19, 24, 36, 3, 3, {{1, 2}, 1, 1, 1}, false},           // stride 1 x 2, batch 2
+      {1, 6, 20, 41, 64, 3, 4, {{3, 2}, {0, 2}, {2, 3}, 2}, true},  // stride 3 x 2, dilation 2 x 3, groups 2
+      {1, 4, 17, 40, 33, 5, 5, {3, 2, 1, 1}, false},                // stride 3: 14 outputs a row
+      // depthwise (groups == channels): the cpu's direct kernel; widths around the vector widths
+      {1, 2, 5, 5, 2, 3, 3, {1, 1, 1, 2}, true},
+      {2, 7, 9, 17, 7, 3, 3, {1, 1, 1, 7}, false},
+      {1, 13, 8, 33, 13, 3, 3, {2, 1, 1, 13}, true},          // stride 2, odd width
+      {1, 5, 16, 31, 5, 5, 5, {{1, 2}, {2, 1}, 1, 5}, true},  // stride 1 x 2, asymmetric padding
+      {1, 4, 15, 16, 8, 3, 3, {1, 2, 2, 4}, true},            // dilation 2, channel multiplier 2
+      {1, 3, 20, 65, 3, 7, 7, {2, 3, 1, 3}, false},           // 7x7 stride 2
+      {1, 6, 1, 1, 6, 1, 1, {1, 0, 1, 6}, true},
+      {1, 64, 28, 28, 64, 3, 3, {1, 1, 1, 64}, true},  // large
+      // 3x3 stride 1: the cpu's Winograd paths by its shape rule (tests/ops_tests.cpp checks which),
+      // partial tiles at the bottom and right edges; TRINE_CPU_WINOGRAD=2 / 4 (ctest) forces them
+      // on every 3x3 stride-1 case here, the small ones included
+      {2, 32, 30, 29, 32, 3, 3, {1, 1, 1, 1}, true},        // F(4x4): 30 x 29 outputs, tiles of 2 and 1 at the edges
+      {1, 32, 33, 29, 40, 3, 3, {1, {0, 1}, 1, 1}, false},  // F(4x4): 31 x 29, padding 0 x 1
+      {1, 64, 28, 30, 64, 3, 3, {1, 1, 1, 2}, true},        // F(4x4): groups 2 (32 channels each)
+      {1, 32, 29, 31, 40, 3, 3, {1, 0, 1, 1}, false},       // F(2x2): 27 x 29, no padding
+      {2, 48, 14, 15, 48, 3, 3, {1, 1, 1, 3}, true},        // F(2x2): groups 3 (16 channels each), 14 x 15
+      {1, 32, 12, 72, 32, 3, 3, {1, 1, 1, 1}, true},  // F(4x4): rows of 72 = 64 (AVX-512's in-register phases) + 8
+      {1, 16, 8, 50, 16, 3, 3, {1, 1, 1, 1}, false},  // F(2x2): rows of 50 = 32 (in registers) + 18
+      {1, 8, 3, 40, 8, 3, 3, {1, 0, 1, 1}, true},     // one output row (forced Winograd only)
+      {2, 5, 4, 6, 7, 3, 3, {1, 0, 1, 1}, false},     // 2 x 4 outputs (forced Winograd only)
+  };
+  for (const auto& c : cases) {
+    const std::string note = "stride " + std::to_string(c.p.stride.h) + "," + std::to_string(c.p.stride.w) + " pad " +
+                             std::to_string(c.p.padding.h) + "," + std::to_string(c.p.padding.w) + " dil " +
+                             std::to_string(c.p.dilation.h) + " groups " + std::to_string(c.p.groups);
+    out.push_back(
+        {{in({c.n, c.c, c.h, c.w}), in({c.k, c.c / c.p.groups, c.r, c.s}), c.bias ? in({c.k}) : none()}, c.p, note});
+  }
+  out.push_back(
+      {{view({1, 3, 9, 11}, L::transposed), view({4, 3, 3, 3}, L::strided)}, Conv2dParams{1, 1, 1, 1}, "views"});
+}
+
+void attention_cases(std::vector<Sample>& out) {
+  struct A {
+    Shape lead;
+    i64 lq, lk, d, dv;
+    bool causal;
+    float scale;
+    bool cpu_only = false;
+  };
+  const std::vector<A> cases = {{{1}, 1, 1, 1, 1, false, 0},
+                                {{1}, 1, 1, 1, 1, true, 0},
+                                {{2, 3}, 7, 7, 8, 8, false, 0},
+                                {{2, 3}, 7, 7, 8, 8, true, 0},
+                                {{1, 2}, 5, 13, 16, 8, true, 0},
+                                {{1, 2}, 5, 13, 16, 8, false, 0.3f},
+                                {{3}, 31, 33, 64, 64, false, 0},
+                                {{3}, 31, 33, 64, 64, true, 0},
+                                {{1, 4}, 127, 127, 64, 32, true, 0},
+                                {{2}, 1, 1000, 64, 64, true, 0},
+                                // Dv over 64 (Vulkan: two blocks of 64 value columns, the second partial; 70 keys: a
+                                // partial second tile of 64 keys)
+                                {{2}, 9, 70, 16, 100, true, 0},
+                                // Several of the cpu's 128-key tiles per query block, causal and not, with the blocks
+                                // shared among threads. The other devices have no path these reach that 127 x 127 and
+                                // the decode shapes miss (Vulkan: tiles of 64 keys; cuda: 32-key tiles), and they were
+                                // 60% of the GPU-assisted validation run on lavapipe and of the emulated run.
+                                {{1, 8}, 256, 256, 64, 64, true, 0, true},
+                                {{1}, 1000, 1000, 32, 32, false, 0, true},
+                                // decode with few query blocks and many keys: the cpu splits the keys (flash-decoding)
+                                {{2}, 1, 4099, 64, 64, false, 0},
+                                {{1, 3}, 3, 2500, 40, 24, true, 0}};
+  for (const auto& a : cases) {
+    Shape qs = a.lead, ks = a.lead, vs = a.lead;
+    qs.push_back(a.lq), qs.push_back(a.d);
+    ks.push_back(a.lk), ks.push_back(a.d);
+    vs.push_back(a.lk), vs.push_back(a.dv);
+    out.push_back({{in(qs, -2, 2), in(ks, -2, 2), in(vs)},
+                   AttentionParams{a.causal, a.scale},
+                   a.causal ? "causal" : "",
+                   a.cpu_only});
+  }
+  out.push_back({{view({2, 9, 16}, L::strided), view({2, 11, 16}, L::transposed), view({2, 11, 8}, L::strided)},
+                 AttentionParams{true, 0},
+                 "views"});
+}
+
+void rope_cases(std::vector<Sample>& out) {
+  for (i64 l : {1, 3, 31, 256}) {
+    for (i64 d : {2, 8, 62, 128}) {
+      out.push_back({{in({2, l, d})}, RopeParams{10000.0f, 0}, ""});
+      out.push_back({{in({2, l, d})}, RopeParams{500000.0f, 17}, "base 5e5 offset 17"});
+    }
+  }
+  out.push_back({{view({2, 4, 33, 64}, L::strided)}, RopeParams{10000.0f, 1000}, "strided, offset 1000"});
+  out.push_back({{in({8, 1000, 128})}, RopeParams{}, "large"});
+  // More outer rows than an item takes (16), and positions that end in a partial block (8192
+  // floats of cos/sin rows: 64 positions of D = 128, or of 126, padded to 128); D = 126 also leaves
+  // a partial vector a row, which keeps the output's stores normal.
+  out.push_back({{in({37, 70, 128})}, RopeParams{10000.0f, 5}, "position blocks"});
+  out.push_back({{in({19, 45, 126})}, RopeParams{10000.0f, 5}, "position blocks"});
+}
+
+void reduce_cases(std::vector<Sample>& out) {
+  auto add = [&](Input x, int axis, bool keep, std::string note) {
+    out.push_back({{std::move(x)}, ReduceParams{axis, keep}, std::move(note)});
+  };
+  for (auto n : k_sizes) {
+    for (int axis : {0, 1, -1}) add(in({3, n, 5}), axis, false, "axis " + std::to_string(axis));
+    add(in({n}), 0, true, "keepdims");
+  }
+  add(view({33, 64}, L::transposed), -1, true, "transposed view");
+  add(in({64, 100000}), -1, false, "large");
+  // the segmented strided reduce: a middle axis with a large inner size, contiguous and through
+  // strided and transposed views
+  for (Layout l : {L::contiguous, L::strided, L::transposed}) {
+    add(view({4, 33, 1000}, l), 1, false, std::string("axis 1 ") + layout_name(l));
+    add(view({257, 130}, l), 0, true, std::string("axis 0 ") + layout_name(l));
+  }
+  // the cpu's column chunks: two of 2048 and 4 columns left over, over two segments of rows
+  // (256 and 44, one block of partials and part of one)
+  add(in({300, 4100}), 0, false, "axis 0, column chunks");
+}
+
+void copy_cases(OpKind op, std::vector<Sample>& out) {
+  for (DType t : {DType::f32, DType::f16, DType::bf16}) {
+    for (Layout l : {L::contiguous, L::strided, L::transposed}) {
+      // {9, 17}, {2, 37, 70} and {130, 67} take the tiled transpose with edges in both dims
+      for (Shape s :
+           {Shape{1}, Shape{7, 33}, Shape{2, 3, 127, 5}, Shape{0, 4}, Shape{9, 17}, Shape{2, 37, 70}, Shape{130, 67}}) {
+        const Input x = in(s, -1, 1, l, t);
+        if (op == OpKind::copy) {
+          out.push_back({{x}, NoParams{}, layout_name(l)});
+        } else {
+          for (DType to : {DType::f32, DType::f16, DType::bf16})
+            out.push_back({{x}, CastParams{to}, std::string(layout_name(l)) + " to " + dtype_name(to)});
+        }
+      }
+    }
+  }
+  if (op == OpKind::copy) {
+    out.push_back({{view({1 << 22}, L::strided)}, NoParams{}, "large strided"});
+  } else {
+    out.push_back({{in({1000}, -1e5f, 1e5f)}, CastParams{DType::f16}, "to f16 with overflow to inf"});
+    out.push_back({{in({1000}, -1e5f, 1e5f)}, CastParams{DType::bf16}, "to bf16"});
+  }
+}
+
+// The parameters an activation's samples use (leaky slope, elu alpha, clip's range).
+ActParams act_params(OpKind op) {
+  switch (op) {
+    case OpKind::leaky_relu: return {0.01f, 0.0f};
+    case OpKind::elu: return {1.0f, 0.0f};
+    case OpKind::clip: return {-0.5f, 0.75f};
+    default: return {};  // the others take none
+  }
+}
+
+// ---- bench rows ----
+
+std::string count_label(i64 n) {
+  char buf[32];
+  if (n >= (1 << 20) && n % (1 << 20) == 0) {
+    std::snprintf(buf, sizeof(buf), "n=%lldM", static_cast<long long>(n >> 20));
+  } else if (n >= 1024 && n % 1024 == 0) {
+    std::snprintf(buf, sizeof(buf), "n=%lldK", static_cast<long long>(n >> 10));
+  } else {
+    std::snprintf(buf, sizeof(buf), "n=%lld", static_cast<long long>(n));
+  }
+  return buf;
+}
+
+}  // namespace
+
+const char* layout_name(Layout layout) noexcept {
+  switch (layout) {
+    case Layout::contiguous: return "contiguous";
+    case Layout::strided: return "strided";
+    case Layout::transposed: return "transposed";
+  }
+  return "?";
+}
+
+std::vector<Sample> conformance(OpKind op) {
+  std::vector<Sample> out;
+  switch (op) {
+    case OpKind::matmul: matmul_cases(out); break;
+    case OpKind::gemv: gemv_cases(out); break;
+    case OpKind::dot: dot_cases(out); break;
+    case OpKind::add:
+    case OpKind::sub:
+    case OpKind::mul:
+    case OpKind::div: binary_cases(op, out); break;
+    case OpKind::scale: scale_cases(out); break;
+    case OpKind::bias_act: bias_act_cases(out); break;
+    case OpKind::relu:
+    case OpKind::leaky_relu:
+    case OpKind::sigmoid:
+    case OpKind::tanh:
+    case OpKind::silu:
+    case OpKind::gelu:
+    case OpKind::gelu_tanh:
+    case OpKind::clip: activation_cases(op, act_params(op), out); break;
+    case OpKind::elu:
+      activation_cases(op, {1.0f, 0.0f}, out);
+      activation_cases(op, {0.5f, 0.0f}, out);
+      break;
+    case OpKind::softmax:
+    case OpKind::log_softmax: softmax_cases(out); break;
+    case OpKind::layernorm: layernorm_cases(out); break;
+    case OpKind::rmsnorm: rmsnorm_cases(out); break;
+    case OpKind::conv2d: conv2d_cases(out); break;
+    case OpKind::attention: attention_cases(out); break;
+    case OpKind::rope: rope_cases(out); break;
+    case OpKind::sum:
+    case OpKind::mean:
+    case OpKind::max: reduce_cases(out); break;
+    case OpKind::copy:
+    case OpKind::cast: copy_cases(op, out); break;
+  }
+  return out;
+}
+
+std::vector<std::int64_t> ladder(OpKind op, bool quick) {
+  switch (op) {
+    case OpKind::matmul:
+      return quick ? std::vector<i64>{8, 24, 64, 160, 384} : std::vector<i64>{8, 24, 64, 128, 256, 512, 1024};
+    case OpKind::conv2d: return quick ? std::vector<i64>{4, 16, 48} : std::vector<i64>{4, 12, 32, 64, 112};
+    case OpKind::attention: return quick ? std::vector<i64>{8, 64, 256} : std::vector<i64>{8, 32, 128, 512, 1024};
+    case OpKind::gemv: return quick ? std::vector<i64>{16, 128, 1024} : std::vector<i64>{16, 128, 512, 2048, 4096};
+    default:  // the memory-bound ops, by elements
+      return quick ? std::vector<i64>{64, 1024, 16384, 131072, 1 << 20}
+                   : std::vector<i64>{64, 512, 4096, 32768, 262144, 1 << 20, 1 << 22, 1 << 24};
+  }
+}
+
+Sample sized(OpKind op, std::int64_t n) {
+  // Row ops on rows of 4096 (a transformer's hidden size, as trine-bench's grid sweeps them): the
+  // cost model knows sizes, not shapes, and calibrated on rows of 1024 it predicted lavapipe's
+  // reductions on rows of 4096 2-3x too slow (a workgroup per row does more per row there).
+  const i64 cols = std::min<i64>(n, 4096), rows = std::max<i64>(1, n / 4096);
+  switch (op) {
+    case OpKind::matmul: return {{in({n, n}), in({n, n})}, MatmulParams{}};
+    case OpKind::gemv: return {{in({n, n}), in({n})}, GemvParams{}};
+    case OpKind::dot: return {{in({n}), in({n})}, NoParams{}};
+    case OpKind::add:
+    case OpKind::sub:
+    case OpKind::mul: return {{in({n}), in({n})}, NoParams{}};
+    case OpKind::div: return {{in({n}), in({n}, 0.5f, 2.0f)}, NoParams{}};
+    case OpKind::scale: return {{in({n})}, ScaleParams{2.0f, 1.0f}};
+    case OpKind::bias_act: return {{in({rows, cols}, -4, 4), in({cols})}, BiasActParams{Activation::gelu}};
+    case OpKind::relu:
+    case OpKind::leaky_relu:
+    case OpKind::elu:
+    case OpKind::sigmoid:
+    case OpKind::tanh:
+    case OpKind::silu:
+    case OpKind::gelu:
+    case OpKind::gelu_tanh: return {{in({n}, -6, 6)}, act_params(op)};
+    case OpKind::clip: return {{in({n}, -6, 6)}, ActParams{-0.5f, 0.5f}};
+    case OpKind::softmax:
+    case OpKind::log_softmax: return {{in({rows, cols}, -10, 10)}, AxisParams{-1}};
+    case OpKind::layernorm: return {{in({rows, cols}), in({cols}), in({cols})}, NormParams{}};
+    case OpKind::rmsnorm: return {{in({rows, cols}), in({cols})}, NormParams{}};
+    case OpKind::conv2d: return {{in({1, 16, n, n}), in({16, 16, 3, 3}), none()}, Conv2dParams{1, 1, 1, 1}};
+    case OpKind::attention: {
+      const Shape s{1, 4, n, 64};
+      return {{in(s, -2, 2), in(s, -2, 2), in(s)}, AttentionParams{true, 0.0f}};
+    }
+    case OpKind::rope: return {{in({std::max<i64>(1, n / 64), 64})}, RopeParams{}};
+    case OpKind::sum:
+    case OpKind::mean:
+    case OpKind::max: return {{in({rows, cols})}, ReduceParams{-1, false}};
+    case OpKind::copy: return {{in({n})}, NoParams{}};
+    case OpKind::cast: return {{in({n})}, CastParams{DType::f16}};
+  }
+  return {};
+}
+
+std::vector<BenchRow> bench(OpKind op, bool quick) {
+  std::vector<BenchRow> out;
+  auto push = [&](std::string size, std::vector<Input> inputs, OpParams params) {
+    out.push_back({std::move(size), Sample{std::move(inputs), params}});
+  };
+  auto pick = [&](std::vector<i64> q, std::vector<i64> full) { return quick ? q : full; };
+  const std::vector<i64> counts = pick({1024, 1 << 18}, {1024, 1 << 14, 1 << 18, 1 << 20, 1 << 22, 1 << 24});
+  switch (op) {
+    case OpKind::add:
+    case OpKind::sub:
+    case OpKind::mul:
+    case OpKind::div:
+    case OpKind::dot:
+      for (auto n : counts) push(count_label(n), sized(op, n).inputs, sized(op, n).params);
+      return out;
+    case OpKind::bias_act:
+      for (i64 rows : pick({1, 64}, {1, 16, 256, 2048}))
+        push(std::to_string(rows) + "x4096", {in({rows, 4096}), in({4096})}, BiasActParams{Activation::gelu});
+      return out;
+    case OpKind::softmax:
+    case OpKind::log_softmax:
+      for (i64 rows : pick({1, 256}, {1, 64, 1024, 4096}))
+        push(std::to_string(rows) + "x4096", {in({rows, 4096})}, AxisParams{-1});
+      return out;
+    case OpKind::sum:
+    case OpKind::mean:
+    case OpKind::max:
+      for (i64 rows : pick({1, 256}, {1, 64, 1024, 4096}))
+        push(std::to_string(rows) + "x4096", {in({rows, 4096})}, ReduceParams{-1, false});
+      return out;
+    case OpKind::layernorm:
+      for (i64 rows : pick({1, 128}, {1, 16, 512, 2048}))
+        push(std::to_string(rows) + "x4096", {in({rows, 4096}), in({4096}), in({4096})}, NormParams{});
+      return out;
+    case OpKind::rmsnorm:
+      for (i64 rows : pick({1, 128}, {1, 16, 512, 2048}))
+        push(std::to_string(rows) + "x4096", {in({rows, 4096}), in({4096})}, NormParams{});
+      return out;
+    case OpKind::gemv:
+      push("256x256", {in({256, 256}), in({256})}, GemvParams{});
+      push("4096x4096 (decode)", {in({4096, 4096}), in({4096})}, GemvParams{});
+      if (!quick) {
+        push("1024x1024", {in({1024, 1024}), in({1024})}, GemvParams{});
+        push("11008x4096 (decode, up)", {in({11008, 4096}), in({4096})}, GemvParams{});
+        push("4096x11008 (decode, down)", {in({4096, 11008}), in({11008})}, GemvParams{});
+      }
+      return out;
+    case OpKind::matmul:
+      for (i64 n : pick({32, 256}, {32, 128, 256, 512, 1024}))
+        push(std::to_string(n) + "^3", {in({n, n}), in({n, n})}, MatmulParams{});
+      if (!quick) push("128x4096x4096 (prefill)", {in({128, 4096}), in({4096, 4096})}, MatmulParams{});
+      return out;
+    case OpKind::conv2d: {
+      const Conv2dParams same{1, 1, 1, 1};
+      push("C16 32x32 3x3", {in({1, 16, 32, 32}), in({16, 16, 3, 3}), none()}, same);
+      if (!quick) push("C64 56x56 3x3", {in({1, 64, 56, 56}), in({64, 64, 3, 3}), none()}, same);
+      return out;
+    }
+    case OpKind::attention: {
+      const AttentionParams causal{true, 0.0f};
+      auto heads = [&](i64 l, i64 d) {
+        return std::vector<Input>{in({1, 8, l, d}), in({1, 8, l, d}), in({1, 8, l, d})};
+      };
+      push("8 heads L=128 D=64 causal", heads(128, 64), causal);
+      if (!quick) {
+        push("8 heads L=2048 D=64 causal", heads(2048, 64), causal);
+        push("8 heads L=2048 D=128 causal", heads(2048, 128), causal);
+      }
+      return out;
+    }
+    case OpKind::rope:
+      for (i64 rows : pick({16, 1024}, {16, 1024, 8192}))
+        push(std::to_string(rows) + "x128", {in({rows, 128})}, RopeParams{});
+      return out;
+    case OpKind::scale:
+    case OpKind::relu:
+    case OpKind::leaky_relu:
+    case OpKind::elu:
+    case OpKind::sigmoid:
+    case OpKind::tanh:
+    case OpKind::silu:
+    case OpKind::gelu:
+    case OpKind::gelu_tanh:
+    case OpKind::clip:
+    case OpKind::copy:
+    case OpKind::cast:
+      for (auto n : counts) push(count_label(n), {in({n})}, sized(op, n).params);
+      return out;
+  }
+  return out;
+}
+
+Tensor make_input(const Input& input, std::uint64_t seed, std::optional<Device> device) {
+  if (input.absent) return {};
+  const Shape& shape = input.shape;
+  const int r = shape.rank();
+  if (input.layout == Layout::strided && r >= 1) {
+    Shape wide = shape;
+    wide[r - 1] = 2 * shape[r - 1];
+    const Tensor w = Tensor::random(wide, seed, input.low, input.high, input.dtype, device);
+    return w.slice(-1, 0, wide[r - 1], 2);
+  }
+  if (input.layout == Layout::transposed && r >= 2) {
+    Shape swapped = shape;
+    std::swap(swapped[r - 1], swapped[r - 2]);
+    return Tensor::random(swapped, seed, input.low, input.high, input.dtype, device).transpose(-2, -1);
+  }
+  return Tensor::random(shape, seed, input.low, input.high, input.dtype, device);
+}
+
+std::vector<Tensor> make_inputs(const Sample& sample, std::uint64_t seed, std::optional<Device> device) {
+  std::vector<Tensor> out;
+  out.reserve(sample.inputs.size());
+  for (std::size_t i = 0; i < sample.inputs.size(); ++i) out.push_back(make_input(sample.inputs[i], seed + i, device));
+  return out;
+}
+
+}  // namespace trine::samples
