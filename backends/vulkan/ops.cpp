@@ -2,6 +2,7 @@
 // placed), and the helpers the families share.
 #include "backends/vulkan/ops.hpp"
 
+#include <cstdint>
 #include <utility>
 
 #include "backends/vulkan/context.hpp"
@@ -9,6 +10,18 @@
 #include "trine/error.hpp"
 
 namespace trine::vulkan {
+
+// The shaders' op codes (the generated ops.glsl, read as C++: its lines are valid declarations)
+// are OpKind's values: vulkan.cmake numbers ops.def's rows as ops.hpp's X-macro does, and this
+// fails the build where the two disagree.
+namespace glsl {
+using uint = std::uint32_t;
+#include "ops.glsl"
+}  // namespace glsl
+#define TRINE_OP(name, ...)                                                  \
+  static_assert(glsl::OP_##name == static_cast<std::uint32_t>(OpKind::name), \
+                "shaders/ops.glsl's OP_" #name " is not OpKind::" #name "'s value");
+#include "trine/ops.def"
 
 namespace {
 enum class Family { elementwise, reduce, linalg, nn };

@@ -67,9 +67,6 @@ void record_cast(Recorder& rec, const Tensor& x, const TensorRef& y, DType to) {
   rec.dispatch("cast", {bind_in(rx), bind_out(y)}, &p, sizeof(p), ((n + 1) / 2 + group - 1) / group, {group});
 }
 
-enum : std::uint32_t { k_op_add = 0, k_op_sub = 1, k_op_mul = 2, k_op_div = 3, k_op_first = 4 };
-constexpr std::uint32_t k_act_affine = 10;
-
 std::uint64_t groups_for(std::uint64_t n, std::uint32_t elems) { return (n + k_group * elems - 1) / (k_group * elems); }
 
 // `t`'s strides as seen from an output of shape `out` (numpy broadcasting: missing and size-1 dims
@@ -84,32 +81,20 @@ void broadcast_strides(const Tensor& t, const Shape& out, std::uint32_t* str) {
   }
 }
 
-// The activation code and its alpha/beta for a unary op, as elementwise.comp and unary.comp take them.
-void unary_act(const detail::OpCall& call, std::uint32_t& act, float& alpha, float& beta) {
+// The shaders' code for an op (shaders/ops.glsl's OP_<name>): its OpKind value.
+std::uint32_t code(OpKind op) { return static_cast<std::uint32_t>(op); }
+
+// The alpha and beta activate() takes for an activation or scale (the op itself is the code).
+void unary_params(const detail::OpCall& call, float& alpha, float& beta) {
   alpha = beta = 0;
   if (const auto* a = std::get_if<ActParams>(&call.params)) alpha = a->alpha, beta = a->beta;
-  switch (call.op) {
-    case OpKind::relu: act = static_cast<std::uint32_t>(Activation::relu); return;
-    case OpKind::leaky_relu: act = static_cast<std::uint32_t>(Activation::leaky_relu); return;
-    case OpKind::elu: act = static_cast<std::uint32_t>(Activation::elu); return;
-    case OpKind::sigmoid: act = static_cast<std::uint32_t>(Activation::sigmoid); return;
-    case OpKind::tanh: act = static_cast<std::uint32_t>(Activation::tanh); return;
-    case OpKind::silu: act = static_cast<std::uint32_t>(Activation::silu); return;
-    case OpKind::gelu: act = static_cast<std::uint32_t>(Activation::gelu); return;
-    case OpKind::gelu_tanh: act = static_cast<std::uint32_t>(Activation::gelu_tanh); return;
-    case OpKind::clip: act = static_cast<std::uint32_t>(Activation::clip); return;
-    case OpKind::scale: {
-      const auto& s = std::get<ScaleParams>(call.params);
-      act = k_act_affine, alpha = s.alpha, beta = s.beta;
-      return;
-    }
-    default: act = static_cast<std::uint32_t>(Activation::identity); return;
-  }
+  if (const auto* s = std::get_if<ScaleParams>(&call.params)) alpha = s->alpha, beta = s->beta;
 }
 
-// y (contiguous, numel of out) = act(a op b) with a and b read through broadcast strides.
-void record_strided(Recorder& rec, const Tensor& a, const Tensor& b, const TensorRef& y, const Shape& out,
-                    std::uint32_t op, std::uint32_t act, float alpha, float beta) {
+// y (contiguous, numel of out) = act(a op b) with a and b read through broadcast strides. op: add,
+// sub, mul, div, or copy for a alone; act: an activation, scale, or copy for the identity.
+void record_strided(Recorder& rec, const Tensor& a, const Tensor& b, const TensorRef& y, const Shape& out, OpKind op,
+                    OpKind act, float alpha, float beta) {
   const std::uint64_t n = static_cast<std::uint64_t>(out.numel());
   if (n == 0) return;
   StridedPush p{};
@@ -123,7 +108,7 @@ void record_strided(Recorder& rec, const Tensor& a, const Tensor& b, const Tenso
   p.a_off = ra.offset, p.b_off = rb.offset;
   // y's offset is 0: outputs and temporaries are fresh allocations.
   rec.dispatch("elementwise", {bind_in(ra), bind_in(rb), bind_out(y)}, &p, sizeof(p), groups_for(n, k_strided_elems),
-               {k_group, k_strided_elems, op, act});
+               {k_group, k_strided_elems, code(op), code(act)});
 }
 
 bool fits_u32(const Tensor& t) {
@@ -135,17 +120,19 @@ bool fits_u32(const Tensor& t) {
 // y[i] = act(x[x_off + i]) for i < n over the bound ranges: whole vec4s when x_off allows, the
 // last n % 4 (or everything) one by one.
 void record_unary_piece(Recorder& rec, const Binding& x, const Binding& y, std::uint32_t x_off, std::uint64_t n,
-                        std::uint32_t act, float alpha, float beta) {
+                        OpKind act, float alpha, float beta) {
   std::uint64_t done = 0;
   if (x_off % 4 == 0 && n >= 4) {
     Unary4Push p4{static_cast<std::uint32_t>(n / 4), x_off / 4, 0, alpha, beta};
-    rec.dispatch("unary_vec4", {x, y}, &p4, sizeof(p4), groups_for(n / 4, k_vec4_elems), {k_group, k_vec4_elems, act});
+    rec.dispatch("unary_vec4", {x, y}, &p4, sizeof(p4), groups_for(n / 4, k_vec4_elems),
+                 {k_group, k_vec4_elems, code(act)});
     done = n / 4 * 4;
   }
   if (done == n) return;
   UnaryPush p{static_cast<std::uint32_t>(n - done), x_off + static_cast<std::uint32_t>(done),
               static_cast<std::uint32_t>(done), alpha, beta};
-  rec.dispatch("unary", {x, y}, &p, sizeof(p), groups_for(n - done, k_unary_elems), {k_group, k_unary_elems, act});
+  rec.dispatch("unary", {x, y}, &p, sizeof(p), groups_for(n - done, k_unary_elems),
+               {k_group, k_unary_elems, code(act)});
 }
 
 }  // namespace
@@ -155,7 +142,7 @@ TensorRef contiguous_f32(Recorder& rec, const Tensor& t) {  // Limits::contiguou
   const std::size_t bytes = static_cast<std::size_t>(t.numel()) * 4;
   Allocation* tmp = rec.temporary(bytes);
   const TensorRef r{tmp, 0, static_cast<std::size_t>(bound_bytes(bytes))};
-  record_strided(rec, t, t, r, t.shape(), k_op_first, 0, 0, 0);
+  record_strided(rec, t, t, r, t.shape(), OpKind::copy, OpKind::copy, 0, 0);
   return r;
 }
 
@@ -204,17 +191,11 @@ void record_elementwise(Recorder& rec, const detail::OpCall& call) {
     case OpKind::add:
     case OpKind::sub:
     case OpKind::mul:
-    case OpKind::div: {
-      const std::uint32_t op = call.op == OpKind::add   ? k_op_add
-                               : call.op == OpKind::sub ? k_op_sub
-                               : call.op == OpKind::mul ? k_op_mul
-                                                        : k_op_div;
-      return record_strided(rec, x, call.inputs[1], ry, y.shape(), op, 0, 0, 0);
-    }
+    case OpKind::div: return record_strided(rec, x, call.inputs[1], ry, y.shape(), call.op, OpKind::copy, 0, 0);
     case OpKind::bias_act: {
       const auto& p = std::get<BiasActParams>(call.params);
-      return record_strided(rec, x, call.inputs[1], ry, y.shape(), k_op_add, static_cast<std::uint32_t>(p.act), p.alpha,
-                            p.beta);
+      return record_strided(rec, x, call.inputs[1], ry, y.shape(), OpKind::add,
+                            activation_op(p.act).value_or(OpKind::copy), p.alpha, p.beta);
     }
     case OpKind::copy: {
       if (x.is_contiguous()) {
@@ -222,15 +203,15 @@ void record_elementwise(Recorder& rec, const detail::OpCall& call) {
         return rec.copy(ref_of(x).alloc, static_cast<std::size_t>(x.offset()) * esz, ry.alloc, 0, n * esz);
       }
       if (x.dtype() != DType::f32) return record_cast(rec, x, ry, x.dtype());
-      return record_strided(rec, x, x, ry, y.shape(), k_op_first, 0, 0, 0);
+      return record_strided(rec, x, x, ry, y.shape(), OpKind::copy, OpKind::copy, 0, 0);
     }
     case OpKind::cast: return record_cast(rec, x, ry, std::get<CastParams>(call.params).dtype);
     default: break;
   }
-  std::uint32_t act;
+  const OpKind act = call.op;  // an activation or scale: activate()'s code is the op's
   float alpha, beta;
-  unary_act(call, act, alpha, beta);
-  if (!x.is_contiguous()) return record_strided(rec, x, x, ry, y.shape(), k_op_first, act, alpha, beta);
+  unary_params(call, alpha, beta);
+  if (!x.is_contiguous()) return record_strided(rec, x, x, ry, y.shape(), OpKind::copy, act, alpha, beta);
   const TensorRef rx = ref_of(x);
   // Pieces of at most maxStorageBufferRange per binding (one piece unless the tensor is larger);
   // each piece starts at an element multiple of 4096, so its binding offsets stay aligned.
