@@ -1,6 +1,6 @@
 // Element-wise ops on Vulkan: activations and scale (unary.comp on contiguous input), add/sub/mul/div
-// with broadcasting, bias_act, strided inputs and copy (elementwise.comp over any strides), cast
-// between f32, f16 and bf16 (cast.comp).
+// with broadcasting, bias_act, strided inputs and copy (binary.comp over any strides), cast
+// between f32, f16 and bf16 (copy.comp).
 #include <algorithm>
 #include <cstring>
 
@@ -32,7 +32,7 @@ struct StridedPush {
   std::uint32_t a_off, b_off;
   std::uint32_t dims[8], a_str[8], b_str[8];
 };
-static_assert(sizeof(StridedPush) == 128, "elementwise.comp's push constants are 128 bytes");
+static_assert(sizeof(StridedPush) == 128, "binary.comp's push constants are 128 bytes");
 
 struct CastPush {
   std::uint32_t n, rank, in_type, out_type, x_off;
@@ -48,7 +48,7 @@ std::uint32_t dtype_code(DType t) {
   return 0;
 }
 
-// y (contiguous, `to`) = x converted element by element, x read through its strides (cast.comp).
+// y (contiguous, `to`) = x converted element by element, x read through its strides (copy.comp).
 void record_cast(Recorder& rec, const Tensor& x, const TensorRef& y, DType to) {
   const std::uint64_t n = static_cast<std::uint64_t>(x.numel());
   if (n == 0) return;
@@ -64,7 +64,7 @@ void record_cast(Recorder& rec, const Tensor& x, const TensorRef& y, DType to) {
     p.str[i] = static_cast<std::uint32_t>(x.strides()[i]);
   }
   constexpr std::uint32_t group = 256;
-  rec.dispatch("cast", {bind_in(rx), bind_out(y)}, &p, sizeof(p), ((n + 1) / 2 + group - 1) / group, {group});
+  rec.dispatch("copy", {bind_in(rx), bind_out(y)}, &p, sizeof(p), ((n + 1) / 2 + group - 1) / group, {group});
 }
 
 std::uint64_t groups_for(std::uint64_t n, std::uint32_t elems) { return (n + k_group * elems - 1) / (k_group * elems); }
@@ -107,7 +107,7 @@ void record_strided(Recorder& rec, const Tensor& a, const Tensor& b, const Tenso
   const TensorRef ra = ref_of(a), rb = ref_of(b);
   p.a_off = ra.offset, p.b_off = rb.offset;
   // y's offset is 0: outputs and temporaries are fresh allocations.
-  rec.dispatch("elementwise", {bind_in(ra), bind_in(rb), bind_out(y)}, &p, sizeof(p), groups_for(n, k_strided_elems),
+  rec.dispatch("binary", {bind_in(ra), bind_in(rb), bind_out(y)}, &p, sizeof(p), groups_for(n, k_strided_elems),
                {k_group, k_strided_elems, code(op), code(act)});
 }
 

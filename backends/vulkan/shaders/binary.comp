@@ -1,5 +1,6 @@
-// Element-wise over any strides (rank <= 8): y = act(a op b) with numpy broadcasting as stride 0,
-// or y = act(a) (OP_copy) for strided unary ops and the contiguous copy of a strided view.
+// Element-wise over any strides (rank <= 8): y = act(a op b) with numpy broadcasting as stride 0
+// (the binary family, and bias_act), or y = act(a) (OP_copy) for strided unary ops and the
+// contiguous copy of a strided view.
 #version 450
 #extension GL_GOOGLE_include_directive : require
 #include "common.glsl"
