@@ -87,6 +87,9 @@ add_custom_command(OUTPUT ${TRINE_VULKAN_SHADERS_CPP}
   COMMENT "Embedding the SPIR-V of the Vulkan shaders"
   VERBATIM)
 
+# One file per op family (a TRINE_FAMILY of ops.def), each defining register_<family>: a family
+# without its file fails the link, naming it.
+file(GLOB TRINE_VULKAN_KERNEL_SOURCES CONFIGURE_DEPENDS ${TRINE_VULKAN_DIR}/kernels/*.cpp)
 target_sources(trine PRIVATE
   ${TRINE_VULKAN_DIR}/context.cpp
   ${TRINE_VULKAN_DIR}/limits.cpp
@@ -98,10 +101,7 @@ target_sources(trine PRIVATE
   ${TRINE_VULKAN_DIR}/debug.cpp
   ${TRINE_VULKAN_DIR}/vulkan_backend.cpp
   ${TRINE_VULKAN_DIR}/ops.cpp
-  ${TRINE_VULKAN_DIR}/ops_elementwise.cpp
-  ${TRINE_VULKAN_DIR}/ops_reduce.cpp
-  ${TRINE_VULKAN_DIR}/ops_linalg.cpp
-  ${TRINE_VULKAN_DIR}/ops_nn.cpp
+  ${TRINE_VULKAN_KERNEL_SOURCES}
   ${TRINE_VULKAN_SHADERS_CPP})
 # GCC 12 warns falsely on std::string concatenation at -O3 (GCC bug 105329), as in the tests.
 set_source_files_properties(${TRINE_VULKAN_DIR}/context.cpp ${TRINE_VULKAN_DIR}/vulkan_backend.cpp
