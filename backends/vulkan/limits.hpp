@@ -18,8 +18,9 @@ struct DeviceCaps;
 // has no empty ranges). Tensors are bound by their storage's bytes, temporaries by theirs.
 constexpr std::uint64_t bound_bytes(std::uint64_t bytes) noexcept { return bytes ? (bytes + 3) / 4 * 4 : 4; }
 
-// One call's needs against one device's limits, gathered by the op families' limits_* functions
-// in the order their record_* functions bind and loop; the first need over a limit is the refusal.
+// One call's needs against one device's limits, gathered by the op's kernel's limits function
+// (ops.hpp's VulkanKernel) in the order its record function binds and loops; the first need over a
+// limit is the refusal.
 class Limits {
  public:
   Limits(const DeviceCaps& caps, int index) noexcept : caps_(caps), index_(index) {}

@@ -1,7 +1,9 @@
-// Routes each op of the table to its family (no default: a new op breaks the build until it is
-// placed), and the helpers the families share.
+// The Vulkan ops' registry, filled once from every kernels/<family>.cpp and checked complete, the
+// lookups of supports_op, refusal and record_op in it, and the helpers several families share: the
+// strided element-wise record (binary.comp) that makes inputs contiguous, and the row reductions.
 #include "backends/vulkan/ops.hpp"
 
+#include <cstdint>
 #include <utility>
 
 #include "backends/vulkan/context.hpp"
@@ -10,82 +12,213 @@
 
 namespace trine::vulkan {
 
-namespace {
-enum class Family { elementwise, reduce, linalg, nn };
+// The shaders' op codes (the generated ops.glsl, read as C++: its lines are valid declarations)
+// are OpKind's values: vulkan.cmake numbers ops.def's rows as ops.hpp's X-macro does, and this
+// fails the build where the two disagree.
+namespace glsl {
+using uint = std::uint32_t;
+#include "ops.glsl"
+}  // namespace glsl
+#define TRINE_OP(name, ...)                                                  \
+  static_assert(glsl::OP_##name == static_cast<std::uint32_t>(OpKind::name), \
+                "shaders/ops.glsl's OP_" #name " is not OpKind::" #name "'s value");
+#include "trine/ops.def"
 
-Family family_of(OpKind op) {
-  switch (op) {
-    case OpKind::add:
-    case OpKind::sub:
-    case OpKind::mul:
-    case OpKind::div:
-    case OpKind::scale:
-    case OpKind::bias_act:
-    case OpKind::relu:
-    case OpKind::leaky_relu:
-    case OpKind::elu:
-    case OpKind::sigmoid:
-    case OpKind::tanh:
-    case OpKind::silu:
-    case OpKind::gelu:
-    case OpKind::gelu_tanh:
-    case OpKind::clip:
-    case OpKind::copy:
-    case OpKind::cast: return Family::elementwise;
-    case OpKind::softmax:
-    case OpKind::log_softmax:
-    case OpKind::layernorm:
-    case OpKind::rmsnorm:
-    case OpKind::sum:
-    case OpKind::mean:
-    case OpKind::max: return Family::reduce;
-    case OpKind::matmul:
-    case OpKind::gemv:
-    case OpKind::dot: return Family::linalg;
-    case OpKind::conv2d:
-    case OpKind::attention:
-    case OpKind::rope: return Family::nn;
-  }
-  return Family::nn;
+const VulkanOps& vulkan_ops() {
+  static const VulkanOps ops = [] {
+    VulkanOps r;
+    // clang-format off
+#define TRINE_FAMILY(name) register_##name(r);
+#include "trine/ops.def"
+    // clang-format on
+    r.require_complete("vulkan", "backends/vulkan");  // a family file that forgot an op fails here
+    return r;
+  }();
+  return ops;
 }
-}  // namespace
 
 bool supports_op(const detail::OpCall& call) {
-  switch (family_of(call.op)) {
-    case Family::elementwise: return supports_elementwise(call);
-    case Family::reduce: return supports_reduce(call);
-    case Family::linalg: return supports_linalg(call);
-    case Family::nn: return supports_nn(call);
-  }
-  return false;
+  const VulkanKernel* k = vulkan_ops().find(call.op);
+  return k && k->supports(call);
 }
 
 std::string refusal(const DeviceCaps& caps, int index, const detail::OpCall& call) {
+  const VulkanKernel* k = vulkan_ops().find(call.op);
+  if (!k) return vulkan_ops().refusal(call.op);  // complete: refused when it has no kernel
   Limits l(caps, index);
-  switch (family_of(call.op)) {
-    case Family::elementwise: limits_elementwise(l, call); break;
-    case Family::reduce: limits_reduce(l, call); break;
-    case Family::linalg: limits_linalg(l, call); break;
-    case Family::nn: limits_nn(l, call); break;
-  }
+  k->limits(l, call);
   return std::move(l.why());
 }
 
 void record_op(Recorder& rec, const detail::OpCall& call) {
   if (std::string why = refusal(rec.caps(), rec.context().index(), call); !why.empty())
     throw Error(ErrorCode::unsupported, std::string("[") + op_info(call.op).name + "] " + why);
-  switch (family_of(call.op)) {
-    case Family::elementwise: return record_elementwise(rec, call);
-    case Family::reduce: return record_reduce(rec, call);
-    case Family::linalg: return record_linalg(rec, call);
-    case Family::nn: return record_nn(rec, call);
+  vulkan_ops().find(call.op)->record(rec, call);
+}
+
+bool inputs_f32(const detail::OpCall& call) {
+  for (const auto& t : call.inputs)
+    if (t.defined() && t.dtype() != DType::f32) return false;
+  return true;
+}
+
+bool inputs_fit_u32(const detail::OpCall& call) {
+  // Offsets and element indices are 32-bit in the shaders; maxStorageBufferRange keeps real
+  // bindings far below 2^32 elements anyway.
+  for (const auto& t : call.inputs)
+    if (t.defined() && t.storage()->bytes() / 4 >= (std::uint64_t{1} << 32)) return false;
+  return true;
+}
+
+std::uint32_t dtype_code(DType t) {
+  switch (t) {
+    case DType::f32: return 0;
+    case DType::f16: return 1;
+    case DType::bf16: return 2;
   }
-  throw Error(ErrorCode::internal, std::string("[") + op_info(call.op).name + "] has no op family on vulkan");
+  return 0;
 }
 
 TensorRef ref_of(const Tensor& t) {
   return {static_cast<Allocation*>(t.storage()->handle()), static_cast<std::uint32_t>(t.offset()),
           static_cast<std::size_t>(bound_bytes(t.storage()->bytes()))};
+}
+
+// ---- the strided element-wise record ----
+namespace {
+
+constexpr std::uint32_t k_strided_elems = 4;
+
+struct StridedPush {
+  std::uint32_t n, rank, pad0, pad1;
+  float alpha, beta;
+  std::uint32_t a_off, b_off;
+  std::uint32_t dims[8], a_str[8], b_str[8];
+};
+static_assert(sizeof(StridedPush) == 128, "binary.comp's push constants are 128 bytes");
+
+// `t`'s strides as seen from an output of shape `out` (numpy broadcasting: missing and size-1 dims
+// read with stride 0).
+void broadcast_strides(const Tensor& t, const Shape& out, std::uint32_t* str) {
+  const int off = out.rank() - t.rank();
+  for (int i = 0; i < out.rank(); ++i) {
+    str[i] = 0;
+    if (i < off) continue;
+    const std::int64_t d = t.shape()[i - off];
+    str[i] = d == 1 ? 0 : static_cast<std::uint32_t>(t.strides()[i - off]);
+  }
+}
+
+}  // namespace
+
+void record_strided(Recorder& rec, const Tensor& a, const Tensor& b, const TensorRef& y, const Shape& out, OpKind op,
+                    OpKind act, float alpha, float beta) {
+  const std::uint64_t n = static_cast<std::uint64_t>(out.numel());
+  if (n == 0) return;
+  StridedPush p{};
+  p.n = static_cast<std::uint32_t>(n);
+  p.rank = static_cast<std::uint32_t>(out.rank());
+  p.alpha = alpha, p.beta = beta;
+  for (int i = 0; i < out.rank(); ++i) p.dims[i] = static_cast<std::uint32_t>(out[i]);
+  broadcast_strides(a, out, p.a_str);
+  broadcast_strides(b, out, p.b_str);
+  const TensorRef ra = ref_of(a), rb = ref_of(b);
+  p.a_off = ra.offset, p.b_off = rb.offset;
+  // y's offset is 0: outputs and temporaries are fresh allocations.
+  rec.dispatch("binary", {bind_in(ra), bind_in(rb), bind_out(y)}, &p, sizeof(p), elementwise_groups(n, k_strided_elems),
+               {k_elementwise_group, k_strided_elems, op_code(op), op_code(act)});
+}
+
+TensorRef contiguous_f32(Recorder& rec, const Tensor& t) {  // Limits::contiguous_f32 mirrors it
+  if (t.is_contiguous()) return ref_of(t);
+  const std::size_t bytes = static_cast<std::size_t>(t.numel()) * 4;
+  Allocation* tmp = rec.temporary(bytes);
+  const TensorRef r{tmp, 0, static_cast<std::size_t>(bound_bytes(bytes))};
+  record_strided(rec, t, t, r, t.shape(), OpKind::copy, OpKind::copy, 0, 0);
+  return r;
+}
+
+// ---- the row reductions ----
+namespace {
+
+struct ReducePush {
+  std::uint32_t outer, n, inner, x_off, v_off, pad, y_off, chunks, chunk_len;
+  float scale;
+};
+
+// The longest stretch of the reduced axis one workgroup reduces: past it, the axis is cut into
+// chunks (record_reduction).
+std::uint64_t chunk_len_for(const DeviceCaps& caps, std::uint32_t n) {
+  return caps.loop_budget ? std::uint64_t{k_reduce_group} * (caps.loop_budget / 2) : std::uint64_t{n} + 1;
+}
+
+}  // namespace
+
+RowSplit split_rows(const Shape& s, int axis) {
+  const int a = axis < 0 ? axis + s.rank() : axis;
+  RowSplit r;
+  std::uint64_t outer = 1, inner = 1;
+  for (int i = 0; i < a; ++i) outer *= static_cast<std::uint64_t>(s[i]);
+  for (int i = a + 1; i < s.rank(); ++i) inner *= static_cast<std::uint64_t>(s[i]);
+  r.outer = static_cast<std::uint32_t>(outer);
+  r.inner = static_cast<std::uint32_t>(inner);
+  r.n = s.rank() ? static_cast<std::uint32_t>(s[a]) : 1;
+  return r;
+}
+
+const char* reduction_shader(const DeviceCaps& caps, const char* plain, const char* subgroup) {
+  return caps.subgroup_reductions ? subgroup : plain;
+}
+
+bool rows_per_invocation(const DeviceCaps& caps, std::uint64_t rows, std::uint64_t loop) {
+  return caps.software && rows >= 256 && (caps.loop_budget == 0 || loop <= caps.loop_budget);
+}
+
+void limits_reduction(Limits& l, std::uint64_t x_range, std::uint64_t v_range, const Tensor& y, std::uint32_t outer,
+                      std::uint32_t n, std::uint32_t inner) {
+  const std::uint64_t outputs = std::uint64_t{outer} * inner;
+  if (outputs == 0) return;  // no dispatch
+  const std::uint64_t chunk_len = chunk_len_for(l.caps(), n);
+  const std::uint64_t partial = n > chunk_len ? outputs * ((n + chunk_len - 1) / chunk_len) * 4 : 0;
+  if (partial) l.temporary(partial);  // allocated before the dispatches
+  l.bind(x_range, "input 0");
+  if (v_range) l.bind(v_range, "input 1");
+  if (partial) l.bind(bound_bytes(partial), "the partial results");
+  l.bind(y, "the output");
+}
+
+// Records y[o] = reduce over k of x[o, k] (times v[k] for op 3); x contiguous as [outer, n, inner].
+// An axis longer than one workgroup may loop over (the device's loop budget) is cut into chunks,
+// each reduced into a temporary, and the partial results reduced by a second dispatch.
+void record_reduction(Recorder& rec, const TensorRef& x, const TensorRef* v, const TensorRef& y, std::uint32_t outer,
+                      std::uint32_t n, std::uint32_t inner, std::uint32_t op) {
+  const std::uint64_t chunk_len = chunk_len_for(rec.caps(), n);
+  const std::uint32_t first_op = op == 1 ? 0 : op;  // mean: sums, divided once at the end
+  const float scale = op == 1 ? 1.0f / static_cast<float>(n) : 1.0f;
+  const std::uint64_t outputs = std::uint64_t{outer} * inner;
+  if (n <= chunk_len) {
+    ReducePush p{outer, n, inner, x.offset, v ? v->offset : 0, first_op, y.offset, 1, n, scale};
+    if (rows_per_invocation(rec.caps(), outputs, n)) {
+      rec.dispatch("reduce_rows", {bind_in(x), bind_in(v ? *v : x), bind_out(y)}, &p, sizeof(p), (outputs + 63) / 64,
+                   {first_op});
+      return;
+    }
+    rec.dispatch(reduction_shader(rec.caps(), "reduce", "reduce_subgroup"),
+                 {bind_in(x), bind_in(v ? *v : x), bind_out(y)}, &p, sizeof(p), outputs, {k_reduce_group, first_op});
+    return;
+  }
+  const auto chunks = static_cast<std::uint32_t>((n + chunk_len - 1) / chunk_len);
+  Allocation* partial = rec.temporary(static_cast<std::size_t>(outputs * chunks * 4));  // bound whole
+  ReducePush p1{
+      outer, n, inner, x.offset, v ? v->offset : 0, first_op, 0, chunks, static_cast<std::uint32_t>(chunk_len), 1.0f};
+  rec.dispatch(reduction_shader(rec.caps(), "reduce", "reduce_subgroup"),
+               {bind_in(x), bind_in(v ? *v : x), {partial, true}}, &p1, sizeof(p1), outputs * chunks,
+               {k_reduce_group, first_op});
+  const std::uint32_t second_op = op == 2 ? 2 : 0;
+  ReducePush p2{static_cast<std::uint32_t>(outputs), chunks, 1, 0, 0, second_op, y.offset, 1, chunks, scale};
+  rec.dispatch(reduction_shader(rec.caps(), "reduce", "reduce_subgroup"),
+               {{partial, false}, {partial, false}, bind_out(y)}, &p2, sizeof(p2), outputs,
+               {k_reduce_group, second_op});
 }
 
 }  // namespace trine::vulkan

@@ -1,25 +1,60 @@
-// The ops on Vulkan: which calls each op family runs (supports), what they need of the device's
-// limits, and how they record them. One file per op family (ops_elementwise.cpp, ops_reduce.cpp,
-// ops_linalg.cpp, ops_nn.cpp); ops.cpp switches over OpKind.
+// The ops on Vulkan: one kernel per op of the table, registered by kernels/<family>.cpp (one file
+// per TRINE_FAMILY of ops.def) and looked up here, and the helpers several families share (ops.cpp).
 #pragma once
 
 #include <cstdint>
 #include <string>
 
 #include "backends/backend.hpp"
+#include "backends/op_registry.hpp"
 #include "backends/vulkan/limits.hpp"
 #include "backends/vulkan/recorder.hpp"
 
 namespace trine::vulkan {
 
-// Whether the op families run the call's op and dtypes at all (the device's limits aside).
+// One op's kernel. supports: whether it runs the call's dtypes at all (the device's limits aside).
+// limits: what recording the call needs of the device's limits; it gathers exactly what record
+// binds and loops, in the same order and under the same conditions (a change to one is a change
+// to the other). record: records the call, which refusal() has found within the limits.
+struct VulkanKernel {
+  bool (*supports)(const detail::OpCall& call);
+  void (*limits)(Limits& l, const detail::OpCall& call);
+  void (*record)(Recorder& rec, const detail::OpCall& call);
+};
+using VulkanOps = detail::OpRegistry<VulkanKernel>;
+
+// kernels/<family>.cpp registers a kernel, or a refusal, for every op of its family: a family of
+// ops.def without its file fails the link here.
+#define TRINE_FAMILY(name) void register_##name(VulkanOps& r);
+#include "trine/ops.def"
+
+// Every op's kernel, from every register_<family>, made on first use. Throws Error(internal)
+// naming each op with neither a kernel nor a refusal and the file to register it in;
+// make_vulkan_backend asks first, so a build missing one fails as the backends start.
+const VulkanOps& vulkan_ops();
+
+// Whether the op's kernel runs the call's op and dtypes at all (the device's limits aside); false
+// for an op the backend refuses.
 bool supports_op(const detail::OpCall& call);
 // Empty when vulkan:`index` (with `caps`) runs `call` within its limits, else why not, in words for
-// an error message (no leading "[op] "). Shapes and storage sizes only: the call's tensors may be
-// the dispatcher's phantoms, with no memory behind them.
+// an error message (no leading "[op] "): the refusal of an op the backend refuses, or the first
+// limit the call is over. Shapes and storage sizes only: the call's tensors may be the dispatcher's
+// phantoms, with no memory behind them.
 std::string refusal(const DeviceCaps& caps, int index, const detail::OpCall& call);
-// Records the call; Error(unsupported) with refusal()'s reason first when the call is over a limit.
+// Records the call; Error(unsupported) with refusal()'s reason first when there is one.
 void record_op(Recorder& rec, const detail::OpCall& call);
+
+// ---- shared by the families ----
+
+// The shaders' code for an op (OP_<name> of the generated shaders/ops.glsl): its OpKind value.
+inline std::uint32_t op_code(OpKind op) { return static_cast<std::uint32_t>(op); }
+
+// Every defined input is f32 / fits the shaders' 32-bit element indices.
+bool inputs_f32(const detail::OpCall& call);
+bool inputs_fit_u32(const detail::OpCall& call);
+
+// The shaders' dtype codes (matmul.comp, copy.comp): 0 f32, 1 f16, 2 bf16.
+std::uint32_t dtype_code(DType t);
 
 // A tensor's memory as a shader sees it: the allocation, the first element, and the bytes a
 // binding of it spans (its storage's, which may be less than the allocation's in a batch that
@@ -36,8 +71,48 @@ inline Binding bind_out(const TensorRef& r) { return {r.alloc, true, 0, r.range}
 // of the submission, recorded here (the one named step that makes inputs contiguous on the device).
 TensorRef contiguous_f32(Recorder& rec, const Tensor& t);
 
+// The element-wise shaders' workgroup (binary.comp, unary.comp, unary_vec4.comp), and the
+// workgroups for n items of `elems` per invocation.
+constexpr std::uint32_t k_elementwise_group = 256;
+inline std::uint64_t elementwise_groups(std::uint64_t n, std::uint32_t elems) {
+  return (n + k_elementwise_group * elems - 1) / (k_elementwise_group * elems);
+}
+// y (contiguous, numel of out) = act(a op b) with a and b read through broadcast strides
+// (binary.comp). op: add, sub, mul, div, or copy for a alone; act: an activation, scale, or copy
+// for the identity.
+void record_strided(Recorder& rec, const Tensor& a, const Tensor& b, const TensorRef& y, const Shape& out, OpKind op,
+                    OpKind act, float alpha, float beta);
+
+// ---- the row reductions (reduce, gemv, softmax, norm) ----
+
+// The workgroup of reduce.comp, softmax.comp and norm.comp.
+constexpr std::uint32_t k_reduce_group = 128;
+
+// A shape as [outer, n, inner] around `axis` (negative from the end).
+struct RowSplit {
+  std::uint32_t outer = 1, n = 1, inner = 1;
+};
+RowSplit split_rows(const Shape& s, int axis);
+
+// A workgroup-reduction shader (reduce, softmax, norm), or its subgroup variant where the device
+// uses those.
+const char* reduction_shader(const DeviceCaps& caps, const char* plain, const char* subgroup);
+
+// Whether a row op runs one invocation per row (reduce_rows.comp, softmax_rows.comp) rather than a
+// workgroup per row: on software devices (lavapipe runs a barrier as a coroutine switch, and
+// invocations walking their own rows read memory a CPU caches well; on a GPU those reads would not
+// coalesce), from 256 rows (enough 64-row workgroups for every thread), and where the loop over
+// the row (`loop` iterations) fits the device's loop budget.
+bool rows_per_invocation(const DeviceCaps& caps, std::uint64_t rows, std::uint64_t loop);
+
+// softmax.comp and norm.comp pass over a row three times, k_reduce_group elements per step: the
+// iterations of their loop over a row of n.
+inline std::uint64_t row_loop(std::uint32_t n) {
+  return 3 * ((std::uint64_t{n} + k_reduce_group - 1) / k_reduce_group);
+}
+
 // y[o] = the reduction over k of x viewed as a contiguous [outer, n, inner] (o runs over outer x
-// inner): op 0 sum, 1 mean, 2 max, 3 sum of x * v[k] (dot, gemv). ops_reduce.cpp.
+// inner): op 0 sum, 1 mean, 2 max, 3 sum of x * v[k] (dot, gemv).
 void record_reduction(Recorder& rec, const TensorRef& x, const TensorRef* v, const TensorRef& y, std::uint32_t outer,
                       std::uint32_t n, std::uint32_t inner, std::uint32_t op);
 
@@ -45,21 +120,5 @@ void record_reduction(Recorder& rec, const TensorRef& x, const TensorRef* v, con
 // the bindings of x and v, v_range 0 when there is no v).
 void limits_reduction(Limits& l, std::uint64_t x_range, std::uint64_t v_range, const Tensor& y, std::uint32_t outer,
                       std::uint32_t n, std::uint32_t inner);
-
-// ---- families ----
-// limits_<family> gathers what record_<family> binds and loops, in the same order and under the
-// same conditions: a change to one is a change to the other.
-bool supports_elementwise(const detail::OpCall& call);
-void limits_elementwise(Limits& l, const detail::OpCall& call);
-void record_elementwise(Recorder& rec, const detail::OpCall& call);
-bool supports_reduce(const detail::OpCall& call);  // sum, mean, max, softmax, log_softmax, norms
-void limits_reduce(Limits& l, const detail::OpCall& call);
-void record_reduce(Recorder& rec, const detail::OpCall& call);
-bool supports_linalg(const detail::OpCall& call);  // matmul, gemv, dot
-void limits_linalg(Limits& l, const detail::OpCall& call);
-void record_linalg(Recorder& rec, const detail::OpCall& call);
-bool supports_nn(const detail::OpCall& call);  // conv2d, attention, rope
-void limits_nn(Limits& l, const detail::OpCall& call);
-void record_nn(Recorder& rec, const detail::OpCall& call);
 
 }  // namespace trine::vulkan

@@ -132,6 +132,7 @@ class VulkanBackend final : public detail::Backend {
   }
 
   std::string unsupported_reason(const detail::OpCall& call) const override {
+    if (const char* why = vulkan_ops().refusal(call.op)) return why;  // an op this backend refuses
     const Device d = call.output.defined() ? call.output.device() : Device::cpu();
     if (!supports_op(call) || d.kind != DeviceKind::vulkan || d.index < 0 ||
         static_cast<std::size_t>(d.index) >= instance_->count())
@@ -461,6 +462,11 @@ namespace trine::detail {
 
 std::unique_ptr<Backend> make_vulkan_backend(std::string& reason, bool& built) {
   built = true;
+  // Every op has its kernel or a refusal (vulkan::vulkan_ops() throws Error(internal) naming each
+  // one that has neither, and its family's file). Asked before any device and outside the catch
+  // below: a missing kernel is this build's bug, not a device being unavailable, so it propagates
+  // and every use of trine fails with it, with or without a Vulkan driver, as the cpu's does.
+  (void)vulkan::vulkan_ops();
   try {
     auto instance = std::make_unique<vulkan::Instance>();
     if (instance->count() == 0) {

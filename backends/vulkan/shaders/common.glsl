@@ -1,14 +1,14 @@
 // Shared by every shader: the workgroup index over a grid that may be split into 2-D (the host
 // splits past maxComputeWorkGroupCount[0]), and the activations of trine::Activation.
 
+// OP_<name>: trine::OpKind::<name>'s value, generated from ops.def into the build tree
+// (vulkan.cmake), so these codes are the host's static_cast<uint32_t>(op).
+#include "ops.glsl"
+
 uint linear_group() { return gl_WorkGroupID.x + gl_NumWorkGroups.x * gl_WorkGroupID.y; }
 
 // NaN wins: max propagates NaN, as the op table says.
 float nan_max(float a, float b) { return (isnan(a) || a > b) ? a : b; }
-
-// Codes follow trine::Activation (identity = 0 ... clip = 9); 10 is scale's alpha * x + beta.
-const uint ACT_IDENTITY = 0u, ACT_RELU = 1u, ACT_LEAKY = 2u, ACT_ELU = 3u, ACT_SIGMOID = 4u, ACT_TANH = 5u,
-           ACT_SILU = 6u, ACT_GELU = 7u, ACT_GELU_TANH = 8u, ACT_CLIP = 9u, ACT_AFFINE = 10u;
 
 // tanh from exp(-2|x|): never overflows (the naive (e^2x - 1)/(e^2x + 1) gives inf/inf past |x| ~ 44);
 // a short series near 0, where 1 - t would cancel.
@@ -53,28 +53,30 @@ float one_plus_erf(float z) {
   return z < 0.0 ? erfc_pos(-z) : 2.0 - erfc_pos(z);
 }
 
+// An activation's op code (ops.def's TRINE_ACT rows), OP_scale (alpha * x + beta), or OP_copy for
+// the identity (a copy is what the identity does).
 float activate(uint code, float x, float alpha, float beta) {
   switch (code) {
-    case ACT_IDENTITY: return x;
-    case ACT_RELU: return x < 0.0 ? 0.0 : x;  // NaN stays NaN
-    case ACT_LEAKY: return x < 0.0 ? alpha * x : x;
-    case ACT_ELU: return x < 0.0 ? alpha * expm1_stable(x) : x;
-    case ACT_SIGMOID: return x >= 0.0 ? 1.0 / (1.0 + exp(-x)) : exp(x) / (1.0 + exp(x));
-    case ACT_TANH: return stable_tanh(x);
-    case ACT_SILU:
+    case OP_copy: return x;
+    case OP_relu: return x < 0.0 ? 0.0 : x;  // NaN stays NaN
+    case OP_leaky_relu: return x < 0.0 ? alpha * x : x;
+    case OP_elu: return x < 0.0 ? alpha * expm1_stable(x) : x;
+    case OP_sigmoid: return x >= 0.0 ? 1.0 / (1.0 + exp(-x)) : exp(x) / (1.0 + exp(x));
+    case OP_tanh: return stable_tanh(x);
+    case OP_silu:
       if (isinf(x)) return x > 0.0 ? x : 0.0;
       return x >= 0.0 ? x / (1.0 + exp(-x)) : x * exp(x) / (1.0 + exp(x));
-    case ACT_GELU:
+    case OP_gelu:
       if (isinf(x)) return x > 0.0 ? x : 0.0;
       return 0.5 * x * one_plus_erf(x * 0.70710678118654752);
-    case ACT_GELU_TANH: {
+    case OP_gelu_tanh: {
       if (isinf(x)) return x > 0.0 ? x : 0.0;
       // 0.5 (1 + tanh(u)) = sigmoid(2u): no cancellation in the negative tail
       float u2 = 2.0 * 0.79788456080286536 * (x + 0.044715 * x * x * x);
       return u2 >= 0.0 ? x / (1.0 + exp(-u2)) : x * exp(u2) / (1.0 + exp(u2));
     }
-    case ACT_CLIP: return x < alpha ? alpha : (x > beta ? beta : x);  // NaN fails both: stays NaN
-    case ACT_AFFINE: return alpha * x + beta;
+    case OP_clip: return x < alpha ? alpha : (x > beta ? beta : x);  // NaN fails both: stays NaN
+    case OP_scale: return alpha * x + beta;
   }
   return x;
 }

@@ -1,7 +1,7 @@
 // softmax and log_softmax as softmax.comp computes them (max, sum of exponentials, row), one
 // invocation per row instead of one workgroup: no shared memory and no barriers. For many rows on
 // software devices (lavapipe), where a barrier splits the shader into coroutines and the
-// workgroup reductions cost more than the row itself (ops_reduce.cpp: rows_per_invocation).
+// workgroup reductions cost more than the row itself (ops.cpp: rows_per_invocation).
 #version 450
 #extension GL_GOOGLE_include_directive : require
 #include "common.glsl"

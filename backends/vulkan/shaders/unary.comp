@@ -9,7 +9,7 @@ layout(local_size_x_id = 0) in;
 layout(constant_id = 1) const uint ELEMS = 16;
 // The activation is a specialization constant: each pipeline holds one activation's code only
 // (a switch on a push constant made llvmpipe evaluate every case for every element).
-layout(constant_id = 2) const uint ACT = 0;
+layout(constant_id = 2) const uint ACT = OP_copy;  // activate()'s code
 
 layout(set = 0, binding = 0) readonly buffer X { float x[]; };
 layout(set = 0, binding = 1) writeonly buffer Y { float y[]; };

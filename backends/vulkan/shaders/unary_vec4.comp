@@ -8,7 +8,7 @@
 
 layout(local_size_x_id = 0) in;
 layout(constant_id = 1) const uint ELEMS = 4;
-layout(constant_id = 2) const uint ACT = 0;
+layout(constant_id = 2) const uint ACT = OP_copy;  // activate()'s code
 
 layout(set = 0, binding = 0) readonly buffer X { vec4 x[]; };
 layout(set = 0, binding = 1) writeonly buffer Y { vec4 y[]; };

@@ -1,9 +1,9 @@
-// matmul, gemv and dot on Vulkan. matmul reads its inputs through their strides (transposes and
-// views cost nothing); gemv and dot are reductions with a vector along the reduced axis.
+// matmul on Vulkan: reads its inputs through their strides (transposes and views cost nothing),
+// f32, f16 or bf16 each; matmul_rows.comp for row-contiguous f32 inputs, the tiled matmul.comp for
+// the rest.
 #include <string>
 
 #include "backends/vulkan/ops.hpp"
-#include "trine/error.hpp"
 
 namespace trine::vulkan {
 namespace {
@@ -17,20 +17,27 @@ constexpr std::uint32_t k_tile = 32;        // matmul.comp's output tile
 constexpr std::uint32_t k_rows_rm = 16;     // matmul_rows.comp: rows per workgroup (at most),
 constexpr std::uint32_t k_rows_lanes = 64;  // and its invocations (its local_size_x)
 
-std::uint32_t dtype_code(DType t) {
-  switch (t) {
-    case DType::f32: return 0;
-    case DType::f16: return 1;
-    case DType::bf16: return 2;
-  }
-  return 0;
-}
-
 // t's stride for output batch dim i of `rank` batch dims (0 where t broadcasts).
 std::uint32_t batch_stride(const Tensor& t, int i, int rank) {
   const int tb = t.rank() - 2, j = i - (rank - tb);
   if (j < 0 || t.shape()[j] == 1) return 0;
   return static_cast<std::uint32_t>(t.strides()[j]);
+}
+
+// Any input dtypes; up to k_max_batch_rank batch dims.
+bool supports_matmul(const detail::OpCall& call) { return call.output.rank() - 2 <= k_max_batch_rank; }
+
+void limits_matmul(Limits& l, const detail::OpCall& call) {
+  const Tensor& y = call.output;
+  if (y.numel() == 0) return;  // M, N or a batch dim is 0
+  const Tensor& a = call.inputs[0];
+  const std::int64_t k =
+      std::get<MatmulParams>(call.params).trans_a ? a.shape()[a.rank() - 2] : a.shape()[a.rank() - 1];
+  // matmul.comp loops over K once per output element.
+  l.loop(static_cast<std::uint64_t>(k), [&] { return "an inner dimension K of " + std::to_string(k); });
+  l.bind(a, "input 0");
+  l.bind(call.inputs[1], "input 1");
+  l.bind(y, "the output");
 }
 
 void record_matmul(Recorder& rec, const detail::OpCall& call) {
@@ -81,66 +88,6 @@ void record_matmul(Recorder& rec, const detail::OpCall& call) {
 
 }  // namespace
 
-bool supports_linalg(const detail::OpCall& call) {
-  if (call.op == OpKind::matmul) return call.output.rank() - 2 <= k_max_batch_rank;  // any input dtypes
-  for (const auto& t : call.inputs)
-    if (t.defined() && t.dtype() != DType::f32) return false;
-  return true;
-}
-
-void limits_linalg(Limits& l, const detail::OpCall& call) {
-  const Tensor& y = call.output;
-  switch (call.op) {
-    case OpKind::matmul: {
-      if (y.numel() == 0) return;  // M, N or a batch dim is 0
-      const Tensor& a = call.inputs[0];
-      const std::int64_t k =
-          std::get<MatmulParams>(call.params).trans_a ? a.shape()[a.rank() - 2] : a.shape()[a.rank() - 1];
-      // matmul.comp loops over K once per output element.
-      l.loop(static_cast<std::uint64_t>(k), [&] { return "an inner dimension K of " + std::to_string(k); });
-      l.bind(a, "input 0");
-      l.bind(call.inputs[1], "input 1");
-      l.bind(y, "the output");
-      return;
-    }
-    case OpKind::gemv: {
-      if (y.numel() == 0) return;
-      const Tensor& a = call.inputs[0];
-      const std::uint64_t ra = l.contiguous_f32(a, "input 0"), rx = l.contiguous_f32(call.inputs[1], "input 1");
-      const auto rows = static_cast<std::uint32_t>(a.shape()[0]), cols = static_cast<std::uint32_t>(a.shape()[1]);
-      if (std::get<GemvParams>(call.params).trans) return limits_reduction(l, ra, rx, y, 1, rows, cols);
-      return limits_reduction(l, ra, rx, y, rows, cols, 1);
-    }
-    case OpKind::dot: {
-      const std::uint64_t rx = l.contiguous_f32(call.inputs[0], "input 0");
-      const std::uint64_t rv = l.contiguous_f32(call.inputs[1], "input 1");
-      return limits_reduction(l, rx, rv, y, 1, static_cast<std::uint32_t>(call.inputs[0].numel()), 1);
-    }
-    default: return;
-  }
-}
-
-void record_linalg(Recorder& rec, const detail::OpCall& call) {
-  const TensorRef y = ref_of(call.output);
-  switch (call.op) {
-    case OpKind::matmul: return record_matmul(rec, call);
-    case OpKind::gemv: {
-      const Tensor& a = call.inputs[0];
-      const bool trans = std::get<GemvParams>(call.params).trans;
-      const auto rows = static_cast<std::uint32_t>(a.shape()[0]), cols = static_cast<std::uint32_t>(a.shape()[1]);
-      if (call.output.numel() == 0) return;
-      const TensorRef ra = contiguous_f32(rec, a), rx = contiguous_f32(rec, call.inputs[1]);
-      // y[m] = sum_k A[m, k] x[k]: rows of [M, K, 1]; transposed, the columns of [1, K, M].
-      if (trans) return record_reduction(rec, ra, &rx, y, 1, rows, cols, 3);
-      return record_reduction(rec, ra, &rx, y, rows, cols, 1, 3);
-    }
-    case OpKind::dot: {
-      const TensorRef rx = contiguous_f32(rec, call.inputs[0]), rv = contiguous_f32(rec, call.inputs[1]);
-      return record_reduction(rec, rx, &rv, y, 1, static_cast<std::uint32_t>(call.inputs[0].numel()), 1, 3);
-    }
-    default: break;
-  }
-  throw Error(ErrorCode::internal, std::string("[") + op_info(call.op).name + "] routed to the linalg family");
-}
+void register_matmul(VulkanOps& r) { r.add(OpKind::matmul, {supports_matmul, limits_matmul, record_matmul}); }
 
 }  // namespace trine::vulkan

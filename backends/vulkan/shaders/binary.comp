@@ -1,5 +1,6 @@
-// Element-wise over any strides (rank <= 8): y = act(a op b) with numpy broadcasting as stride 0,
-// or y = act(a) (op FIRST) for strided unary ops and the contiguous copy of a strided view.
+// Element-wise over any strides (rank <= 8): y = act(a op b) with numpy broadcasting as stride 0
+// (the binary family, and bias_act), or y = act(a) (OP_copy) for strided unary ops and the
+// contiguous copy of a strided view.
 #version 450
 #extension GL_GOOGLE_include_directive : require
 #include "common.glsl"
@@ -8,8 +9,8 @@ layout(local_size_x_id = 0) in;
 layout(constant_id = 1) const uint ELEMS = 4;
 // The operation and activation are specialization constants, so each pipeline holds only its own
 // code (llvmpipe evaluates every case of a switch on a push constant).
-layout(constant_id = 2) const uint OP = 4;  // 0 add, 1 sub, 2 mul, 3 div, 4 first
-layout(constant_id = 3) const uint ACT = 0;
+layout(constant_id = 2) const uint OP = OP_copy;  // OP_add, OP_sub, OP_mul, OP_div, or OP_copy: a alone
+layout(constant_id = 3) const uint ACT = OP_copy;  // activate()'s code
 
 layout(set = 0, binding = 0) readonly buffer A { float a[]; };
 layout(set = 0, binding = 1) readonly buffer B { float b[]; };
@@ -43,11 +44,11 @@ void main() {
     float va = a[ai];
     float v;
     switch (OP) {
-      case 0u: v = va + b[bi]; break;
-      case 1u: v = va - b[bi]; break;
-      case 2u: v = va * b[bi]; break;
-      case 3u: v = va / b[bi]; break;
-      default: v = va; break;
+      case OP_add: v = va + b[bi]; break;
+      case OP_sub: v = va - b[bi]; break;
+      case OP_mul: v = va * b[bi]; break;
+      case OP_div: v = va / b[bi]; break;
+      default: v = va; break;  // OP_copy
     }
     y[i] = activate(ACT, v, p.alpha, p.beta);
   }

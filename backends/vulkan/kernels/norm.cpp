@@ -1,0 +1,63 @@
+// layernorm and rmsnorm over the last axis on Vulkan: a workgroup per row (norm.comp), inputs made
+// contiguous on the device first.
+#include <string>
+
+#include "backends/vulkan/ops.hpp"
+
+namespace trine::vulkan {
+namespace {
+
+struct NormPush {
+  std::uint32_t rows, n, x_off, g_off, b_off, has_gamma, has_beta, rms;
+  float eps;
+};
+
+bool has_gamma(const detail::OpCall& call) { return call.inputs.size() > 1 && call.inputs[1].defined(); }
+bool has_beta(const detail::OpCall& call) {
+  return call.op == OpKind::layernorm && call.inputs.size() > 2 && call.inputs[2].defined();
+}
+
+void limits_norm(Limits& l, const detail::OpCall& call) {
+  const Tensor& x = call.inputs[0];
+  const RowSplit s = split_rows(x.shape(), -1);
+  l.loop(row_loop(s.n), [&] { return "a row of " + std::to_string(s.n); });
+  const std::uint64_t rx = l.contiguous_f32(x, "input 0");
+  const std::uint64_t rg = has_gamma(call) ? l.contiguous_f32(call.inputs[1], "gamma") : rx;
+  const std::uint64_t rb = has_beta(call) ? l.contiguous_f32(call.inputs[2], "beta") : rx;
+  if (s.outer == 0) return;
+  l.bind(rx, "input 0");
+  l.bind(rg, "gamma");
+  l.bind(rb, "beta");
+  l.bind(call.output, "the output");
+}
+
+void record_norm(Recorder& rec, const detail::OpCall& call) {
+  const Tensor& x = call.inputs[0];
+  const TensorRef y = ref_of(call.output);
+  const RowSplit s = split_rows(x.shape(), -1);
+  const TensorRef rx = contiguous_f32(rec, x);
+  const bool has_g = has_gamma(call), has_b = has_beta(call);
+  const TensorRef rg = has_g ? contiguous_f32(rec, call.inputs[1]) : rx;
+  const TensorRef rb = has_b ? contiguous_f32(rec, call.inputs[2]) : rx;
+  NormPush p{s.outer,
+             s.n,
+             rx.offset,
+             rg.offset,
+             rb.offset,
+             has_g,
+             has_b,
+             call.op == OpKind::rmsnorm,
+             std::get<NormParams>(call.params).eps};
+  rec.dispatch(reduction_shader(rec.caps(), "norm", "norm_subgroup"),
+               {bind_in(rx), bind_in(rg), bind_in(rb), bind_out(y)}, &p, sizeof(p), s.outer, {k_reduce_group});
+}
+
+}  // namespace
+
+void register_norm(VulkanOps& r) {
+  const VulkanKernel k{inputs_f32, limits_norm, record_norm};
+  r.add(OpKind::layernorm, k);
+  r.add(OpKind::rmsnorm, k);
+}
+
+}  // namespace trine::vulkan

@@ -1,0 +1,117 @@
+// Element-wise ops of one input on Vulkan: the activations and scale (unary.comp and unary_vec4.comp
+// on contiguous input, binary.comp's a-alone operation on strided input), and bias_act (binary.comp:
+// x + bias broadcast, then the activation). An activation's kernel is its case of activate() in
+// shaders/common.glsl, switched on the op's own code: a new TRINE_ACT row needs only that case.
+#include <algorithm>
+
+#include "backends/vulkan/context.hpp"
+#include "backends/vulkan/ops.hpp"
+
+namespace trine::vulkan {
+namespace {
+
+constexpr std::uint32_t k_unary_elems = 16;  // per invocation: lavapipe pays per invocation
+constexpr std::uint32_t k_vec4_elems = 4;    // vec4s per invocation
+
+struct UnaryPush {
+  std::uint32_t n, x_off, y_off;
+  float alpha, beta;
+};
+struct Unary4Push {
+  std::uint32_t n4, x_off4, y_off4;
+  float alpha, beta;
+};
+
+bool supports_unary(const detail::OpCall& call) { return inputs_fit_u32(call) && inputs_f32(call); }
+
+// The alpha and beta activate() takes for an activation or scale.
+void unary_params(const detail::OpCall& call, float& alpha, float& beta) {
+  alpha = beta = 0;
+  if (const auto* a = std::get_if<ActParams>(&call.params)) alpha = a->alpha, beta = a->beta;
+  if (const auto* s = std::get_if<ScaleParams>(&call.params)) alpha = s->alpha, beta = s->beta;
+}
+
+// y[i] = act(x[x_off + i]) for i < n over the bound ranges: whole vec4s when x_off allows, the
+// last n % 4 (or everything) one by one.
+void record_unary_piece(Recorder& rec, const Binding& x, const Binding& y, std::uint32_t x_off, std::uint64_t n,
+                        OpKind act, float alpha, float beta) {
+  std::uint64_t done = 0;
+  if (x_off % 4 == 0 && n >= 4) {
+    Unary4Push p4{static_cast<std::uint32_t>(n / 4), x_off / 4, 0, alpha, beta};
+    rec.dispatch("unary_vec4", {x, y}, &p4, sizeof(p4), elementwise_groups(n / 4, k_vec4_elems),
+                 {k_elementwise_group, k_vec4_elems, op_code(act)});
+    done = n / 4 * 4;
+  }
+  if (done == n) return;
+  UnaryPush p{static_cast<std::uint32_t>(n - done), x_off + static_cast<std::uint32_t>(done),
+              static_cast<std::uint32_t>(done), alpha, beta};
+  rec.dispatch("unary", {x, y}, &p, sizeof(p), elementwise_groups(n - done, k_unary_elems),
+               {k_elementwise_group, k_unary_elems, op_code(act)});
+}
+
+// An activation or scale.
+void limits_act(Limits& l, const detail::OpCall& call) {
+  const Tensor& x = call.inputs[0];
+  // Contiguous input binds in pieces: nothing to refuse.
+  if (call.output.numel() == 0 || x.is_contiguous()) return;
+  l.bind(x, "input 0");
+  l.bind(call.output, "the output");
+}
+
+void record_act(Recorder& rec, const detail::OpCall& call) {
+  const Tensor &x = call.inputs[0], &y = call.output;
+  const TensorRef ry = ref_of(y);
+  const std::uint64_t n = static_cast<std::uint64_t>(y.numel());
+  if (n == 0) return;
+  const OpKind act = call.op;  // activate()'s code is the op's own
+  float alpha, beta;
+  unary_params(call, alpha, beta);
+  if (!x.is_contiguous()) return record_strided(rec, x, x, ry, y.shape(), OpKind::copy, act, alpha, beta);
+  const TensorRef rx = ref_of(x);
+  // Pieces of at most maxStorageBufferRange per binding (one piece unless the tensor is larger);
+  // each piece starts at an element multiple of 4096, so its binding offsets stay aligned.
+  const std::uint64_t piece = (rec.caps().max_storage_buffer_range / 4 - 4) / 4096 * 4096;
+  for (std::uint64_t s = 0; s < n; s += piece) {
+    const std::uint64_t len = std::min(piece, n - s);
+    const std::uint64_t first = rx.offset + s;         // x's first element of the piece
+    const std::uint64_t x_byte = first * 4 / 16 * 16;  // bound from here (16: covers any alignment
+    const std::uint64_t shift = first - x_byte / 4;    // lavapipe and real GPUs ask for)
+    // Whole tensors when both fit one binding (x may be a view into a larger storage).
+    const bool whole = s == 0 && len == n && rx.range <= rec.caps().max_storage_buffer_range &&
+                       ry.range <= rec.caps().max_storage_buffer_range;
+    const Binding bx = whole ? bind_in(rx) : Binding{rx.alloc, false, x_byte, (shift + len) * 4};
+    const Binding by = whole ? bind_out(ry) : Binding{ry.alloc, true, s * 4, len * 4};
+    record_unary_piece(rec, bx, by, whole ? rx.offset : static_cast<std::uint32_t>(shift), len, act, alpha, beta);
+  }
+}
+
+void limits_bias_act(Limits& l, const detail::OpCall& call) {
+  if (call.output.numel() == 0) return;
+  l.bind(call.inputs[0], "input 0");
+  l.bind(call.inputs[1], "input 1");
+  l.bind(call.output, "the output");
+}
+
+void record_bias_act(Recorder& rec, const detail::OpCall& call) {
+  const Tensor& y = call.output;
+  if (y.numel() == 0) return;
+  const auto& p = std::get<BiasActParams>(call.params);
+  // The identity is OP_copy's code: activate() passes x through.
+  record_strided(rec, call.inputs[0], call.inputs[1], ref_of(y), y.shape(), OpKind::add,
+                 activation_op(p.act).value_or(OpKind::copy), p.alpha, p.beta);
+}
+
+}  // namespace
+
+void register_unary(VulkanOps& r) {
+  const VulkanKernel act{supports_unary, limits_act, record_act};
+  // every activation of ops.def: its case of activate() in shaders/common.glsl is its kernel
+  // clang-format off
+#define TRINE_ACT(name, flops) r.add(OpKind::name, act);
+#include "trine/ops.def"
+  // clang-format on
+  r.add(OpKind::scale, act);  // activate()'s OP_scale: alpha * x + beta
+  r.add(OpKind::bias_act, {supports_unary, limits_bias_act, record_bias_act});
+}
+
+}  // namespace trine::vulkan
