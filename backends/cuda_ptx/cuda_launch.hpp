@@ -41,6 +41,10 @@ class DeviceKernels {
   std::map<std::pair<std::int64_t, float>, Table> rope_;
 };
 
+// Builds the op table from the family files (kernels/<family>.cpp) once and checks it complete:
+// throws Error(internal) naming every op with neither a kernel nor a refusal and the file to add
+// it to. The backend's factory calls it first, so such a build fails at start-up.
+void require_kernels();
 // Whether generated kernels run this call on a device of compute capability `sm` (x10), counting
 // the gathers that make strided inputs contiguous first (see needs_gather).
 bool can_launch(const detail::OpCall& call, int sm);
@@ -51,8 +55,8 @@ std::string refusal(const detail::OpCall& call, int sm);
 std::vector<std::size_t> needs_gather(const detail::OpCall& call, int sm);
 // What a launch configuration takes from the device's attributes.
 struct DeviceShape {
-  int sm = 0;                // compute capability x 10 + minor
-  int multiprocessors = 1;   // grid-stride kernels launch a few CTAs per SM, not one per 256 elements
+  int sm = 0;               // compute capability x 10 + minor
+  int multiprocessors = 1;  // grid-stride kernels launch a few CTAs per SM, not one per 256 elements
 };
 // Enqueues the call's kernel(s) on `stream`. Throws Error(driver_error) naming the op and the call.
 void launch(const DriverApi& api, CUstream stream, const DeviceShape& device, const detail::OpCall& call,

@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "backends/cuda_ptx/kernels/common.hpp"
+#include "backends/cuda_ptx/kernels/plan.hpp"
 
 namespace trine::cuda::kernels {
 namespace {
@@ -95,12 +96,12 @@ std::string generate(const std::string& config, Target target) {
     // Stage the tile's keys and values; rows past lk are zeros (and masked below).
     // Four elements per step of a loop: unrolled whole, ptxas keeps every load in flight and spills.
     // Keys land in rows padded to d + 1 floats, values in rows of dv.
-    auto stage = [&](Ptr<Global, F32> src_mem, Reg<U64> base, int width, const Val<U32>& row_length, Ptr<Shared, F32> tile,
-                     int pitch) {
+    auto stage = [&](Ptr<Global, F32> src_mem, Reg<U64> base, int width, const Val<U32>& row_length,
+                     Ptr<Shared, F32> tile, int pitch) {
       constexpr int unroll = 4;
       for_range<U32>(k, 0u, std::uint32_t(keys_per_tile * width / block_threads), std::uint32_t(unroll),
                      [&](Reg<U32> e0) {
-                                              Reg<U32> first = fma(k, e0, V<U32>(std::uint32_t(block_threads)), V<U32>(tid));
+                       Reg<U32> first = fma(k, e0, V<U32>(std::uint32_t(block_threads)), V<U32>(tid));
                        for (int e = 0; e < unroll; ++e) {
                          Reg<U32> idx = add(k, first, V<U32>(std::uint32_t(e * block_threads)));
                          Reg<U32> row = shr(k, idx, std::uint32_t(width == 64 ? 6 : 7));
@@ -130,7 +131,7 @@ std::string generate(const std::string& config, Target target) {
     // A loop over 16-column chunks, not a full unroll: ptxas would hoist d loads and spill.
     Reg<F32> s = mov<F32>(k, 0.0f);
     for_range<U32>(k, 0u, std::uint32_t(d), 16u, [&](Reg<U32> c0) {
-            Ptr<Shared, F32> qc = element(k, my_q, c0), kc = element(k, my_key, c0);
+      Ptr<Shared, F32> qc = element(k, my_q, c0), kc = element(k, my_key, c0);
       for (int c = 0; c < 16; c += 4) {
         auto qv = ld_v<4>(k, qc.at(c));
         for (int e = 0; e < 4; ++e) fma_to(k, s, qv[e], V<F32>(ld(k, kc.at(c + e))));
@@ -157,7 +158,7 @@ std::string generate(const std::string& config, Target target) {
     bar_warp_sync(k);
     Ptr<Shared, F32> my_v = element(k, v_tile, lane);
     for_range<U32>(k, 0u, std::uint32_t(keys_per_tile), 8u, [&](Reg<U32> j0) {
-            Ptr<Shared, F32> pc = element(k, my_p, j0);
+      Ptr<Shared, F32> pc = element(k, my_p, j0);
       Ptr<Shared, F32> vc = element(k, my_v, mul(k, j0, V<U32>(std::uint32_t(dv))));
       for (int j = 0; j < 8; ++j) {
         Reg<F32> pj = ld(k, pc.at(j));
@@ -196,6 +197,40 @@ Launch geometry(const std::string&, std::span<const std::int64_t> s) {
   return l;
 }
 
+std::optional<Steps> plan(const OpCall& c, int, const Resources&, bool gathered) {
+  if (!contiguous_inputs(c, gathered)) return std::nullopt;
+  const auto& p = std::get<AttentionParams>(c.params);
+  const i64 d = c.inputs[0].dim(-1), dv = c.inputs[2].dim(-1), lq = c.inputs[0].dim(-2), lk = c.inputs[1].dim(-2);
+  if (d > 128 || dv > 128 || lq > UINT32_MAX || lk > UINT32_MAX) return std::nullopt;
+  const i64 batch = c.inputs[0].numel() / (lq * d);
+  if (batch > 65535 || (p.causal && lq > lk)) return std::nullopt;
+  // Head dims of 64 and 128 have their own kernels; others run zero-padded to 64 or 128.
+  const bool exact = (d == 64 || d == 128) && (dv == 64 || dv == 128);
+  const std::string config = exact ? "d" + std::to_string(d) + (dv != d ? "_v" + std::to_string(dv) : "")
+                                   : (std::max(d, dv) <= 64 ? "pad64" : "pad128");
+  Steps steps;
+  Plan& pl = steps.add("attention", config, {batch, lq, lk});
+  for (int i = 0; i < 3; ++i) pl.args.add_ptr(c.inputs[static_cast<std::size_t>(i)]);
+  pl.args.add_ptr(c.output);
+  pl.args.add(static_cast<std::uint32_t>(lq));
+  pl.args.add(static_cast<std::uint32_t>(lk));
+  pl.args.add(static_cast<std::uint32_t>(p.causal ? 1 : 0));
+  pl.args.add(p.scale != 0.0f ? p.scale : static_cast<float>(1.0 / std::sqrt(static_cast<double>(d))));
+  if (!exact) {
+    pl.args.add(static_cast<std::uint32_t>(d));
+    pl.args.add(static_cast<std::uint32_t>(dv));
+  }
+  return steps;
+}
+
+std::optional<std::string> limits(const OpCall& c) {
+  const i64 d = c.inputs[0].dim(-1), dv = c.inputs[2].dim(-1);
+  if (d > 128 || dv > 128)
+    return "the cuda attention kernels take head dims up to 128 (a row per warp in registers), got D " +
+           std::to_string(d) + ", Dv " + std::to_string(dv);
+  return std::nullopt;
+}
+
 }  // namespace
 
 Generator attention_generator() {
@@ -211,5 +246,7 @@ Generator attention_generator() {
                    "batch <= 65535",
                    geometry};
 }
+
+void register_attention(CudaOps& r) { r.ops.add(OpKind::attention, OpKernel{plan, limits}); }
 
 }  // namespace trine::cuda::kernels

@@ -3,6 +3,7 @@
 #include <vector>
 
 #include "backends/cuda_ptx/kernels/common.hpp"
+#include "backends/cuda_ptx/kernels/plan.hpp"
 
 namespace trine::cuda::kernels {
 namespace {
@@ -62,6 +63,25 @@ Launch geometry(const std::string&, std::span<const std::int64_t> sizes) {
   return l;
 }
 
+std::optional<Steps> plan(const OpCall& c, int, const Resources&, bool) {
+  const i64 n_out = c.output.numel();
+  Steps steps;
+  if (n_out == 0) return steps;
+  std::array<i64, 4> d{}, sa{}, sb{};
+  if (!collapse4(c, d, sa, sb)) return std::nullopt;
+  const bool dense =
+      c.inputs[0].shape() == c.output.shape() && c.inputs[1].shape() == c.output.shape() && contiguous_inputs(c);
+  Plan& pl = steps.add("binary", std::string(op_info(c.op).name) + (dense ? "_contig" : "_bcast"), {n_out});
+  pl.args.add_ptr(c.inputs[0]);
+  pl.args.add_ptr(c.inputs[1]);
+  pl.args.add_ptr(c.output);
+  pl.args.add(static_cast<std::uint64_t>(n_out));
+  for (int i = 1; i < 4; ++i) pl.args.add(static_cast<std::uint64_t>(d[static_cast<std::size_t>(i)]));
+  for (i64 s : sa) pl.args.add(s);
+  for (i64 s : sb) pl.args.add(s);
+  return steps;
+}
+
 }  // namespace
 
 Generator binary_generator() {
@@ -79,6 +99,10 @@ Generator binary_generator() {
                    "(0 where broadcast); *_contig reads a[i], b[i] and ignores the dims and strides",
                    "sizes = {n}; block 256; grid min(ceil(n/256), 8192), grid-stride",
                    geometry};
+}
+
+void register_binary(CudaOps& r) {
+  for (OpKind op : {OpKind::add, OpKind::sub, OpKind::mul, OpKind::div}) r.ops.add(op, OpKernel{plan});
 }
 
 }  // namespace trine::cuda::kernels

@@ -2,6 +2,7 @@
 // rows are the group's filters, columns the (image, p, q) outputs, and the reduced dim (c, r, s);
 // the input element for (c, r, s) x (image, p, q) is computed, never copied into an im2col buffer.
 #include "backends/cuda_ptx/kernels/gemm_tile.hpp"
+#include "backends/cuda_ptx/kernels/plan.hpp"
 
 namespace trine::cuda::kernels {
 namespace {
@@ -86,6 +87,25 @@ Launch geometry(const std::string&, std::span<const std::int64_t> s) {
   return l;
 }
 
+std::optional<Steps> plan(const OpCall& c, int, const Resources&, bool gathered) {
+  if (!contiguous_inputs(c, gathered)) return std::nullopt;
+  const auto& p = std::get<Conv2dParams>(c.params);
+  const Shape& xs = c.inputs[0].shape();
+  const Shape& ws = c.inputs[1].shape();
+  const Shape& os = c.output.shape();
+  if (xs[0] * xs[1] * xs[2] > UINT32_MAX || os[0] * os[2] * os[3] > UINT32_MAX) return std::nullopt;
+  Steps steps;
+  Plan& pl = steps.add("conv2d", "f32_64", {xs[0], ws[0] / p.groups, os[2] * os[3], p.groups});
+  pl.args.add_ptr(c.inputs[0]);
+  pl.args.add_ptr(c.inputs[1]);
+  pl.args.add_ptr_or_null(c, 2);
+  pl.args.add_ptr(c.output);
+  for (i64 v : {xs[0], xs[1], xs[2], xs[3], ws[0], os[2], os[3], ws[2], ws[3], p.stride.h, p.stride.w, p.padding.h,
+                p.padding.w, p.dilation.h, p.dilation.w, p.groups})
+    pl.args.add(static_cast<std::uint32_t>(v));
+  return steps;
+}
+
 }  // namespace
 
 Generator conv2d_generator() {
@@ -100,5 +120,7 @@ Generator conv2d_generator() {
                    "(ceil(n*p*q/64), ceil((k/groups)/64), groups)",
                    geometry};
 }
+
+void register_conv2d(CudaOps& r) { r.ops.add(OpKind::conv2d, OpKernel{plan}); }
 
 }  // namespace trine::cuda::kernels

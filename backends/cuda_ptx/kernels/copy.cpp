@@ -3,6 +3,7 @@
 #include <array>
 
 #include "backends/cuda_ptx/kernels/gemm_tile.hpp"
+#include "backends/cuda_ptx/kernels/plan.hpp"
 
 namespace trine::cuda::kernels {
 namespace {
@@ -72,6 +73,34 @@ Launch flat_geometry(const std::string&, std::span<const std::int64_t> sizes) {
   return l;
 }
 
+// copy and cast: a contiguous copy or conversion, or a strided view copied by the gather kernel.
+std::optional<Steps> plan(const OpCall& c, int, const Resources&, bool gathered) {
+  const i64 n_out = c.output.numel();
+  Steps steps;
+  if (n_out == 0) return steps;
+  const DType from = c.inputs[0].dtype(), to = c.output.dtype();
+  if (from == to && !c.inputs[0].is_contiguous()) {
+    // A strided view copied: the gather kernel over the view's (collapsed) dims.
+    std::array<i64, 6> d{}, st{};
+    if (!collapse6(c.inputs[0], d, st)) return std::nullopt;
+    Plan& pl = steps.add("cast", dtype_size(from) == 4 ? "gather_b32" : "gather_b16", {n_out});
+    pl.args.add_ptr(c.inputs[0]);
+    pl.args.add_ptr(c.output);
+    pl.args.add(static_cast<std::uint64_t>(n_out));
+    for (std::size_t i = 1; i < 6; ++i) pl.args.add(static_cast<std::uint64_t>(d[i]));
+    for (i64 v : st) pl.args.add(v);
+    return steps;
+  }
+  if (!contiguous_inputs(c, gathered)) return std::nullopt;
+  std::string config =
+      from == to ? (dtype_size(from) == 4 ? "copy_b32" : "copy_b16") : std::string(elem(from)) + "_to_" + elem(to);
+  Plan& pl = steps.add("cast", config, {n_out});
+  pl.args.add_ptr(c.inputs[0]);
+  pl.args.add_ptr(c.output);
+  pl.args.add(static_cast<std::uint64_t>(n_out));
+  return steps;
+}
+
 }  // namespace
 
 Generator cast_generator() {
@@ -90,6 +119,10 @@ Generator cast_generator() {
                    "where unused; never 0), s0..s5: s64 element strides",
                    "sizes = {n}; block 256; grid min(ceil(n/256), 8192), grid-stride",
                    flat_geometry};
+}
+
+void register_copy(CudaOps& r) {
+  for (OpKind op : {OpKind::copy, OpKind::cast}) r.ops.add(op, OpKernel{plan});
 }
 
 }  // namespace trine::cuda::kernels

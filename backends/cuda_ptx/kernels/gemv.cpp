@@ -2,6 +2,7 @@
 // reduce.sum_row over the partials finishes it. gemv: one warp per row of A (vector loads in the
 // _v4 config), or, transposed, one thread per output column so a warp reads one row segment.
 #include "backends/cuda_ptx/kernels/common.hpp"
+#include "backends/cuda_ptx/kernels/plan.hpp"
 
 namespace trine::cuda::kernels {
 namespace {
@@ -112,6 +113,50 @@ Launch gemv_geometry(const std::string& config, std::span<const std::int64_t> si
   return l;
 }
 
+std::optional<Steps> plan_gemv(const OpCall& c, int, const Resources&, bool gathered) {
+  const auto& p = std::get<GemvParams>(c.params);
+  const Tensor& a = c.inputs[0];
+  if (!contiguous_inputs(c, gathered) || a.dim(0) * a.dim(1) == 0 || a.dim(p.trans ? 0 : 1) > UINT32_MAX)
+    return std::nullopt;
+  const i64 m = c.output.numel(), k = c.inputs[1].numel();
+  Steps steps;
+  Plan& pl = steps.add("gemv", p.trans ? "t" : "n", {m, k});
+  pl.args.add_ptr(a);
+  pl.args.add_ptr(c.inputs[1]);
+  pl.args.add_ptr(c.output);
+  pl.args.add(static_cast<std::uint64_t>(m));
+  pl.args.add(static_cast<std::uint32_t>(k));
+  pl.args.add(static_cast<std::uint64_t>(a.dim(1)));
+  return steps;
+}
+
+// Each CTA writes one partial sum; reduce.sum_row adds them in a fixed order.
+std::optional<Steps> plan_dot(const OpCall& c, int, const Resources& res, bool gathered) {
+  if (!contiguous_inputs(c, gathered)) return std::nullopt;
+  const i64 n = c.inputs[0].numel();
+  Steps steps;
+  if (n == 0) {
+    steps.zero_output = true;
+    return steps;
+  }
+  const std::uint32_t blocks = dot_geometry("partial", std::vector<i64>{n}).grid[0];
+  const CUdeviceptr partials = res.kernels ? res.kernels->dot_partials(*res.api) : 0;
+  {
+    Plan& pl = steps.add("dot", "partial", {n});
+    pl.args.add_ptr(c.inputs[0]);
+    pl.args.add_ptr(c.inputs[1]);
+    pl.args.add(partials);
+    pl.args.add(static_cast<std::uint64_t>(n));
+  }
+  Plan& sum = steps.add("reduce", "sum_row", {1, blocks, 1});
+  sum.args.add(partials);
+  sum.args.add_ptr(c.output);
+  sum.args.add(std::uint64_t{1});
+  sum.args.add(blocks);
+  sum.args.add(std::uint64_t{1});
+  return steps;
+}
+
 }  // namespace
 
 Generator dot_generator() {
@@ -136,6 +181,11 @@ Generator gemv_generator() {
                    "sizes = {m, k}; block 256; n/n_v4: one warp per row, grid ceil(m/8) (max 65535); "
                    "t: one thread per output, grid min(ceil(m/256), 8192)",
                    gemv_geometry};
+}
+
+void register_gemv(CudaOps& r) {
+  r.ops.add(OpKind::gemv, OpKernel{plan_gemv});
+  r.ops.add(OpKind::dot, OpKernel{plan_dot});
 }
 
 }  // namespace trine::cuda::kernels

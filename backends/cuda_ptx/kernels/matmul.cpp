@@ -2,6 +2,7 @@
 // A and B through element strides, so transposes and batch broadcasting (stride 0) need no copies;
 // the batch is grid.z, split into an outer and an inner index with a stride pair for each input.
 #include "backends/cuda_ptx/kernels/gemm_tile.hpp"
+#include "backends/cuda_ptx/kernels/plan.hpp"
 
 namespace trine::cuda::kernels {
 
@@ -127,6 +128,67 @@ Launch geometry_tiled(const std::string& config, std::span<const std::int64_t> s
   return l;
 }
 
+// The matmul kernel for these dtypes, layout and size: tensor cores for f16/bf16 pairs laid out for
+// ldmatrix on sm_80+, the simple form for outputs of one 16x16 block, the tiled form otherwise
+// (every dtype pair: each operand is widened to f32 as it is staged).
+std::pair<std::string_view, std::string> matmul_kernel(DType a, DType b, i64 sa_k, i64 sb_n, int sm, bool aligned,
+                                                       i64 m, i64 n) {
+  if (a == b && a != DType::f32 && sm >= 80 && sa_k == 1 && sb_n == 1 && aligned) {
+    return {std::string_view("matmul_mma"), std::string(elem(a))};
+  }
+  const bool simple_exists = a == b || (a == DType::f32 && b == DType::bf16);
+  if (simple_exists && m <= 16 && n <= 16)
+    return {std::string_view("matmul_simple"), std::string(elem(a)) + "_" + elem(b)};
+  return {std::string_view("matmul_tiled"), std::string(elem(a)) + "_" + elem(b) + "_64"};
+}
+
+std::optional<Steps> plan(const OpCall& c, int sm, const Resources&, bool) {
+  const auto& p = std::get<MatmulParams>(c.params);
+  const Tensor& a = c.inputs[0];
+  const Tensor& b = c.inputs[1];
+  const Shape& os = c.output.shape();
+  const int orank = os.rank(), nb = orank - 2;
+  const i64 m = os[orank - 2], n = os[orank - 1], k = p.trans_a ? a.dim(-2) : a.dim(-1);
+  Steps steps;
+  if (c.output.numel() == 0) return steps;
+  if (k == 0) {
+    steps.zero_output = true;
+    return steps;
+  }
+  if (m > UINT32_MAX || n > UINT32_MAX || k > UINT32_MAX || nb > 2) return std::nullopt;
+  // Batch dims as [outer, inner] with each operand's strides (0 where it broadcasts).
+  auto batch_stride = [&](const Tensor& t, int out_dim) -> i64 {
+    const int d = out_dim - (nb - (t.rank() - 2));
+    return d >= 0 && t.shape()[d] != 1 ? t.strides()[d] : 0;
+  };
+  const i64 outer = nb == 2 ? os[0] : 1, inner = nb >= 1 ? os[nb - 1] : 1;
+  if (outer * inner > 65535) return std::nullopt;
+  const i64 sa_m = p.trans_a ? a.strides()[a.rank() - 1] : a.strides()[a.rank() - 2];
+  const i64 sa_k = p.trans_a ? a.strides()[a.rank() - 2] : a.strides()[a.rank() - 1];
+  const i64 sb_k = p.trans_b ? b.strides()[b.rank() - 1] : b.strides()[b.rank() - 2];
+  const i64 sb_n = p.trans_b ? b.strides()[b.rank() - 2] : b.strides()[b.rank() - 1];
+  const i64 sa_outer = nb == 2 ? batch_stride(a, 0) : 0, sb_outer = nb == 2 ? batch_stride(b, 0) : 0;
+  const i64 sa_inner = nb >= 1 ? batch_stride(a, nb - 1) : 0, sb_inner = nb >= 1 ? batch_stride(b, nb - 1) : 0;
+  const bool aligned = (Args::device_ptr(a) % 16 == 0) && (Args::device_ptr(b) % 16 == 0) && sa_m % 8 == 0 &&
+                       sb_k % 8 == 0 && sa_outer % 8 == 0 && sa_inner % 8 == 0 && sb_outer % 8 == 0 &&
+                       sb_inner % 8 == 0;
+  auto kernel = matmul_kernel(a.dtype(), b.dtype(), sa_k, sb_n, sm, aligned, m, n);
+  Plan& pl = steps.add(kernel.first, kernel.second, {outer * inner, m, n, k});
+  pl.args.add_ptr(a);
+  pl.args.add_ptr(b);
+  pl.args.add_ptr(c.output);
+  for (i64 v : {m, n, k}) pl.args.add(static_cast<std::uint32_t>(v));
+  for (i64 v : {sa_m, sa_k, sb_k, sb_n}) pl.args.add(v);
+  pl.args.add(static_cast<std::uint32_t>(inner));
+  for (i64 v : {sa_outer, sa_inner, sb_outer, sb_inner}) pl.args.add(v);
+  return steps;
+}
+
+std::optional<std::string> limits(const OpCall& c) {
+  if (c.output.rank() > 4) return "the cuda matmul kernels take at most 2 batch dims";
+  return std::nullopt;
+}
+
 }  // namespace
 
 const std::string_view matmul_params =
@@ -156,5 +218,7 @@ Generator matmul_tiled_generator() {
                    "tile 128x128x8, 8x8 per thread; grid (ceil(n/tile), ceil(m/tile), batch); batch <= 65535",
                    geometry_tiled};
 }
+
+void register_matmul(CudaOps& r) { r.ops.add(OpKind::matmul, OpKernel{plan, limits}); }
 
 }  // namespace trine::cuda::kernels

@@ -2,6 +2,7 @@
 // then the mean of squared deviations (two passes: no cancellation from E[x^2] - E[x]^2).
 // gamma and beta are optional: a null pointer means 1 and 0.
 #include "backends/cuda_ptx/kernels/common.hpp"
+#include "backends/cuda_ptx/kernels/plan.hpp"
 
 namespace trine::cuda::kernels {
 namespace {
@@ -73,6 +74,22 @@ Launch geometry(const std::string&, std::span<const std::int64_t> sizes) {
   return l;
 }
 
+std::optional<Steps> plan(const OpCall& c, int, const Resources&, bool gathered) {
+  if (!contiguous_inputs(c, gathered)) return std::nullopt;
+  const i64 n = c.inputs[0].dim(-1), rows = c.output.numel() / n;
+  if (n > UINT32_MAX) return std::nullopt;
+  Steps steps;
+  Plan& pl = steps.add("norm", op_info(c.op).name, {rows, n});
+  pl.args.add_ptr(c.inputs[0]);
+  pl.args.add_ptr_or_null(c, 1);
+  pl.args.add_ptr_or_null(c, 2);
+  pl.args.add_ptr(c.output);
+  pl.args.add(static_cast<std::uint64_t>(rows));
+  pl.args.add(static_cast<std::uint32_t>(n));
+  pl.args.add(std::get<NormParams>(c.params).eps);
+  return steps;
+}
+
 }  // namespace
 
 Generator norm_generator() {
@@ -84,6 +101,10 @@ Generator norm_generator() {
                    "y: f32*, rows: u64, n: u32, eps: f32",
                    "sizes = {rows, n}; block 256, one warp per row; grid ceil(rows/8) (max 65535, rows beyond loop)",
                    geometry};
+}
+
+void register_norm(CudaOps& r) {
+  for (OpKind op : {OpKind::layernorm, OpKind::rmsnorm}) r.ops.add(op, OpKernel{plan});
 }
 
 }  // namespace trine::cuda::kernels

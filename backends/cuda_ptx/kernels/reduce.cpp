@@ -2,6 +2,7 @@
 // row to a warp and reduce with shuffles; "col" configs (inner > 1) give each output to a thread,
 // whose neighbours read neighbouring addresses.
 #include "backends/cuda_ptx/kernels/common.hpp"
+#include "backends/cuda_ptx/kernels/plan.hpp"
 
 namespace trine::cuda::kernels {
 namespace {
@@ -77,6 +78,22 @@ Launch geometry(const std::string& config, std::span<const std::int64_t> sizes) 
   return l;
 }
 
+// x viewed as [outer, r, inner] around the axis: the row form when inner == 1.
+std::optional<Steps> plan(const OpCall& c, int, const Resources&, bool gathered) {
+  if (!contiguous_inputs(c, gathered)) return std::nullopt;
+  i64 outer, r, inner;
+  split(c.inputs[0].shape(), std::get<ReduceParams>(c.params).axis, outer, r, inner);
+  if (r > UINT32_MAX) return std::nullopt;
+  Steps steps;
+  Plan& pl = steps.add("reduce", std::string(op_info(c.op).name) + (inner == 1 ? "_row" : "_col"), {outer, r, inner});
+  pl.args.add_ptr(c.inputs[0]);
+  pl.args.add_ptr(c.output);
+  pl.args.add(static_cast<std::uint64_t>(outer));
+  pl.args.add(static_cast<std::uint32_t>(r));
+  pl.args.add(static_cast<std::uint64_t>(inner));
+  return steps;
+}
+
 }  // namespace
 
 Generator reduce_generator() {
@@ -89,6 +106,10 @@ Generator reduce_generator() {
                    "sizes = {outer, r, inner}; block 256; _row: one warp per row, grid ceil(outer/8) (max 65535, "
                    "rows beyond loop); _col: one thread per output, grid min(ceil(outer*inner/256), 8192)",
                    geometry};
+}
+
+void register_reduce(CudaOps& r) {
+  for (OpKind op : {OpKind::sum, OpKind::mean, OpKind::max}) r.ops.add(op, OpKernel{plan});
 }
 
 }  // namespace trine::cuda::kernels

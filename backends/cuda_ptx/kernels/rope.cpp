@@ -2,6 +2,7 @@
 #include <cmath>
 
 #include "backends/cuda_ptx/kernels/common.hpp"
+#include "backends/cuda_ptx/kernels/plan.hpp"
 
 namespace trine::cuda::kernels {
 namespace {
@@ -69,6 +70,23 @@ Launch flat_geometry(const std::string&, std::span<const std::int64_t> sizes) {
   return l;
 }
 
+std::optional<Steps> plan(const OpCall& c, int, const Resources& res, bool gathered) {
+  if (!contiguous_inputs(c, gathered)) return std::nullopt;
+  const auto& p = std::get<RopeParams>(c.params);
+  const i64 n_out = c.output.numel(), d = c.inputs[0].dim(-1), len = c.inputs[0].dim(-2);
+  const CUdeviceptr table = res.kernels ? res.kernels->rope_frequencies(*res.api, res.stream, d, p.base) : 0;
+  Steps steps;
+  Plan& pl = steps.add("rope", "f32", {n_out / 2});
+  pl.args.add_ptr(c.inputs[0]);
+  pl.args.add_ptr(c.output);
+  pl.args.add(table);
+  pl.args.add(static_cast<std::uint64_t>(n_out / 2));
+  pl.args.add(static_cast<std::uint64_t>(len));
+  pl.args.add(static_cast<std::uint64_t>(d / 2));
+  pl.args.add(static_cast<std::int64_t>(p.position_offset));
+  return steps;
+}
+
 }  // namespace
 
 Generator rope_generator() {
@@ -83,5 +101,7 @@ Generator rope_generator() {
                    "sizes = {pairs}; block 256; grid min(ceil(pairs/256), 8192), grid-stride",
                    flat_geometry};
 }
+
+void register_rope(CudaOps& r) { r.ops.add(OpKind::rope, OpKernel{plan}); }
 
 }  // namespace trine::cuda::kernels

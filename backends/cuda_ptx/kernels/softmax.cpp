@@ -3,6 +3,7 @@
 // Special rows follow docs/ops.md: -inf entries give 0 (log: -inf) while one entry is finite; a row
 // of all -inf, or one holding +inf or NaN, gives NaN everywhere.
 #include "backends/cuda_ptx/kernels/common.hpp"
+#include "backends/cuda_ptx/kernels/plan.hpp"
 
 namespace trine::cuda::kernels {
 namespace {
@@ -111,6 +112,22 @@ Launch geometry(const std::string& config, std::span<const std::int64_t> sizes) 
   return l;
 }
 
+// x viewed as [outer, r, inner] around the axis: the row form when inner == 1.
+std::optional<Steps> plan(const OpCall& c, int, const Resources&, bool gathered) {
+  if (!contiguous_inputs(c, gathered)) return std::nullopt;
+  i64 outer, r, inner;
+  split(c.inputs[0].shape(), std::get<AxisParams>(c.params).axis, outer, r, inner);
+  if (r > UINT32_MAX) return std::nullopt;
+  Steps steps;
+  Plan& pl = steps.add("softmax", std::string(op_info(c.op).name) + (inner == 1 ? "_row" : "_col"), {outer, r, inner});
+  pl.args.add_ptr(c.inputs[0]);
+  pl.args.add_ptr(c.output);
+  pl.args.add(static_cast<std::uint64_t>(outer));
+  pl.args.add(static_cast<std::uint32_t>(r));
+  pl.args.add(static_cast<std::uint64_t>(inner));
+  return steps;
+}
+
 }  // namespace
 
 Generator softmax_generator() {
@@ -123,6 +140,10 @@ Generator softmax_generator() {
                    "sizes = {outer, r, inner}; block 256; _row: one warp per row, grid ceil(outer/8) (max 65535); "
                    "_col: one thread per (outer, inner) line, grid min(ceil(outer*inner/256), 8192)",
                    geometry};
+}
+
+void register_softmax(CudaOps& r) {
+  for (OpKind op : {OpKind::softmax, OpKind::log_softmax}) r.ops.add(op, OpKernel{plan});
 }
 
 }  // namespace trine::cuda::kernels

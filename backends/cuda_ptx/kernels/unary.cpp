@@ -3,6 +3,7 @@
 #include <vector>
 
 #include "backends/cuda_ptx/kernels/activation.hpp"
+#include "backends/cuda_ptx/kernels/plan.hpp"
 
 namespace trine::cuda::kernels {
 namespace {
@@ -66,6 +67,45 @@ Launch flat_geometry(const std::string&, std::span<const std::int64_t> sizes) {
   return l;
 }
 
+std::optional<Steps> plan_unary(const OpCall& c, int, const Resources&, bool gathered) {
+  if (!contiguous_inputs(c, gathered)) return std::nullopt;
+  const i64 n_out = c.output.numel();
+  Steps steps;
+  if (n_out == 0) return steps;
+  float alpha = 0, beta = 0;
+  if (c.op == OpKind::scale) {
+    alpha = std::get<ScaleParams>(c.params).alpha;
+    beta = std::get<ScaleParams>(c.params).beta;
+  } else {
+    alpha = std::get<ActParams>(c.params).alpha;
+    beta = std::get<ActParams>(c.params).beta;
+  }
+  Plan& pl = steps.add("unary", op_info(c.op).name, {n_out});
+  pl.args.add_ptr(c.inputs[0]);
+  pl.args.add_ptr(c.output);
+  pl.args.add(static_cast<std::uint64_t>(n_out));
+  pl.args.add(alpha);
+  pl.args.add(beta);
+  return steps;
+}
+
+std::optional<Steps> plan_bias_act(const OpCall& c, int, const Resources&, bool gathered) {
+  if (!contiguous_inputs(c, gathered)) return std::nullopt;
+  const i64 n_out = c.output.numel();
+  Steps steps;
+  if (n_out == 0) return steps;
+  const auto& p = std::get<BiasActParams>(c.params);
+  Plan& pl = steps.add("bias_act", activation_name(p.act), {n_out});
+  pl.args.add_ptr(c.inputs[0]);
+  pl.args.add_ptr(c.inputs[1]);
+  pl.args.add_ptr(c.output);
+  pl.args.add(static_cast<std::uint64_t>(n_out));
+  pl.args.add(static_cast<std::uint64_t>(c.inputs[0].dim(-1)));
+  pl.args.add(p.alpha);
+  pl.args.add(p.beta);
+  return steps;
+}
+
 }  // namespace
 
 Generator unary_generator() {
@@ -91,6 +131,15 @@ Generator bias_act_generator() {
                    "cols: u64, alpha: f32, beta: f32",
                    "sizes = {n}; block 256; grid min(ceil(n/256), 8192), grid-stride",
                    flat_geometry};
+}
+
+void register_unary(CudaOps& r) {
+  // clang-format off
+#define TRINE_ACT(name, flops) r.ops.add(OpKind::name, OpKernel{plan_unary});
+#include "trine/ops.def"
+  // clang-format on
+  r.ops.add(OpKind::scale, OpKernel{plan_unary});
+  r.ops.add(OpKind::bias_act, OpKernel{plan_bias_act});
 }
 
 }  // namespace trine::cuda::kernels
