@@ -31,28 +31,29 @@ ptx::Target target_for(int sm) {
 
 }  // namespace
 
-CUfunction DeviceKernels::function(const DriverApi& api, std::string_view family, const std::string& config, int sm) {
+CUfunction DeviceKernels::function(const DriverApi& api, const kernels::Generator& generator, std::size_t config,
+                                   int sm) {
   const ptx::Target target = target_for(sm);
-  const std::string key = std::string(family) + "/" + config + "/" + std::string(ptx::target_name(target));
+  const std::string_view config_name = generator.configs[config];
+  const std::string key =
+      std::string(generator.name) + "/" + std::string(config_name) + "/" + std::string(ptx::target_name(target));
   auto it = loaded_.find(key);
   if (it != loaded_.end()) return it->second.function;
-  const kernels::Generator* gen = kernels::find_generator(family);
-  if (!gen) throw Error(ErrorCode::internal, "[cuda] no kernel generator named " + std::string(family));
+  const auto& registered = kernels::generators();
+  if (std::find(registered.begin(), registered.end(), &generator) == registered.end()) {
+    throw Error(ErrorCode::internal, "[cuda] kernel generator '" + std::string(generator.name) +
+                                         "' is launched but no family file registers it (kernels/<family>.cpp)");
+  }
   Loaded l;
-  l.module = load_module(&api, gen->generate(config, target), key);
-  const std::string entry = kernels::kernel_name(family, config);
+  l.module = load_module(&api, generator.generate(config, target), key);
+  const std::string entry = kernels::kernel_name(generator.name, config_name);
   TRINE_CU(&api, "cuda", cuModuleGetFunction, &l.function, l.module, entry.c_str());
   loaded_.emplace(key, l);
   return l.function;
 }
 
-CUdeviceptr DeviceKernels::dot_partials(const DriverApi& api) {
-  if (!dot_partials_) {
-    // The dot kernel's largest grid: the partials of its biggest launch.
-    const std::uint32_t most =
-        kernels::find_generator("dot")->geometry("partial", std::vector<i64>{INT64_MAX / 2}).grid[0];
-    TRINE_CU(&api, "dot", cuMemAlloc, &dot_partials_, std::size_t{most} * sizeof(float));
-  }
+CUdeviceptr DeviceKernels::dot_partials(const DriverApi& api, std::size_t count) {
+  if (!dot_partials_) TRINE_CU(&api, "dot", cuMemAlloc, &dot_partials_, count * sizeof(float));
   return dot_partials_;
 }
 
@@ -130,13 +131,6 @@ bool can_launch(const detail::OpCall& call, int sm) {
   return strided && plan(call, sm, Resources{}, true).has_value();
 }
 
-// Families whose kernels loop over their elements with a grid-stride loop, so that any grid
-// covers the work: their grid is capped at what the device keeps resident (8 CTAs of 256 threads
-// per SM, 2048 threads, the most any target holds).
-bool grid_stride_family(std::string_view family) {
-  return family == "unary" || family == "binary" || family == "bias_act" || family == "cast" || family == "rope";
-}
-
 void require_kernels() { kernels::table(); }
 
 void launch(const DriverApi& api, CUstream stream, const DeviceShape& device, const detail::OpCall& call,
@@ -150,13 +144,15 @@ void launch(const DriverApi& api, CUstream stream, const DeviceShape& device, co
              static_cast<std::size_t>(call.output.numel()) * dtype_size(call.output.dtype()), stream);
   }
   for (auto& p : steps->launches) {
-    const kernels::Generator* gen = kernels::find_generator(p.family);
-    kernels::Launch g = gen->geometry(p.config, p.sizes);
-    if (grid_stride_family(p.family)) {
+    const kernels::Generator& gen = *p.generator;
+    kernels::Launch g = gen.geometry(p.config, p.sizes);
+    if (gen.resident_grid) {
+      // Any grid covers a grid-stride loop's work: cap it at what the device keeps resident (8 CTAs
+      // of 256 threads per SM, 2048 threads, the most any target holds).
       g.grid[0] =
           std::min<std::uint32_t>(g.grid[0], static_cast<std::uint32_t>(std::max(1, device.multiprocessors) * 8));
     }
-    CUfunction f = kernels.function(api, p.family, p.config, sm);
+    CUfunction f = kernels.function(api, gen, p.config, sm);
     auto params = p.args.pointers();
     TRINE_CU(&api, name, cuLaunchKernel, f, g.grid[0], g.grid[1], g.grid[2], g.block[0], g.block[1], g.block[2],
              g.dynamic_shared_bytes, stream, params.data(), nullptr);

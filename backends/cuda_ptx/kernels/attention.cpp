@@ -15,26 +15,26 @@ constexpr int warps = 8;
 constexpr int block_threads = warps * 32;
 constexpr int keys_per_tile = 32;
 
-std::string generate(const std::string& config, Target target) {
-  // "d64", "d128" (Dv = D) or "d<D>_v<Dv>" with D, Dv in {64, 128}; "pad64", "pad128": any D, Dv
-  // up to 64 or 128, given as parameters, the rows zero-padded to that width in shared memory and
-  // registers (zeros add nothing to a score or an output column; padded outputs are not stored).
-  int d = 0, dv = 0;
-  bool padded = false;
-  if (config == "d64" || config == "d128") {
-    d = dv = config == "d64" ? 64 : 128;
-  } else if (config == "d64_v128" || config == "d128_v64") {
-    d = config == "d64_v128" ? 64 : 128;
-    dv = 192 - d;
-  } else if (config == "pad64" || config == "pad128") {
-    d = dv = config == "pad64" ? 64 : 128;
-    padded = true;
-  } else {
-    unknown_config("attention", config);
-  }
+// D, Dv in {64, 128} exactly, or padded: any D, Dv up to 64 or 128, given as parameters, the rows
+// zero-padded to that width in shared memory and registers (zeros add nothing to a score or an
+// output column; padded outputs are not stored).
+struct AttentionConfig {
+  std::string_view name;
+  int d, dv;  // the head dims, or with `padded` the width both are padded to
+  bool padded;
+};
+constexpr AttentionConfig configs[] = {
+    {"d64", 64, 64, false},       {"d128", 128, 128, false}, {"d64_v128", 64, 128, false},
+    {"d128_v64", 128, 64, false}, {"pad64", 64, 64, true},   {"pad128", 128, 128, true},
+};
+
+std::string generate(std::size_t config, Target target) {
+  const AttentionConfig& cfg = config_at(configs, config, "attention");
+  const int d = cfg.d, dv = cfg.dv;
+  const bool padded = cfg.padded;
   const int per_lane = d / 32, per_lane_out = dv / 32;
   const float neg_inf = -std::numeric_limits<float>::infinity();
-  Kernel k(kernel_name("attention", config), target);
+  Kernel k(kernel_name("attention", cfg.name), target);
   k.set_max_threads(block_threads, 2);
   Ptr<Global, F32> q = param_ptr<F32>(k, "q");
   Ptr<Global, F32> kp = param_ptr<F32>(k, "k");
@@ -189,12 +189,28 @@ std::string generate(const std::string& config, Target target) {
   return module_text(k);
 }
 
-Launch geometry(const std::string&, std::span<const std::int64_t> s) {
+Launch geometry(std::size_t, std::span<const std::int64_t> s) {
   // sizes = {batch, lq, lk}
   Launch l;
   l.block = {block_threads, 1, 1};
   l.grid = {blocks_for(size_at(s, 1), warps), std::uint32_t(size_at(s, 0)), 1};
   return l;
+}
+
+const Generator& attention_generator() {
+  static const Generator g{
+      "attention",
+      {OpKind::attention},
+      config_names(configs),
+      generate,
+      "q: f32* [batch, lq, D], k: f32* [batch, lk, D], v: f32* [batch, lk, Dv], o: f32* [batch, lq, Dv] "
+      "(contiguous; d64, d128: D = Dv; d64_v128, d128_v64: D, Dv as named), lq, lk: u32, causal: u32 (0 "
+      "or 1; needs lq <= lk), scale: f32 (the host resolves 0 to 1/sqrt(D)); pad64, pad128 also d, dv: u32 (1 .. "
+      "the pad)",
+      "sizes = {batch, lq, lk}; block 256 (8 warps, one query row each); grid (ceil(lq/8), batch); "
+      "batch <= 65535",
+      geometry};
+  return g;
 }
 
 std::optional<Steps> plan(const OpCall& c, int, const Resources&, bool gathered) {
@@ -206,10 +222,12 @@ std::optional<Steps> plan(const OpCall& c, int, const Resources&, bool gathered)
   if (batch > 65535 || (p.causal && lq > lk)) return std::nullopt;
   // Head dims of 64 and 128 have their own kernels; others run zero-padded to 64 or 128.
   const bool exact = (d == 64 || d == 128) && (dv == 64 || dv == 128);
-  const std::string config = exact ? "d" + std::to_string(d) + (dv != d ? "_v" + std::to_string(dv) : "")
-                                   : (std::max(d, dv) <= 64 ? "pad64" : "pad128");
+  const i64 pad = std::max(d, dv) <= 64 ? 64 : 128;
+  const std::size_t config = config_index(configs, "attention", [&](const AttentionConfig& e) {
+    return exact ? !e.padded && e.d == d && e.dv == dv : e.padded && e.d == pad;
+  });
   Steps steps;
-  Plan& pl = steps.add("attention", config, {batch, lq, lk});
+  Plan& pl = steps.add(attention_generator(), config, {batch, lq, lk});
   for (int i = 0; i < 3; ++i) pl.args.add_ptr(c.inputs[static_cast<std::size_t>(i)]);
   pl.args.add_ptr(c.output);
   pl.args.add(static_cast<std::uint32_t>(lq));
@@ -233,20 +251,9 @@ std::optional<std::string> limits(const OpCall& c) {
 
 }  // namespace
 
-Generator attention_generator() {
-  return Generator{"attention",
-                   "attention",
-                   {"d64", "d128", "d64_v128", "d128_v64", "pad64", "pad128"},
-                   generate,
-                   "q: f32* [batch, lq, D], k: f32* [batch, lk, D], v: f32* [batch, lk, Dv], o: f32* [batch, lq, Dv] "
-                   "(contiguous; d64, d128: D = Dv; d64_v128, d128_v64: D, Dv as named), lq, lk: u32, causal: u32 (0 "
-                   "or 1; needs lq <= lk), "
-                   "scale: f32 (the host resolves 0 to 1/sqrt(D)); pad64, pad128 also d, dv: u32 (1 .. the pad)",
-                   "sizes = {batch, lq, lk}; block 256 (8 warps, one query row each); grid (ceil(lq/8), batch); "
-                   "batch <= 65535",
-                   geometry};
+void register_attention(CudaOps& r) {
+  r.generators.push_back(&attention_generator());
+  r.ops.add(OpKind::attention, OpKernel{plan, limits});
 }
-
-void register_attention(CudaOps& r) { r.ops.add(OpKind::attention, OpKernel{plan, limits}); }
 
 }  // namespace trine::cuda::kernels

@@ -28,9 +28,22 @@ Reg<F32> block_sum(Kernel& k, Reg<F32> v, Reg<U32> lane, Reg<U32> warp) {
   return warp_sum(k, t);
 }
 
-std::string generate_dot(const std::string& config, Target target) {
-  if (config != "partial") unknown_config("dot", config);
-  Kernel k(kernel_name("dot", config), target);
+struct DotConfig {
+  std::string_view name;
+};
+constexpr DotConfig dot_configs[] = {{"partial"}};
+
+struct GemvConfig {
+  std::string_view name;
+  bool transposed;  // A is [k, m]: y = A^T x, a thread per output
+  bool vec4;        // four columns per lane per step (a, x 16-byte aligned, lda % 4 == 0)
+};
+// n_v4 ships (ptxas compiles it for every target) but no plan picks it yet.
+constexpr GemvConfig gemv_configs[] = {{"n", false, false}, {"n_v4", false, true}, {"t", true, false}};
+
+std::string generate_dot(std::size_t config, Target target) {
+  const DotConfig& cfg = config_at(dot_configs, config, "dot");
+  Kernel k(kernel_name("dot", cfg.name), target);
   k.set_max_threads(block_threads);
   Ptr<Global, F32> x = param_ptr<F32>(k, "x");
   Ptr<Global, F32> y = param_ptr<F32>(k, "y");
@@ -47,9 +60,9 @@ std::string generate_dot(const std::string& config, Target target) {
   return module_text(k);
 }
 
-std::string generate_gemv(const std::string& config, Target target) {
-  if (config != "n" && config != "n_v4" && config != "t") unknown_config("gemv", config);
-  Kernel k(kernel_name("gemv", config), target);
+std::string generate_gemv(std::size_t config, Target target) {
+  const GemvConfig& cfg = config_at(gemv_configs, config, "gemv");
+  Kernel k(kernel_name("gemv", cfg.name), target);
   k.set_max_threads(block_threads);
   Ptr<Global, F32> a = param_ptr<F32>(k, "a");
   Ptr<Global, F32> x = param_ptr<F32>(k, "x");
@@ -57,7 +70,7 @@ std::string generate_gemv(const std::string& config, Target target) {
   Reg<U64> m = param<U64>(k, "m");
   Reg<U32> kk = param<U32>(k, "k");
   Reg<U64> lda = param<U64>(k, "lda");
-  if (config == "t") {
+  if (cfg.transposed) {
     // y[col] = sum_r A[r*lda + col] x[r]: neighbouring threads read neighbouring columns.
     grid_stride(k, m, [&](Reg<U64> col) {
       Reg<F32> acc = mov<F32>(k, 0.0f);
@@ -78,7 +91,7 @@ std::string generate_gemv(const std::string& config, Target target) {
     Ptr<Global, F32> arow = element(k, a, mul(k, row, V<U64>(lda)));
     Reg<F32> acc = mov<F32>(k, 0.0f);
     Reg<U32> tail_start = mov<U32>(k, 0u);
-    if (config == "n_v4") {
+    if (cfg.vec4) {
       // Four columns per lane per step; needs a, x 16-byte aligned and lda % 4 == 0.
       Reg<U32> k4 = and_(k, kk, V<U32>(~3u));
       for_range<U32>(k, shl(k, lane, 2u), k4, 128u, [&](Reg<U32> c) {
@@ -98,19 +111,46 @@ std::string generate_gemv(const std::string& config, Target target) {
   return module_text(k);
 }
 
-Launch dot_geometry(const std::string&, std::span<const std::int64_t> sizes) {
+Launch dot_geometry(std::size_t, std::span<const std::int64_t> sizes) {
   Launch l;
   l.block = {block_threads, 1, 1};
   l.grid = {blocks_for(sizes.empty() ? 1 : sizes[0], block_threads * 8, dot_max_blocks), 1, 1};
   return l;
 }
 
-Launch gemv_geometry(const std::string& config, std::span<const std::int64_t> sizes) {
+Launch gemv_geometry(std::size_t config, std::span<const std::int64_t> sizes) {
   Launch l;
   l.block = {block_threads, 1, 1};
   std::int64_t m = sizes.empty() ? 1 : sizes[0];
-  l.grid = {config == "t" ? blocks_for(m, block_threads, 8192) : blocks_for(m, warps_per_block), 1, 1};
+  bool transposed = config_at(gemv_configs, config, "gemv").transposed;
+  l.grid = {transposed ? blocks_for(m, block_threads, 8192) : blocks_for(m, warps_per_block), 1, 1};
   return l;
+}
+
+const Generator& dot_generator() {
+  static const Generator g{"dot",
+                           {OpKind::dot},
+                           config_names(dot_configs),
+                           generate_dot,
+                           "x: f32*, y: f32*, partial: f32* [grid.x], n: u64; then reduce.sum_row with outer 1, "
+                           "r = grid.x, inner 1 sums the partials into the rank-0 result",
+                           "sizes = {n}; block 256; grid min(ceil(n/2048), 1024)",
+                           dot_geometry};
+  return g;
+}
+
+const Generator& gemv_generator() {
+  static const Generator g{"gemv",
+                           {OpKind::gemv},
+                           config_names(gemv_configs),
+                           generate_gemv,
+                           "a: f32*, x: f32*, y: f32* [m], m: u64 outputs, k: u32 reduced length, lda: u64 (elements); "
+                           "n: A is [m, k] row stride lda; n_v4: same, a and x 16-byte aligned and lda % 4 == 0; "
+                           "t: A is [k, m] row stride lda, y = A^T x",
+                           "sizes = {m, k}; block 256; n/n_v4: one warp per row, grid ceil(m/8) (max 65535); "
+                           "t: one thread per output, grid min(ceil(m/256), 8192)",
+                           gemv_geometry};
+  return g;
 }
 
 std::optional<Steps> plan_gemv(const OpCall& c, int, const Resources&, bool gathered) {
@@ -120,7 +160,9 @@ std::optional<Steps> plan_gemv(const OpCall& c, int, const Resources&, bool gath
     return std::nullopt;
   const i64 m = c.output.numel(), k = c.inputs[1].numel();
   Steps steps;
-  Plan& pl = steps.add("gemv", p.trans ? "t" : "n", {m, k});
+  const std::size_t config =
+      config_index(gemv_configs, "gemv", [&](const GemvConfig& g) { return g.transposed == p.trans && !g.vec4; });
+  Plan& pl = steps.add(gemv_generator(), config, {m, k});
   pl.args.add_ptr(a);
   pl.args.add_ptr(c.inputs[1]);
   pl.args.add_ptr(c.output);
@@ -139,16 +181,18 @@ std::optional<Steps> plan_dot(const OpCall& c, int, const Resources& res, bool g
     steps.zero_output = true;
     return steps;
   }
-  const std::uint32_t blocks = dot_geometry("partial", std::vector<i64>{n}).grid[0];
-  const CUdeviceptr partials = res.kernels ? res.kernels->dot_partials(*res.api) : 0;
+  const std::uint32_t blocks = dot_geometry(0, std::vector<i64>{n}).grid[0];
+  // One buffer for the largest grid serves every dot: launches on the device's stream run in order.
+  const CUdeviceptr partials = res.kernels ? res.kernels->dot_partials(*res.api, dot_max_blocks) : 0;
   {
-    Plan& pl = steps.add("dot", "partial", {n});
+    Plan& pl = steps.add(dot_generator(), 0, {n});
     pl.args.add_ptr(c.inputs[0]);
     pl.args.add_ptr(c.inputs[1]);
     pl.args.add(partials);
     pl.args.add(static_cast<std::uint64_t>(n));
   }
-  Plan& sum = steps.add("reduce", "sum_row", {1, blocks, 1});
+  steps.launches.push_back(reduce_plan(OpKind::sum, true, {1, blocks, 1}));
+  Plan& sum = steps.launches.back();
   sum.args.add(partials);
   sum.args.add_ptr(c.output);
   sum.args.add(std::uint64_t{1});
@@ -159,31 +203,9 @@ std::optional<Steps> plan_dot(const OpCall& c, int, const Resources& res, bool g
 
 }  // namespace
 
-Generator dot_generator() {
-  return Generator{"dot",
-                   "dot",
-                   {"partial"},
-                   generate_dot,
-                   "x: f32*, y: f32*, partial: f32* [grid.x], n: u64; then reduce.sum_row with outer 1, "
-                   "r = grid.x, inner 1 sums the partials into the rank-0 result",
-                   "sizes = {n}; block 256; grid min(ceil(n/2048), 1024)",
-                   dot_geometry};
-}
-
-Generator gemv_generator() {
-  return Generator{"gemv",
-                   "gemv",
-                   {"n", "n_v4", "t"},
-                   generate_gemv,
-                   "a: f32*, x: f32*, y: f32* [m], m: u64 outputs, k: u32 reduced length, lda: u64 (elements); "
-                   "n: A is [m, k] row stride lda; n_v4: same, a and x 16-byte aligned and lda % 4 == 0; "
-                   "t: A is [k, m] row stride lda, y = A^T x",
-                   "sizes = {m, k}; block 256; n/n_v4: one warp per row, grid ceil(m/8) (max 65535); "
-                   "t: one thread per output, grid min(ceil(m/256), 8192)",
-                   gemv_geometry};
-}
-
 void register_gemv(CudaOps& r) {
+  r.generators.push_back(&dot_generator());
+  r.generators.push_back(&gemv_generator());
   r.ops.add(OpKind::gemv, OpKernel{plan_gemv});
   r.ops.add(OpKind::dot, OpKernel{plan_dot});
 }

@@ -1,5 +1,5 @@
-// The op table assembled from the family files (one per TRINE_FAMILY of ops.def), and the helpers
-// the families' plans share.
+// The op table assembled from the family files (one per TRINE_FAMILY of ops.def), the generator
+// list derived from it, and the helpers the families' plans share.
 #include "backends/cuda_ptx/kernels/plan.hpp"
 
 namespace trine::cuda {
@@ -17,6 +17,14 @@ const CudaOps& table() {
     return r;
   }();
   return t;
+}
+
+const std::vector<const Generator*>& generators() { return table().generators; }
+
+const Generator* find_generator(std::string_view name) {
+  for (const Generator* g : generators())
+    if (g->name == name) return g;
+  return nullptr;
 }
 
 }  // namespace kernels
@@ -83,13 +91,13 @@ void split(const Shape& s, int axis, i64& outer, i64& n, i64& inner) {
   for (int i = axis + 1; i < s.rank(); ++i) inner *= s[i];
 }
 
-const char* elem(DType t) noexcept {
+kernels::Elem elem_of(DType t) noexcept {
   switch (t) {
-    case DType::f32: return "f32";
-    case DType::f16: return "f16";
-    case DType::bf16: return "bf16";
+    case DType::f32: return kernels::Elem::f32;
+    case DType::f16: return kernels::Elem::f16;
+    case DType::bf16: return kernels::Elem::bf16;
   }
-  return "?";
+  return kernels::Elem::f32;
 }
 
 }  // namespace trine::cuda

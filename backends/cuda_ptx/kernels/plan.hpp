@@ -11,7 +11,7 @@
 
 #include "backends/backend.hpp"
 #include "backends/cuda_ptx/cuda_launch.hpp"
-#include "backends/cuda_ptx/kernels/registry.hpp"
+#include "backends/cuda_ptx/kernels/generator.hpp"
 #include "backends/op_registry.hpp"
 
 namespace trine::cuda {
@@ -48,11 +48,12 @@ class Args {
   std::vector<std::array<unsigned char, 8>> slots_;
 };
 
-// One kernel launch.
+// One kernel launch: a configuration of a generator (its family's plan picked it by its data), the
+// generator's geometry input, the arguments.
 struct Plan {
-  std::string_view family;
-  std::string config;
-  std::vector<i64> sizes;  // the generator's geometry input
+  const kernels::Generator* generator = nullptr;
+  std::size_t config = 0;  // an index into generator->configs
+  std::vector<i64> sizes;
   Args args;
 };
 
@@ -61,8 +62,8 @@ struct Steps {
   std::vector<Plan> launches;
   bool zero_output = false;  // an empty sum: the output is zeros
 
-  Plan& add(std::string_view family, std::string config, std::vector<i64> sizes) {
-    launches.push_back(Plan{family, std::move(config), std::move(sizes), {}});
+  Plan& add(const kernels::Generator& generator, std::size_t config, std::vector<i64> sizes) {
+    launches.push_back(Plan{&generator, config, std::move(sizes), {}});
     return launches.back();
   }
 };
@@ -86,21 +87,27 @@ struct OpKernel {
   std::optional<std::string> (*limits)(const OpCall& call) = nullptr;
 };
 
-// What the family files fill: every op's kernel or refusal.
+// What the family files fill: every op's kernel or refusal, and the generators their plans launch
+// (each family registers the ones it defines).
 struct CudaOps {
   detail::OpRegistry<OpKernel> ops;
+  std::vector<const kernels::Generator*> generators;
 };
 
 namespace kernels {
 
-// Each family's file (kernels/<family>.cpp, one per TRINE_FAMILY of ops.def) registers its ops: a
-// family without its file fails the link here.
+// Each family's file (kernels/<family>.cpp, one per TRINE_FAMILY of ops.def) registers its ops and
+// its generators: a family without its file fails the link here.
 #define TRINE_FAMILY(name) void register_##name(CudaOps& r);
 #include "trine/ops.def"
 
 // The table, built once from the family files. Throws Error(internal) naming every op with neither
 // a kernel nor a refusal and the file to add it to (the backend's start-up calls it first).
 const CudaOps& table();
+
+// kernels/reduce.cpp: a launch of reduce's kernel for `op` (sum, mean or max) over rows (`row`,
+// inner == 1) or columns, arguments still to add; dot sums its partial sums with it.
+Plan reduce_plan(OpKind op, bool row, std::vector<i64> sizes);
 
 }  // namespace kernels
 
@@ -114,7 +121,7 @@ bool collapse6(const Tensor& t, std::array<i64, 6>& d, std::array<i64, 6>& s);
 bool collapse4(const OpCall& c, std::array<i64, 4>& d, std::array<i64, 4>& sa, std::array<i64, 4>& sb);
 // [outer, n, inner] around `axis`.
 void split(const Shape& s, int axis, i64& outer, i64& n, i64& inner);
-// "f32", "f16", "bf16": how configuration names spell a dtype.
-const char* elem(DType t) noexcept;
+// How a tensor of dtype t is stored, as configurations say it.
+kernels::Elem elem_of(DType t) noexcept;
 
 }  // namespace trine::cuda

@@ -9,9 +9,14 @@ namespace {
 
 constexpr int block_threads = 256;
 
-std::string generate_rope(const std::string& config, Target target) {
-  if (config != "f32") unknown_config("rope", config);
-  Kernel k(kernel_name("rope", config), target);
+struct RopeConfig {
+  std::string_view name;
+};
+constexpr RopeConfig configs[] = {{"f32"}};
+
+std::string generate_rope(std::size_t config, Target target) {
+  const RopeConfig& cfg = config_at(configs, config, "rope");
+  Kernel k(kernel_name("rope", cfg.name), target);
   k.set_max_threads(block_threads);
   Ptr<Global, F32> x = param_ptr<F32>(k, "x");
   Ptr<Global, F32> y = param_ptr<F32>(k, "y");
@@ -63,11 +68,26 @@ std::string generate_rope(const std::string& config, Target target) {
   return module_text(k);
 }
 
-Launch flat_geometry(const std::string&, std::span<const std::int64_t> sizes) {
+Launch flat_geometry(std::size_t, std::span<const std::int64_t> sizes) {
   Launch l;
   l.block = {block_threads, 1, 1};
   l.grid = {blocks_for(sizes.empty() ? 1 : sizes[0], block_threads, 8192), 1, 1};
   return l;
+}
+
+const Generator& rope_generator() {
+  static const Generator g{"rope",
+                           {OpKind::rope},
+                           config_names(configs),
+                           generate_rope,
+                           "x: f32* (contiguous [rows, D], 8-byte aligned), y: f32*, inv_freq: f64* [D/2] with "
+                           "inv_freq[i] = base^(-2i/D) computed on the host in double, pairs: u64 = rows*D/2, len: "
+                           "u64 (L, rows per sequence: row r has position position_offset + r % L), half_d: u64 = "
+                           "D/2, position_offset: s64",
+                           "sizes = {pairs}; block 256; grid min(ceil(pairs/256), 8192), grid-stride",
+                           flat_geometry,
+                           true};
+  return g;
 }
 
 std::optional<Steps> plan(const OpCall& c, int, const Resources& res, bool gathered) {
@@ -76,7 +96,7 @@ std::optional<Steps> plan(const OpCall& c, int, const Resources& res, bool gathe
   const i64 n_out = c.output.numel(), d = c.inputs[0].dim(-1), len = c.inputs[0].dim(-2);
   const CUdeviceptr table = res.kernels ? res.kernels->rope_frequencies(*res.api, res.stream, d, p.base) : 0;
   Steps steps;
-  Plan& pl = steps.add("rope", "f32", {n_out / 2});
+  Plan& pl = steps.add(rope_generator(), 0, {n_out / 2});
   pl.args.add_ptr(c.inputs[0]);
   pl.args.add_ptr(c.output);
   pl.args.add(table);
@@ -89,19 +109,9 @@ std::optional<Steps> plan(const OpCall& c, int, const Resources& res, bool gathe
 
 }  // namespace
 
-Generator rope_generator() {
-  return Generator{"rope",
-                   "rope",
-                   {"f32"},
-                   generate_rope,
-                   "x: f32* (contiguous [rows, D], 8-byte aligned), y: f32*, inv_freq: f64* [D/2] with "
-                   "inv_freq[i] = base^(-2i/D) computed on the host in double, pairs: u64 = rows*D/2, len: u64 (L, "
-                   "rows per sequence: row r has position position_offset + r % L), half_d: u64 = D/2, "
-                   "position_offset: s64",
-                   "sizes = {pairs}; block 256; grid min(ceil(pairs/256), 8192), grid-stride",
-                   flat_geometry};
+void register_rope(CudaOps& r) {
+  r.generators.push_back(&rope_generator());
+  r.ops.add(OpKind::rope, OpKernel{plan});
 }
-
-void register_rope(CudaOps& r) { r.ops.add(OpKind::rope, OpKernel{plan}); }
 
 }  // namespace trine::cuda::kernels

@@ -11,21 +11,36 @@ namespace {
 constexpr int block_threads = 256;
 constexpr std::int64_t grid_cap = 8192;  // a grid-stride loop covers the rest
 
-std::vector<std::string> activation_configs() {
-  std::vector<std::string> c;
-  for (Activation a :
-       {Activation::identity, Activation::relu, Activation::leaky_relu, Activation::elu, Activation::sigmoid,
-        Activation::tanh, Activation::silu, Activation::gelu, Activation::gelu_tanh, Activation::clip}) {
-    c.emplace_back(activation_name(a));
-  }
-  return c;
-}
+// unary: every activation of ops.def (identity is copy's job), then scale.
+struct UnaryConfig {
+  std::string_view name;
+  OpKind op;  // an activation's op, or scale
+};
+constexpr UnaryConfig unary_configs[] = {
+// clang-format off
+#define TRINE_ACT(name, flops) {#name, OpKind::name},
+#include "trine/ops.def"
+    // clang-format on
+    {"scale", OpKind::scale},
+};
 
-std::string generate_unary(const std::string& config, Target target) {
-  Activation act = Activation::identity;
-  bool is_scale = config == "scale";
-  if (!is_scale && (!parse_activation(config, act) || act == Activation::identity)) unknown_config("unary", config);
-  Kernel k(kernel_name("unary", config), target);
+// bias_act: identity, then every activation of ops.def (trine::Activation's order).
+struct BiasActConfig {
+  std::string_view name;
+  Activation act;
+};
+constexpr BiasActConfig bias_act_configs[] = {
+    {"identity", Activation::identity},
+// clang-format off
+#define TRINE_ACT(name, flops) {#name, Activation::name},
+#include "trine/ops.def"
+    // clang-format on
+};
+
+std::string generate_unary(std::size_t config, Target target) {
+  const UnaryConfig& cfg = config_at(unary_configs, config, "unary");
+  const std::optional<Activation> act = op_activation(cfg.op);  // none: scale
+  Kernel k(kernel_name("unary", cfg.name), target);
   k.set_max_threads(block_threads);
   Ptr<Global, F32> x = param_ptr<F32>(k, "x");
   Ptr<Global, F32> y = param_ptr<F32>(k, "y");
@@ -34,16 +49,15 @@ std::string generate_unary(const std::string& config, Target target) {
   Reg<F32> beta = param<F32>(k, "beta");
   grid_stride(k, n, [&](Reg<U64> i) {
     Reg<F32> v = ld(k, element(k, x, i));
-    Reg<F32> r = is_scale ? fma(k, v, V<F32>(alpha), V<F32>(beta)) : activation(k, act, v, alpha, beta);
+    Reg<F32> r = act ? activation(k, *act, v, alpha, beta) : fma(k, v, V<F32>(alpha), V<F32>(beta));
     st(k, element(k, y, i), V<F32>(r));
   });
   return module_text(k);
 }
 
-std::string generate_bias_act(const std::string& config, Target target) {
-  Activation act = Activation::identity;
-  if (!parse_activation(config, act)) unknown_config("bias_act", config);
-  Kernel k(kernel_name("bias_act", config), target);
+std::string generate_bias_act(std::size_t config, Target target) {
+  const BiasActConfig& cfg = config_at(bias_act_configs, config, "bias_act");
+  Kernel k(kernel_name("bias_act", cfg.name), target);
   k.set_max_threads(block_threads);
   Ptr<Global, F32> x = param_ptr<F32>(k, "x");
   Ptr<Global, F32> bias = param_ptr<F32>(k, "bias");
@@ -55,16 +69,46 @@ std::string generate_bias_act(const std::string& config, Target target) {
   grid_stride(k, n, [&](Reg<U64> i) {
     Reg<F32> v = ld(k, element(k, x, i));
     Reg<F32> b = ld(k, element(k, bias, rem(k, i, V<U64>(cols))));
-    st(k, element(k, y, i), V<F32>(activation(k, act, add(k, v, V<F32>(b)), alpha, beta)));
+    st(k, element(k, y, i), V<F32>(activation(k, cfg.act, add(k, v, V<F32>(b)), alpha, beta)));
   });
   return module_text(k);
 }
 
-Launch flat_geometry(const std::string&, std::span<const std::int64_t> sizes) {
+Launch flat_geometry(std::size_t, std::span<const std::int64_t> sizes) {
   Launch l;
   l.block = {block_threads, 1, 1};
   l.grid = {blocks_for(sizes.empty() ? 1 : sizes[0], block_threads, grid_cap), 1, 1};
   return l;
+}
+
+const Generator& unary_generator() {
+  static const Generator g = [] {
+    std::vector<OpKind> ops;
+    for (const UnaryConfig& c : unary_configs) ops.push_back(c.op);
+    return Generator{"unary",
+                     ops,
+                     config_names(unary_configs),
+                     generate_unary,
+                     "x: f32* (contiguous), y: f32*, n: u64 elements, alpha: f32, beta: f32 "
+                     "(leaky slope / elu alpha / clip low, clip high; scale: y = alpha x + beta)",
+                     "sizes = {n}; block 256; grid min(ceil(n/256), 8192), grid-stride",
+                     flat_geometry,
+                     true};
+  }();
+  return g;
+}
+
+const Generator& bias_act_generator() {
+  static const Generator g{"bias_act",
+                           {OpKind::bias_act},
+                           config_names(bias_act_configs),
+                           generate_bias_act,
+                           "x: f32* (contiguous [rows, cols]), bias: f32* [cols], y: f32*, n: u64 = rows*cols, "
+                           "cols: u64, alpha: f32, beta: f32",
+                           "sizes = {n}; block 256; grid min(ceil(n/256), 8192), grid-stride",
+                           flat_geometry,
+                           true};
+  return g;
 }
 
 std::optional<Steps> plan_unary(const OpCall& c, int, const Resources&, bool gathered) {
@@ -80,7 +124,8 @@ std::optional<Steps> plan_unary(const OpCall& c, int, const Resources&, bool gat
     alpha = std::get<ActParams>(c.params).alpha;
     beta = std::get<ActParams>(c.params).beta;
   }
-  Plan& pl = steps.add("unary", op_info(c.op).name, {n_out});
+  const std::size_t config = config_index(unary_configs, "unary", [&](const UnaryConfig& u) { return u.op == c.op; });
+  Plan& pl = steps.add(unary_generator(), config, {n_out});
   pl.args.add_ptr(c.inputs[0]);
   pl.args.add_ptr(c.output);
   pl.args.add(static_cast<std::uint64_t>(n_out));
@@ -95,7 +140,9 @@ std::optional<Steps> plan_bias_act(const OpCall& c, int, const Resources&, bool 
   Steps steps;
   if (n_out == 0) return steps;
   const auto& p = std::get<BiasActParams>(c.params);
-  Plan& pl = steps.add("bias_act", activation_name(p.act), {n_out});
+  const std::size_t config =
+      config_index(bias_act_configs, "bias_act", [&](const BiasActConfig& b) { return b.act == p.act; });
+  Plan& pl = steps.add(bias_act_generator(), config, {n_out});
   pl.args.add_ptr(c.inputs[0]);
   pl.args.add_ptr(c.inputs[1]);
   pl.args.add_ptr(c.output);
@@ -108,32 +155,10 @@ std::optional<Steps> plan_bias_act(const OpCall& c, int, const Resources&, bool 
 
 }  // namespace
 
-Generator unary_generator() {
-  std::vector<std::string> configs = activation_configs();
-  configs.erase(configs.begin());  // identity is copy's job
-  configs.emplace_back("scale");
-  return Generator{"unary",
-                   "relu leaky_relu elu sigmoid tanh silu gelu gelu_tanh clip scale",
-                   configs,
-                   generate_unary,
-                   "x: f32* (contiguous), y: f32*, n: u64 elements, alpha: f32, beta: f32 "
-                   "(leaky slope / elu alpha / clip low, clip high; scale: y = alpha x + beta)",
-                   "sizes = {n}; block 256; grid min(ceil(n/256), 8192), grid-stride",
-                   flat_geometry};
-}
-
-Generator bias_act_generator() {
-  return Generator{"bias_act",
-                   "bias_act",
-                   activation_configs(),
-                   generate_bias_act,
-                   "x: f32* (contiguous [rows, cols]), bias: f32* [cols], y: f32*, n: u64 = rows*cols, "
-                   "cols: u64, alpha: f32, beta: f32",
-                   "sizes = {n}; block 256; grid min(ceil(n/256), 8192), grid-stride",
-                   flat_geometry};
-}
-
 void register_unary(CudaOps& r) {
+  r.generators.push_back(&unary_generator());
+  r.generators.push_back(&bias_act_generator());
+  // Every activation of ops.def: its PTX is activation()'s case, its configuration unary_configs'.
   // clang-format off
 #define TRINE_ACT(name, flops) r.ops.add(OpKind::name, OpKernel{plan_unary});
 #include "trine/ops.def"
