@@ -26,7 +26,7 @@
 
 #include "backends/cuda_ptx/emulator/interp.hpp"
 #include "backends/cuda_ptx/emulator/parser.hpp"
-#include "backends/cuda_ptx/kernels/registry.hpp"
+#include "backends/cuda_ptx/kernels/generator.hpp"
 #include "trine/dtype.hpp"
 
 namespace {
@@ -49,10 +49,11 @@ class MatmulProblem {
  public:
   explicit MatmulProblem(const Case& c) {
     const kernels::Generator* g = kernels::find_generator(c.family);
-    module_ = emu::load_ptx(g->generate(c.config, trine::cuda::ptx::Target::sm_80));
+    const std::size_t config = g->find(c.config).value();  // the cases name shipped configurations
+    module_ = emu::load_ptx(g->generate(config, trine::cuda::ptx::Target::sm_80));
     kernel_ = module_.find(kernels::kernel_name(c.family, c.config));
     const std::array<std::int64_t, 4> sizes{1, kSize, kSize, kSize};  // batch, m, n, k
-    launch_ = g->geometry(c.config, sizes);
+    launch_ = g->geometry(config, sizes);
 
     const std::size_t n = std::size_t{kSize} * kSize;
     std::vector<float> a(n), b(n);
@@ -71,7 +72,7 @@ class MatmulProblem {
     allocations_.add(address(b_), b_.size(), "b");
     allocations_.add(address(c_), c_.size(), "c");
 
-    // the parameter list of the matmul families (registry: matmul_tiled / matmul_mma params)
+    // the parameter list of the matmul families (trine-ptx --list: matmul_tiled / matmul_mma params)
     const std::uint64_t pa = address(a_), pb = address(b_), pc = address(c_);
     const std::uint32_t m = kSize, nn = kSize, k = kSize, batch_inner = 1;
     const std::int64_t sa_m = kSize, sa_k = 1, sb_k = kSize, sb_n = 1, zero = 0;

@@ -13,12 +13,13 @@
 #include <fstream>
 #include <mutex>
 #include <regex>
+#include <set>
 #include <sstream>
 #include <thread>
 
 #include "backends/cuda_ptx/driver/check.hpp"
 #include "backends/cuda_ptx/driver/libcuda_loader.hpp"
-#include "backends/cuda_ptx/kernels/registry.hpp"
+#include "backends/cuda_ptx/kernels/generator.hpp"
 #include "backends/cuda_ptx/ptx/instructions.hpp"
 #include "trine/error.hpp"
 
@@ -111,10 +112,8 @@ TEST_CASE("emitted text has the PTX grammar's shape", "[ptx][emitter]") {
 
 TEST_CASE("generation is deterministic", "[ptx][emitter]") {
   CHECK(small_kernel(Target::sm_80) == small_kernel(Target::sm_80));
-  for (const kernels::Generator& g : kernels::generators()) {
-    const std::string& c = g.configs.front();
-    CHECK(g.generate(c, Target::sm_86) == g.generate(c, Target::sm_86));
-  }
+  for (const kernels::Generator* g : kernels::generators())
+    CHECK(g->generate(0, Target::sm_86) == g->generate(0, Target::sm_86));
 }
 
 TEST_CASE(".version is the lowest the target and the instructions need", "[ptx][emitter]") {
@@ -139,30 +138,38 @@ TEST_CASE(".version is the lowest the target and the instructions need", "[ptx][
 }
 
 TEST_CASE("generators: names, unknown configurations, launch geometry", "[ptx][generators]") {
-  for (const kernels::Generator& g : kernels::generators()) {
-    INFO(g.name);
-    CHECK_FALSE(g.configs.empty());
-    CHECK_FALSE(g.params.empty());
-    for (const std::string& c : g.configs) {
-      std::string text = g.generate(c, Target::sm_80);
-      CHECK(text.find(".visible .entry " + kernels::kernel_name(g.name, c) + "(") != std::string::npos);
+  std::set<std::string_view> names;
+  for (const kernels::Generator* g : kernels::generators()) {
+    INFO(g->name);
+    CHECK(names.insert(g->name).second);  // the module cache and the .entry names tell them apart by name
+    CHECK_FALSE(g->ops.empty());
+    CHECK_FALSE(g->configs.empty());
+    CHECK_FALSE(g->params.empty());
+    CHECK(kernels::find_generator(g->name) == g);
+    for (std::size_t c = 0; c < g->configs.size(); ++c) {
+      INFO(g->configs[c]);
+      CHECK(g->find(g->configs[c]) == c);  // names are unique within the family
+      std::string text = g->generate(c, Target::sm_80);
+      CHECK(text.find(".visible .entry " + kernels::kernel_name(g->name, g->configs[c]) + "(") != std::string::npos);
       std::array<std::int64_t, 4> sizes = {3, 100, 70, 5};
-      kernels::Launch l = g.geometry(c, sizes);
+      kernels::Launch l = g->geometry(c, sizes);
       for (int d = 0; d < 3; ++d) {
         CHECK(l.grid[d] >= 1);
         CHECK(l.block[d] >= 1);
       }
       CHECK(l.block[0] * l.block[1] * l.block[2] <= 1024);
-      kernels::Launch none = g.geometry(c, {});  // missing sizes read as 1, never past the span
+      kernels::Launch none = g->geometry(c, {});  // missing sizes read as 1, never past the span
       CHECK(none.grid[0] >= 1);
     }
+    CHECK_FALSE(g->find("no_such_config"));
     try {
-      g.generate("no_such_config", Target::sm_80);
-      FAIL("unknown config accepted");
+      g->generate(g->configs.size(), Target::sm_80);
+      FAIL("a configuration past the table accepted");
     } catch (const trine::Error& e) {
       CHECK(e.code() == trine::ErrorCode::invalid_argument);
     }
   }
+  CHECK(kernels::find_generator("no_such_family") == nullptr);
 }
 
 // ---- ptxas ----
@@ -269,12 +276,13 @@ TEST_CASE("every shipped kernel compiles with ptxas on every target, without spi
     int block_threads;
   };
   std::vector<Job> jobs;
-  for (const kernels::Generator& g : kernels::generators()) {
-    for (const std::string& c : g.configs) {
+  for (const kernels::Generator* g : kernels::generators()) {
+    for (std::size_t c = 0; c < g->configs.size(); ++c) {
       const std::vector<std::int64_t> sizes(4, 1024);
-      const kernels::Launch l = g.geometry(c, sizes);
+      const kernels::Launch l = g->geometry(c, sizes);
       const int threads = static_cast<int>(l.block[0] * l.block[1] * l.block[2]);
-      for (Target t : all_targets) jobs.push_back(Job{std::string(g.name) + "." + c, t, g.generate(c, t), threads});
+      const std::string name = std::string(g->name) + "." + std::string(g->configs[c]);
+      for (Target t : all_targets) jobs.push_back(Job{name, t, g->generate(c, t), threads});
     }
   }
   std::string dir = (std::filesystem::temp_directory_path() / ("trine_ptxas_" + std::to_string(getpid()))).string();

@@ -5,7 +5,7 @@
 #include <string>
 
 #include "backends/cuda_ptx/emulator/run_cli.hpp"
-#include "backends/cuda_ptx/kernels/registry.hpp"
+#include "backends/cuda_ptx/kernels/generator.hpp"
 #include "trine/error.hpp"
 
 namespace {
@@ -25,14 +25,41 @@ void usage() {
 }
 
 int list() {
-  for (const Generator& g : trine::cuda::kernels::generators()) {
-    std::printf("%s  (ops: %.*s)\n", std::string(g.name).c_str(), static_cast<int>(g.ops.size()), g.ops.data());
-    std::printf("  params: %.*s\n", static_cast<int>(g.params.size()), g.params.data());
-    std::printf("  launch: %.*s\n", static_cast<int>(g.geometry_sizes.size()), g.geometry_sizes.data());
+  for (const Generator* g : trine::cuda::kernels::generators()) {
+    std::string ops;
+    for (trine::OpKind op : g->ops) ops += std::string(ops.empty() ? "" : " ") + trine::op_info(op).name;
+    std::printf("%s  (ops: %s)\n", std::string(g->name).c_str(), ops.c_str());
+    std::printf("  params: %.*s\n", static_cast<int>(g->params.size()), g->params.data());
+    std::printf("  launch: %.*s\n", static_cast<int>(g->geometry_sizes.size()), g->geometry_sizes.data());
     std::printf("  configs:");
-    for (const std::string& c : g.configs) std::printf(" %s", c.c_str());
+    for (std::string_view c : g->configs) std::printf(" %.*s", static_cast<int>(c.size()), c.data());
     std::printf("\n");
   }
+  return 0;
+}
+
+// One shipped kernel's module; the names are looked up among the shipped ones, exactly.
+int print(const char* family, const char* config, const char* target_name) {
+  const Generator* g = trine::cuda::kernels::find_generator(family);
+  if (!g) {
+    std::fprintf(stderr, "trine-ptx: no kernel family '%s' (see --list)\n", family);
+    return 1;
+  }
+  Target target = Target::sm_80;
+  if (target_name) {
+    auto t = trine::cuda::ptx::parse_target(target_name);
+    if (!t) {
+      std::fprintf(stderr, "trine-ptx: unknown target '%s'\n", target_name);
+      return 1;
+    }
+    target = *t;
+  }
+  const auto index = g->find(config);
+  if (!index) {
+    std::fprintf(stderr, "trine-ptx: [ptx] kernel family '%s' has no configuration '%s'\n", family, config);
+    return 1;
+  }
+  std::fputs(g->generate(*index, target).c_str(), stdout);
   return 0;
 }
 
@@ -41,30 +68,15 @@ int list() {
 int main(int argc, char** argv) {
   // Any PTX file, ours or not, on the emulator with the checker: compute-sanitizer's report format.
   if (argc >= 2 && std::strcmp(argv[1], "run") == 0) return trine::cuda::emu::run_ptx_command(argc - 1, argv + 1);
-  if (argc == 2 && std::strcmp(argv[1], "--list") == 0) return list();
-  if (argc < 3 || argc > 4) {
-    usage();
-    return 1;
-  }
-  const Generator* g = trine::cuda::kernels::find_generator(argv[1]);
-  if (!g) {
-    std::fprintf(stderr, "trine-ptx: no kernel family '%s' (see --list)\n", argv[1]);
-    return 1;
-  }
-  Target target = Target::sm_80;
-  if (argc == 4) {
-    auto t = trine::cuda::ptx::parse_target(argv[3]);
-    if (!t) {
-      std::fprintf(stderr, "trine-ptx: unknown target '%s'\n", argv[3]);
+  try {
+    if (argc == 2 && std::strcmp(argv[1], "--list") == 0) return list();
+    if (argc < 3 || argc > 4) {
+      usage();
       return 1;
     }
-    target = *t;
-  }
-  try {
-    std::fputs(g->generate(argv[2], target).c_str(), stdout);
+    return print(argv[1], argv[2], argc == 4 ? argv[3] : nullptr);
   } catch (const trine::Error& e) {
     std::fprintf(stderr, "trine-ptx: %s\n", e.what());
     return 1;
   }
-  return 0;
 }

@@ -607,8 +607,12 @@ namespace trine::detail {
 
 // TRINE_CUDA_EMULATOR=1 runs the backend on the PTX emulator; otherwise libcuda.so.1 is opened at
 // run time. Neither: the backend is unavailable, with the reason trine-info shows.
+// An op with neither a kernel nor a refusal (kernels/<family>.cpp) is a broken build, not a missing
+// device: the error it throws escapes start-up, as the cpu backend's does, so every call of every
+// backend fails naming the op and the file, on machines with no GPU too.
 std::unique_ptr<Backend> make_cuda_backend(std::string& reason, bool& built) {
   built = true;
+  cuda::require_kernels();
   const char* emu = std::getenv("TRINE_CUDA_EMULATOR");
   cuda::DriverProvider provider = emu && *emu == '1' ? cuda::emu::emulator_provider() : cuda::libcuda_provider();
   if (!provider.api) {

@@ -13,15 +13,23 @@
 
 namespace trine::cuda {
 
+namespace kernels {
+struct Generator;
+}
+
 // What the launches on one device (one context) keep between calls: the modules, generated once per
 // (kernel, config, target) and loaded once per context; dot's partial sums; rope's frequency
 // tables. Not thread-safe: the backend calls it under its lock, with the device's context current.
 class DeviceKernels {
  public:
-  CUfunction function(const DriverApi& api, std::string_view family, const std::string& config, int sm);
-  // dot's per-CTA partial sums (as many as the dot kernel's largest grid). Launches on the device's
-  // one stream run in order, so every dot can use the same buffer.
-  CUdeviceptr dot_partials(const DriverApi& api);
+  // Configuration `config` (an index into its configs) of `generator`, for this device's target.
+  // Error(internal) when no family file registers the generator (trine-ptx and the ptxas test would
+  // not see the kernel).
+  CUfunction function(const DriverApi& api, const kernels::Generator& generator, std::size_t config, int sm);
+  // dot's per-CTA partial sums, `count` floats (the dot kernel's largest grid), allocated by the
+  // first call. Launches on the device's one stream run in order, so every dot can use the same
+  // buffer.
+  CUdeviceptr dot_partials(const DriverApi& api, std::size_t count);
   // inv_freq[i] = base^(-2i/D) in f64, computed here as the cpu backend does, uploaded once on
   // `stream` (the host copy stays alive with the table).
   CUdeviceptr rope_frequencies(const DriverApi& api, CUstream stream, std::int64_t d, float base);
@@ -41,6 +49,10 @@ class DeviceKernels {
   std::map<std::pair<std::int64_t, float>, Table> rope_;
 };
 
+// Builds the op table from the family files (kernels/<family>.cpp) once and checks it complete:
+// throws Error(internal) naming every op with neither a kernel nor a refusal and the file to add
+// it to. The backend's factory calls it first, so such a build fails at start-up.
+void require_kernels();
 // Whether generated kernels run this call on a device of compute capability `sm` (x10), counting
 // the gathers that make strided inputs contiguous first (see needs_gather).
 bool can_launch(const detail::OpCall& call, int sm);
@@ -51,8 +63,8 @@ std::string refusal(const detail::OpCall& call, int sm);
 std::vector<std::size_t> needs_gather(const detail::OpCall& call, int sm);
 // What a launch configuration takes from the device's attributes.
 struct DeviceShape {
-  int sm = 0;                // compute capability x 10 + minor
-  int multiprocessors = 1;   // grid-stride kernels launch a few CTAs per SM, not one per 256 elements
+  int sm = 0;               // compute capability x 10 + minor
+  int multiprocessors = 1;  // grid-stride kernels launch a few CTAs per SM, not one per 256 elements
 };
 // Enqueues the call's kernel(s) on `stream`. Throws Error(driver_error) naming the op and the call.
 void launch(const DriverApi& api, CUstream stream, const DeviceShape& device, const detail::OpCall& call,

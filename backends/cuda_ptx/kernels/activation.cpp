@@ -108,16 +108,4 @@ Reg<F32> activation(Kernel& k, Activation act, Reg<F32> x, Reg<F32> alpha, Reg<F
   return x;
 }
 
-bool parse_activation(std::string_view name, Activation& act) {
-  for (Activation a :
-       {Activation::identity, Activation::relu, Activation::leaky_relu, Activation::elu, Activation::sigmoid,
-        Activation::tanh, Activation::silu, Activation::gelu, Activation::gelu_tanh, Activation::clip}) {
-    if (activation_name(a) == name) {
-      act = a;
-      return true;
-    }
-  }
-  return false;
-}
-
 }  // namespace trine::cuda::kernels

@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "backends/cuda_ptx/kernels/common.hpp"
+#include "backends/cuda_ptx/kernels/plan.hpp"
 
 namespace trine::cuda::kernels {
 namespace {
@@ -14,26 +15,26 @@ constexpr int warps = 8;
 constexpr int block_threads = warps * 32;
 constexpr int keys_per_tile = 32;
 
-std::string generate(const std::string& config, Target target) {
-  // "d64", "d128" (Dv = D) or "d<D>_v<Dv>" with D, Dv in {64, 128}; "pad64", "pad128": any D, Dv
-  // up to 64 or 128, given as parameters, the rows zero-padded to that width in shared memory and
-  // registers (zeros add nothing to a score or an output column; padded outputs are not stored).
-  int d = 0, dv = 0;
-  bool padded = false;
-  if (config == "d64" || config == "d128") {
-    d = dv = config == "d64" ? 64 : 128;
-  } else if (config == "d64_v128" || config == "d128_v64") {
-    d = config == "d64_v128" ? 64 : 128;
-    dv = 192 - d;
-  } else if (config == "pad64" || config == "pad128") {
-    d = dv = config == "pad64" ? 64 : 128;
-    padded = true;
-  } else {
-    unknown_config("attention", config);
-  }
+// D, Dv in {64, 128} exactly, or padded: any D, Dv up to 64 or 128, given as parameters, the rows
+// zero-padded to that width in shared memory and registers (zeros add nothing to a score or an
+// output column; padded outputs are not stored).
+struct AttentionConfig {
+  std::string_view name;
+  int d, dv;  // the head dims, or with `padded` the width both are padded to
+  bool padded;
+};
+constexpr AttentionConfig configs[] = {
+    {"d64", 64, 64, false},       {"d128", 128, 128, false}, {"d64_v128", 64, 128, false},
+    {"d128_v64", 128, 64, false}, {"pad64", 64, 64, true},   {"pad128", 128, 128, true},
+};
+
+std::string generate(std::size_t config, Target target) {
+  const AttentionConfig& cfg = config_at(configs, config, "attention");
+  const int d = cfg.d, dv = cfg.dv;
+  const bool padded = cfg.padded;
   const int per_lane = d / 32, per_lane_out = dv / 32;
   const float neg_inf = -std::numeric_limits<float>::infinity();
-  Kernel k(kernel_name("attention", config), target);
+  Kernel k(kernel_name("attention", cfg.name), target);
   k.set_max_threads(block_threads, 2);
   Ptr<Global, F32> q = param_ptr<F32>(k, "q");
   Ptr<Global, F32> kp = param_ptr<F32>(k, "k");
@@ -95,12 +96,12 @@ std::string generate(const std::string& config, Target target) {
     // Stage the tile's keys and values; rows past lk are zeros (and masked below).
     // Four elements per step of a loop: unrolled whole, ptxas keeps every load in flight and spills.
     // Keys land in rows padded to d + 1 floats, values in rows of dv.
-    auto stage = [&](Ptr<Global, F32> src_mem, Reg<U64> base, int width, const Val<U32>& row_length, Ptr<Shared, F32> tile,
-                     int pitch) {
+    auto stage = [&](Ptr<Global, F32> src_mem, Reg<U64> base, int width, const Val<U32>& row_length,
+                     Ptr<Shared, F32> tile, int pitch) {
       constexpr int unroll = 4;
       for_range<U32>(k, 0u, std::uint32_t(keys_per_tile * width / block_threads), std::uint32_t(unroll),
                      [&](Reg<U32> e0) {
-                                              Reg<U32> first = fma(k, e0, V<U32>(std::uint32_t(block_threads)), V<U32>(tid));
+                       Reg<U32> first = fma(k, e0, V<U32>(std::uint32_t(block_threads)), V<U32>(tid));
                        for (int e = 0; e < unroll; ++e) {
                          Reg<U32> idx = add(k, first, V<U32>(std::uint32_t(e * block_threads)));
                          Reg<U32> row = shr(k, idx, std::uint32_t(width == 64 ? 6 : 7));
@@ -130,7 +131,7 @@ std::string generate(const std::string& config, Target target) {
     // A loop over 16-column chunks, not a full unroll: ptxas would hoist d loads and spill.
     Reg<F32> s = mov<F32>(k, 0.0f);
     for_range<U32>(k, 0u, std::uint32_t(d), 16u, [&](Reg<U32> c0) {
-            Ptr<Shared, F32> qc = element(k, my_q, c0), kc = element(k, my_key, c0);
+      Ptr<Shared, F32> qc = element(k, my_q, c0), kc = element(k, my_key, c0);
       for (int c = 0; c < 16; c += 4) {
         auto qv = ld_v<4>(k, qc.at(c));
         for (int e = 0; e < 4; ++e) fma_to(k, s, qv[e], V<F32>(ld(k, kc.at(c + e))));
@@ -157,7 +158,7 @@ std::string generate(const std::string& config, Target target) {
     bar_warp_sync(k);
     Ptr<Shared, F32> my_v = element(k, v_tile, lane);
     for_range<U32>(k, 0u, std::uint32_t(keys_per_tile), 8u, [&](Reg<U32> j0) {
-            Ptr<Shared, F32> pc = element(k, my_p, j0);
+      Ptr<Shared, F32> pc = element(k, my_p, j0);
       Ptr<Shared, F32> vc = element(k, my_v, mul(k, j0, V<U32>(std::uint32_t(dv))));
       for (int j = 0; j < 8; ++j) {
         Reg<F32> pj = ld(k, pc.at(j));
@@ -188,7 +189,7 @@ std::string generate(const std::string& config, Target target) {
   return module_text(k);
 }
 
-Launch geometry(const std::string&, std::span<const std::int64_t> s) {
+Launch geometry(std::size_t, std::span<const std::int64_t> s) {
   // sizes = {batch, lq, lk}
   Launch l;
   l.block = {block_threads, 1, 1};
@@ -196,20 +197,63 @@ Launch geometry(const std::string&, std::span<const std::int64_t> s) {
   return l;
 }
 
+const Generator& attention_generator() {
+  static const Generator g{
+      "attention",
+      {OpKind::attention},
+      config_names(configs),
+      generate,
+      "q: f32* [batch, lq, D], k: f32* [batch, lk, D], v: f32* [batch, lk, Dv], o: f32* [batch, lq, Dv] "
+      "(contiguous; d64, d128: D = Dv; d64_v128, d128_v64: D, Dv as named), lq, lk: u32, causal: u32 (0 "
+      "or 1; needs lq <= lk), scale: f32 (the host resolves 0 to 1/sqrt(D)); pad64, pad128 also d, dv: u32 (1 .. "
+      "the pad)",
+      "sizes = {batch, lq, lk}; block 256 (8 warps, one query row each); grid (ceil(lq/8), batch); "
+      "batch <= 65535",
+      geometry};
+  return g;
+}
+
+std::optional<Steps> plan(const OpCall& c, int, const Resources&, bool gathered) {
+  if (!contiguous_inputs(c, gathered)) return std::nullopt;
+  const auto& p = std::get<AttentionParams>(c.params);
+  const i64 d = c.inputs[0].dim(-1), dv = c.inputs[2].dim(-1), lq = c.inputs[0].dim(-2), lk = c.inputs[1].dim(-2);
+  if (d > 128 || dv > 128 || lq > UINT32_MAX || lk > UINT32_MAX) return std::nullopt;
+  const i64 batch = c.inputs[0].numel() / (lq * d);
+  if (batch > 65535 || (p.causal && lq > lk)) return std::nullopt;
+  // Head dims of 64 and 128 have their own kernels; others run zero-padded to 64 or 128.
+  const bool exact = (d == 64 || d == 128) && (dv == 64 || dv == 128);
+  const i64 pad = std::max(d, dv) <= 64 ? 64 : 128;
+  const std::size_t config = config_index(configs, "attention", [&](const AttentionConfig& e) {
+    return exact ? !e.padded && e.d == d && e.dv == dv : e.padded && e.d == pad;
+  });
+  Steps steps;
+  Plan& pl = steps.add(attention_generator(), config, {batch, lq, lk});
+  for (int i = 0; i < 3; ++i) pl.args.add_ptr(c.inputs[static_cast<std::size_t>(i)]);
+  pl.args.add_ptr(c.output);
+  pl.args.add(static_cast<std::uint32_t>(lq));
+  pl.args.add(static_cast<std::uint32_t>(lk));
+  pl.args.add(static_cast<std::uint32_t>(p.causal ? 1 : 0));
+  pl.args.add(p.scale != 0.0f ? p.scale : static_cast<float>(1.0 / std::sqrt(static_cast<double>(d))));
+  if (!exact) {
+    pl.args.add(static_cast<std::uint32_t>(d));
+    pl.args.add(static_cast<std::uint32_t>(dv));
+  }
+  return steps;
+}
+
+std::optional<std::string> limits(const OpCall& c) {
+  const i64 d = c.inputs[0].dim(-1), dv = c.inputs[2].dim(-1);
+  if (d > 128 || dv > 128)
+    return "the cuda attention kernels take head dims up to 128 (a row per warp in registers), got D " +
+           std::to_string(d) + ", Dv " + std::to_string(dv);
+  return std::nullopt;
+}
+
 }  // namespace
 
-Generator attention_generator() {
-  return Generator{"attention",
-                   "attention",
-                   {"d64", "d128", "d64_v128", "d128_v64", "pad64", "pad128"},
-                   generate,
-                   "q: f32* [batch, lq, D], k: f32* [batch, lk, D], v: f32* [batch, lk, Dv], o: f32* [batch, lq, Dv] "
-                   "(contiguous; d64, d128: D = Dv; d64_v128, d128_v64: D, Dv as named), lq, lk: u32, causal: u32 (0 "
-                   "or 1; needs lq <= lk), "
-                   "scale: f32 (the host resolves 0 to 1/sqrt(D)); pad64, pad128 also d, dv: u32 (1 .. the pad)",
-                   "sizes = {batch, lq, lk}; block 256 (8 warps, one query row each); grid (ceil(lq/8), batch); "
-                   "batch <= 65535",
-                   geometry};
+void register_attention(CudaOps& r) {
+  r.generators.push_back(&attention_generator());
+  r.ops.add(OpKind::attention, OpKernel{plan, limits});
 }
 
 }  // namespace trine::cuda::kernels

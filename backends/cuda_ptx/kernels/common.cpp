@@ -7,15 +7,6 @@
 
 namespace trine::cuda::kernels {
 
-std::string_view elem_name(Elem e) noexcept {
-  switch (e) {
-    case Elem::f32: return "f32";
-    case Elem::f16: return "f16";
-    case Elem::bf16: return "bf16";
-  }
-  return "?";
-}
-
 Reg<U64> to_u64(Kernel& k, Reg<U32> a) { return cvt<U64>(k, a); }
 
 Reg<U64> global_thread_u64(Kernel& k) {
@@ -118,9 +109,9 @@ std::string module_text(const Kernel& k) {
   return m.text();
 }
 
-void unknown_config(std::string_view family, std::string_view config) {
-  throw Error(ErrorCode::invalid_argument,
-              "[ptx] kernel family '" + std::string(family) + "' has no configuration '" + std::string(config) + "'");
+void unknown_config(std::string_view family, std::size_t config, std::size_t count) {
+  throw Error(ErrorCode::invalid_argument, "[ptx] kernel family '" + std::string(family) + "' has no configuration " +
+                                               std::to_string(config) + " (it ships " + std::to_string(count) + ")");
 }
 
 std::uint32_t blocks_for(std::int64_t work, std::int64_t per_block, std::int64_t cap) {

@@ -5,16 +5,12 @@
 #include <limits>
 #include <string>
 
-#include "backends/cuda_ptx/kernels/registry.hpp"
+#include "backends/cuda_ptx/kernels/generator.hpp"
 #include "backends/cuda_ptx/ptx/instructions.hpp"
 
 namespace trine::cuda::kernels {
 
 using namespace ptx;  // generators read as PTX: add(k, a, b), ld(k, p)
-
-// The storage dtype of a kernel's tensor input.
-enum class Elem { f32, f16, bf16 };
-std::string_view elem_name(Elem e) noexcept;
 
 // blockIdx.x * blockDim.x + threadIdx.x as u64, and the grid's thread count as u64.
 Reg<U64> global_thread_u64(Kernel& k);

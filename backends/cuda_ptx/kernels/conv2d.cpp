@@ -2,14 +2,20 @@
 // rows are the group's filters, columns the (image, p, q) outputs, and the reduced dim (c, r, s);
 // the input element for (c, r, s) x (image, p, q) is computed, never copied into an im2col buffer.
 #include "backends/cuda_ptx/kernels/gemm_tile.hpp"
+#include "backends/cuda_ptx/kernels/plan.hpp"
 
 namespace trine::cuda::kernels {
 namespace {
 
-std::string generate(const std::string& config, Target target) {
-  if (config != "f32_64") unknown_config("conv2d", config);
+struct Conv2dConfig {
+  std::string_view name;
+};
+constexpr Conv2dConfig configs[] = {{"f32_64"}};  // f32, the 64x64 tile
+
+std::string generate(std::size_t config, Target target) {
+  const Conv2dConfig& cfg = config_at(configs, config, "conv2d");
   TileShape t{64, 64, 16, 4, 4};
-  Kernel k(kernel_name("conv2d", config), target);
+  Kernel k(kernel_name("conv2d", cfg.name), target);
   // Two CTAs per SM: without a floor, ptxas on sm_120 caps registers low enough to spill here.
   k.set_max_threads(t.threads(), 2);
   Reg<U64> x = global_ptr<F32>(k, param<U64>(k, "x")).base;
@@ -78,7 +84,7 @@ std::string generate(const std::string& config, Target target) {
   return module_text(k);
 }
 
-Launch geometry(const std::string&, std::span<const std::int64_t> s) {
+Launch geometry(std::size_t, std::span<const std::int64_t> s) {
   // sizes = {n, k/groups, p*q, groups}
   Launch l;
   l.block = {256, 1, 1};
@@ -86,19 +92,44 @@ Launch geometry(const std::string&, std::span<const std::int64_t> s) {
   return l;
 }
 
+const Generator& conv2d_generator() {
+  static const Generator g{"conv2d",
+                           {OpKind::conv2d},
+                           config_names(configs),
+                           generate,
+                           "x: f32* [n, c, h, w], w: f32* [k, c/groups, r, s], bias: f32* [k] or 0, y: f32* [n, k, p, "
+                           "q] (all contiguous), then u32: n, c, h, w_in, k, p, q, r, s, stride_h, stride_w, pad_h, "
+                           "pad_w, dil_h, dil_w, groups; needs n*c*h and n*p*q below 2^32",
+                           "sizes = {n, k/groups, p*q, groups}; block 256 (64x64x16 tile, 4x4 per thread); grid "
+                           "(ceil(n*p*q/64), ceil((k/groups)/64), groups)",
+                           geometry};
+  return g;
+}
+
+std::optional<Steps> plan(const OpCall& c, int, const Resources&, bool gathered) {
+  if (!contiguous_inputs(c, gathered)) return std::nullopt;
+  const auto& p = std::get<Conv2dParams>(c.params);
+  const Shape& xs = c.inputs[0].shape();
+  const Shape& ws = c.inputs[1].shape();
+  const Shape& os = c.output.shape();
+  if (xs[0] * xs[1] * xs[2] > UINT32_MAX || os[0] * os[2] * os[3] > UINT32_MAX) return std::nullopt;
+  Steps steps;
+  Plan& pl = steps.add(conv2d_generator(), 0, {xs[0], ws[0] / p.groups, os[2] * os[3], p.groups});
+  pl.args.add_ptr(c.inputs[0]);
+  pl.args.add_ptr(c.inputs[1]);
+  pl.args.add_ptr_or_null(c, 2);
+  pl.args.add_ptr(c.output);
+  for (i64 v : {xs[0], xs[1], xs[2], xs[3], ws[0], os[2], os[3], ws[2], ws[3], p.stride.h, p.stride.w, p.padding.h,
+                p.padding.w, p.dilation.h, p.dilation.w, p.groups})
+    pl.args.add(static_cast<std::uint32_t>(v));
+  return steps;
+}
+
 }  // namespace
 
-Generator conv2d_generator() {
-  return Generator{"conv2d",
-                   "conv2d",
-                   {"f32_64"},
-                   generate,
-                   "x: f32* [n, c, h, w], w: f32* [k, c/groups, r, s], bias: f32* [k] or 0, y: f32* [n, k, p, q] "
-                   "(all contiguous), then u32: n, c, h, w_in, k, p, q, r, s, stride_h, stride_w, pad_h, pad_w, "
-                   "dil_h, dil_w, groups; needs n*c*h and n*p*q below 2^32",
-                   "sizes = {n, k/groups, p*q, groups}; block 256 (64x64x16 tile, 4x4 per thread); grid "
-                   "(ceil(n*p*q/64), ceil((k/groups)/64), groups)",
-                   geometry};
+void register_conv2d(CudaOps& r) {
+  r.generators.push_back(&conv2d_generator());
+  r.ops.add(OpKind::conv2d, OpKernel{plan});
 }
 
 }  // namespace trine::cuda::kernels

@@ -8,16 +8,6 @@
 
 namespace trine::cuda::kernels {
 
-bool parse_elem(std::string_view s, Elem& e) {
-  for (Elem c : {Elem::f32, Elem::f16, Elem::bf16}) {
-    if (elem_name(c) == s) {
-      e = c;
-      return true;
-    }
-  }
-  return false;
-}
-
 Reg<F32> load_f32_if(Kernel& k, Elem e, Reg<U64> base, Reg<U64> index, Reg<Pred> inside) {
   // Addresses are computed before the guard: a value defined only under a predicate stays live longer.
   switch (e) {

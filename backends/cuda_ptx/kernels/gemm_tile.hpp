@@ -45,7 +45,9 @@ void matmul_store(Kernel& k, const MatmulOperands& o, Reg<U32> row, Reg<U32> col
 // The tiled kernel's body for inputs stored as ea, eb (also the tensor-core kernel's sm_75 form).
 void matmul_tiled_body(Kernel& k, const TileShape& t, Elem ea, Elem eb);
 
-// "f32", "f16", "bf16".
-bool parse_elem(std::string_view s, Elem& e);
+// matmul_mma.cpp: the tensor-core kernel, and its configuration for A and B row-major and both
+// stored as e (f16 or bf16), the one matmul's plan picks.
+const Generator& matmul_mma_generator();
+std::size_t matmul_mma_config(Elem e);
 
 }  // namespace trine::cuda::kernels

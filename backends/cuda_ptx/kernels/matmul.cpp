@@ -1,7 +1,9 @@
 // matmul, simple (one thread per output) and shared-memory tiled with register blocking. Both read
 // A and B through element strides, so transposes and batch broadcasting (stride 0) need no copies;
 // the batch is grid.z, split into an outer and an inner index with a stride pair for each input.
+// matmul's plan picks one of them or the tensor-core kernel (matmul_mma.cpp).
 #include "backends/cuda_ptx/kernels/gemm_tile.hpp"
+#include "backends/cuda_ptx/kernels/plan.hpp"
 
 namespace trine::cuda::kernels {
 
@@ -57,26 +59,33 @@ void matmul_tiled_body(Kernel& k, const TileShape& t, Elem ea, Elem eb) {
 
 namespace {
 
-struct Config {
-  Elem a = Elem::f32, b = Elem::f32;
-  std::string tile;  // "" (simple), "64", "128"
+struct SimpleConfig {
+  std::string_view name;
+  Elem a, b;  // how A and B are stored
+};
+constexpr SimpleConfig simple_configs[] = {
+    {"f32_f32", Elem::f32, Elem::f32},
+    {"f16_f16", Elem::f16, Elem::f16},
+    {"bf16_bf16", Elem::bf16, Elem::bf16},
+    {"f32_bf16", Elem::f32, Elem::bf16},
 };
 
-// "<a>_<b>" (simple) or "<a>_<b>_<tile>" (tiled).
-bool parse(const std::string& config, bool tiled, Config& c) {
-  auto first = config.find('_');
-  if (first == std::string::npos) return false;
-  auto second = config.find('_', first + 1);
-  std::string b = config.substr(first + 1, second == std::string::npos ? std::string::npos : second - first - 1);
-  if (!parse_elem(config.substr(0, first), c.a) || !parse_elem(b, c.b)) return false;
-  c.tile = second == std::string::npos ? "" : config.substr(second + 1);
-  return tiled ? (c.tile == "64" || c.tile == "128") : c.tile.empty();
-}
+struct TiledConfig {
+  std::string_view name;
+  Elem a, b;  // how A and B are stored
+  int tile;   // 64 or 128 (tile_shape)
+};
+constexpr TiledConfig tiled_configs[] = {
+    {"f32_f32_64", Elem::f32, Elem::f32, 64},     {"f16_f16_64", Elem::f16, Elem::f16, 64},
+    {"bf16_bf16_64", Elem::bf16, Elem::bf16, 64}, {"f32_f32_128", Elem::f32, Elem::f32, 128},
+    {"f32_f16_64", Elem::f32, Elem::f16, 64},     {"f16_f32_64", Elem::f16, Elem::f32, 64},
+    {"f32_bf16_64", Elem::f32, Elem::bf16, 64},   {"bf16_f32_64", Elem::bf16, Elem::f32, 64},
+    {"f16_bf16_64", Elem::f16, Elem::bf16, 64},   {"bf16_f16_64", Elem::bf16, Elem::f16, 64},
+};
 
-std::string generate_simple(const std::string& config, Target target) {
-  Config c;
-  if (!parse(config, false, c)) unknown_config("matmul_simple", config);
-  Kernel k(kernel_name("matmul_simple", config), target);
+std::string generate_simple(std::size_t config, Target target) {
+  const SimpleConfig& cfg = config_at(simple_configs, config, "matmul_simple");
+  Kernel k(kernel_name("matmul_simple", cfg.name), target);
   k.set_max_block({16, 16, 1});
   MatmulOperands o = load_matmul_operands(k);
   Reg<U32> col =
@@ -88,8 +97,8 @@ std::string generate_simple(const std::string& config, Target target) {
   bra_if(k, inside, done, true);
   Reg<F32> acc = mov<F32>(k, 0.0f);
   for_range<U32>(k, 0u, o.kdim, 1u, [&](Reg<U32> kk) {
-    Reg<F32> av = load_f32(k, c.a, o.a, matmul_offset(k, o.a_batch, row, o.a_row, kk, o.a_col));
-    Reg<F32> bv = load_f32(k, c.b, o.b, matmul_offset(k, o.b_batch, kk, o.b_row, col, o.b_col));
+    Reg<F32> av = load_f32(k, cfg.a, o.a, matmul_offset(k, o.a_batch, row, o.a_row, kk, o.a_col));
+    Reg<F32> bv = load_f32(k, cfg.b, o.b, matmul_offset(k, o.b_batch, kk, o.b_row, col, o.b_col));
     fma_to(k, acc, av, V<F32>(bv));
   });
   matmul_store(k, o, row, col, acc);
@@ -97,19 +106,16 @@ std::string generate_simple(const std::string& config, Target target) {
   return module_text(k);
 }
 
-TileShape tile_shape(const std::string& tile) {
-  return tile == "128" ? TileShape{128, 128, 8, 8, 8} : TileShape{64, 64, 16, 4, 4};
-}
+TileShape tile_shape(int tile) { return tile == 128 ? TileShape{128, 128, 8, 8, 8} : TileShape{64, 64, 16, 4, 4}; }
 
-std::string generate_tiled(const std::string& config, Target target) {
-  Config c;
-  if (!parse(config, true, c)) unknown_config("matmul_tiled", config);
-  Kernel k(kernel_name("matmul_tiled", config), target);
-  matmul_tiled_body(k, tile_shape(c.tile), c.a, c.b);
+std::string generate_tiled(std::size_t config, Target target) {
+  const TiledConfig& cfg = config_at(tiled_configs, config, "matmul_tiled");
+  Kernel k(kernel_name("matmul_tiled", cfg.name), target);
+  matmul_tiled_body(k, tile_shape(cfg.tile), cfg.a, cfg.b);
   return module_text(k);
 }
 
-Launch geometry_simple(const std::string&, std::span<const std::int64_t> s) {
+Launch geometry_simple(std::size_t, std::span<const std::int64_t> s) {
   // sizes = {batch, m, n, k}
   Launch l;
   l.block = {16, 16, 1};
@@ -117,14 +123,101 @@ Launch geometry_simple(const std::string&, std::span<const std::int64_t> s) {
   return l;
 }
 
-Launch geometry_tiled(const std::string& config, std::span<const std::int64_t> s) {
-  Config c;
-  parse(config, true, c);
-  TileShape t = tile_shape(c.tile);
+Launch geometry_tiled(std::size_t config, std::span<const std::int64_t> s) {
+  TileShape t = tile_shape(config_at(tiled_configs, config, "matmul_tiled").tile);
   Launch l;
   l.block = {std::uint32_t(t.threads()), 1, 1};
   l.grid = {blocks_for(size_at(s, 2), t.bn), blocks_for(size_at(s, 1), t.bm), std::uint32_t(size_at(s, 0))};
   return l;
+}
+
+const Generator& simple_generator() {
+  static const Generator g{
+      "matmul_simple",
+      {OpKind::matmul},
+      config_names(simple_configs),
+      generate_simple,
+      matmul_params,
+      "sizes = {batch, m, n, k}; block (16, 16); grid (ceil(n/16), ceil(m/16), batch); batch <= 65535",
+      geometry_simple};
+  return g;
+}
+
+const Generator& tiled_generator() {
+  static const Generator g{"matmul_tiled",
+                           {OpKind::matmul},
+                           config_names(tiled_configs),
+                           generate_tiled,
+                           matmul_params,
+                           "sizes = {batch, m, n, k}; _64: block 256, tile 64x64x16, 4x4 per thread; _128: block 256, "
+                           "tile 128x128x8, 8x8 per thread; grid (ceil(n/tile), ceil(m/tile), batch); batch <= 65535",
+                           geometry_tiled};
+  return g;
+}
+
+// The matmul kernel for these dtypes, layout and size: tensor cores for f16/bf16 pairs laid out for
+// ldmatrix on sm_80+, the simple form for outputs of one 16x16 block where it ships for the pair,
+// the tiled form otherwise (every dtype pair: each operand is widened to f32 as it is staged).
+std::pair<const Generator*, std::size_t> matmul_kernel(DType a, DType b, i64 sa_k, i64 sb_n, int sm, bool aligned,
+                                                       i64 m, i64 n) {
+  const Elem ea = elem_of(a), eb = elem_of(b);
+  if (a == b && a != DType::f32 && sm >= 80 && sa_k == 1 && sb_n == 1 && aligned) {
+    return {&matmul_mma_generator(), matmul_mma_config(ea)};
+  }
+  if (m <= 16 && n <= 16) {
+    if (auto simple = find_config(simple_configs, [&](const SimpleConfig& c) { return c.a == ea && c.b == eb; }))
+      return {&simple_generator(), *simple};
+  }
+  return {&tiled_generator(), config_index(tiled_configs, "matmul_tiled", [&](const TiledConfig& c) {
+            return c.a == ea && c.b == eb && c.tile == 64;
+          })};
+}
+
+std::optional<Steps> plan(const OpCall& c, int sm, const Resources&, bool) {
+  const auto& p = std::get<MatmulParams>(c.params);
+  const Tensor& a = c.inputs[0];
+  const Tensor& b = c.inputs[1];
+  const Shape& os = c.output.shape();
+  const int orank = os.rank(), nb = orank - 2;
+  const i64 m = os[orank - 2], n = os[orank - 1], k = p.trans_a ? a.dim(-2) : a.dim(-1);
+  Steps steps;
+  if (c.output.numel() == 0) return steps;
+  if (k == 0) {
+    steps.zero_output = true;
+    return steps;
+  }
+  if (m > UINT32_MAX || n > UINT32_MAX || k > UINT32_MAX || nb > 2) return std::nullopt;
+  // Batch dims as [outer, inner] with each operand's strides (0 where it broadcasts).
+  auto batch_stride = [&](const Tensor& t, int out_dim) -> i64 {
+    const int d = out_dim - (nb - (t.rank() - 2));
+    return d >= 0 && t.shape()[d] != 1 ? t.strides()[d] : 0;
+  };
+  const i64 outer = nb == 2 ? os[0] : 1, inner = nb >= 1 ? os[nb - 1] : 1;
+  if (outer * inner > 65535) return std::nullopt;
+  const i64 sa_m = p.trans_a ? a.strides()[a.rank() - 1] : a.strides()[a.rank() - 2];
+  const i64 sa_k = p.trans_a ? a.strides()[a.rank() - 2] : a.strides()[a.rank() - 1];
+  const i64 sb_k = p.trans_b ? b.strides()[b.rank() - 1] : b.strides()[b.rank() - 2];
+  const i64 sb_n = p.trans_b ? b.strides()[b.rank() - 2] : b.strides()[b.rank() - 1];
+  const i64 sa_outer = nb == 2 ? batch_stride(a, 0) : 0, sb_outer = nb == 2 ? batch_stride(b, 0) : 0;
+  const i64 sa_inner = nb >= 1 ? batch_stride(a, nb - 1) : 0, sb_inner = nb >= 1 ? batch_stride(b, nb - 1) : 0;
+  const bool aligned = (Args::device_ptr(a) % 16 == 0) && (Args::device_ptr(b) % 16 == 0) && sa_m % 8 == 0 &&
+                       sb_k % 8 == 0 && sa_outer % 8 == 0 && sa_inner % 8 == 0 && sb_outer % 8 == 0 &&
+                       sb_inner % 8 == 0;
+  const auto [generator, config] = matmul_kernel(a.dtype(), b.dtype(), sa_k, sb_n, sm, aligned, m, n);
+  Plan& pl = steps.add(*generator, config, {outer * inner, m, n, k});
+  pl.args.add_ptr(a);
+  pl.args.add_ptr(b);
+  pl.args.add_ptr(c.output);
+  for (i64 v : {m, n, k}) pl.args.add(static_cast<std::uint32_t>(v));
+  for (i64 v : {sa_m, sa_k, sb_k, sb_n}) pl.args.add(v);
+  pl.args.add(static_cast<std::uint32_t>(inner));
+  for (i64 v : {sa_outer, sa_inner, sb_outer, sb_inner}) pl.args.add(v);
+  return steps;
+}
+
+std::optional<std::string> limits(const OpCall& c) {
+  if (c.output.rank() > 4) return "the cuda matmul kernels take at most 2 batch dims";
+  return std::nullopt;
 }
 
 }  // namespace
@@ -135,26 +228,11 @@ const std::string_view matmul_params =
     "batch_inner: u32 (z = outer * batch_inner + inner), sa_outer, sa_inner, sb_outer, sb_inner: s64 batch "
     "strides (0 where that input broadcasts)";
 
-Generator matmul_simple_generator() {
-  return Generator{"matmul_simple",
-                   "matmul",
-                   {"f32_f32", "f16_f16", "bf16_bf16", "f32_bf16"},
-                   generate_simple,
-                   matmul_params,
-                   "sizes = {batch, m, n, k}; block (16, 16); grid (ceil(n/16), ceil(m/16), batch); batch <= 65535",
-                   geometry_simple};
-}
-
-Generator matmul_tiled_generator() {
-  return Generator{"matmul_tiled",
-                   "matmul",
-                   {"f32_f32_64", "f16_f16_64", "bf16_bf16_64", "f32_f32_128", "f32_f16_64", "f16_f32_64",
-                    "f32_bf16_64", "bf16_f32_64", "f16_bf16_64", "bf16_f16_64"},
-                   generate_tiled,
-                   matmul_params,
-                   "sizes = {batch, m, n, k}; _64: block 256, tile 64x64x16, 4x4 per thread; _128: block 256, "
-                   "tile 128x128x8, 8x8 per thread; grid (ceil(n/tile), ceil(m/tile), batch); batch <= 65535",
-                   geometry_tiled};
+void register_matmul(CudaOps& r) {
+  r.generators.push_back(&simple_generator());
+  r.generators.push_back(&tiled_generator());
+  r.generators.push_back(&matmul_mma_generator());
+  r.ops.add(OpKind::matmul, OpKernel{plan, limits});
 }
 
 }  // namespace trine::cuda::kernels

@@ -206,13 +206,21 @@ void mma_body(Kernel& k, Staging staging, bool b_nk) {
   }
 }
 
-std::string generate(const std::string& config, Target target) {
-  if (config != "f16" && config != "bf16" && config != "f16_nt" && config != "bf16_nt" && config != "f32_bf16") {
-    unknown_config("matmul_mma", config);
-  }
-  Kernel k(kernel_name("matmul_mma", config), target);
-  Elem e = config.starts_with("f16") ? Elem::f16 : config.starts_with("bf16") ? Elem::bf16 : Elem::f32;
-  bool nt = config.ends_with("_nt");
+struct MmaConfig {
+  std::string_view name;
+  Elem e;     // how A and B are stored: f16 or bf16 (multiplied as such), f32 (rounded to bf16 when staged)
+  bool b_nk;  // B stored [n, k] (mma_body's b_nk)
+};
+constexpr MmaConfig configs[] = {
+    {"f16", Elem::f16, false},     {"bf16", Elem::bf16, false},    {"f16_nt", Elem::f16, true},
+    {"bf16_nt", Elem::bf16, true}, {"f32_bf16", Elem::f32, false},
+};
+
+std::string generate(std::size_t config, Target target) {
+  const MmaConfig& cfg = config_at(configs, config, "matmul_mma");
+  Kernel k(kernel_name("matmul_mma", cfg.name), target);
+  const Elem e = cfg.e;
+  const bool nt = cfg.b_nk;
   if (target_sm(target) < 80 && e == Elem::f16) {
     mma_body<F16>(k, Staging::from_b16, nt);  // no cp.async: staged through registers, m16n8k8
   } else if (target_sm(target) < 80) {
@@ -226,7 +234,7 @@ std::string generate(const std::string& config, Target target) {
   return module_text(k);
 }
 
-Launch geometry(const std::string&, std::span<const std::int64_t> s) {
+Launch geometry(std::size_t, std::span<const std::int64_t> s) {
   Launch l;
   l.block = {threads, 1, 1};
   l.grid = {blocks_for(size_at(s, 2), bn), blocks_for(size_at(s, 1), bm), std::uint32_t(size_at(s, 0))};
@@ -235,20 +243,26 @@ Launch geometry(const std::string&, std::span<const std::int64_t> s) {
 
 }  // namespace
 
-Generator matmul_mma_generator() {
-  return Generator{"matmul_mma",
-                   "matmul",
-                   {"f16", "bf16", "f16_nt", "bf16_nt", "f32_bf16"},
-                   generate,
-                   matmul_params,
-                   "sizes = {batch, m, n, k}; block 256; grid (ceil(n/64), ceil(m/64), batch). sm_80+ needs "
-                   "sa_k == 1 and sb_n == 1 (row-major A and B; _nt: sb_k == 1, B stored [n, k]; other layouts go to "
-                   "matmul_tiled), the other strides and the batch strides multiples of 8, a and b 16-byte aligned "
-                   "(f16, bf16); f32_bf16 takes f32 A and B with any "
-                   "strides and rounds them to bf16 when staged (an opt-in precision trade: bf16 products, f32 sums); "
-                   "sm_75: f16 configs stage through registers (any alignment) into mma m16n8k8; bf16 and f32_bf16 run "
-                   "the tiled form in f32 (any strides)",
-                   geometry};
+std::size_t matmul_mma_config(Elem e) {
+  return config_index(configs, "matmul_mma", [&](const MmaConfig& c) { return c.e == e && !c.b_nk; });
+}
+
+const Generator& matmul_mma_generator() {
+  static const Generator g{
+      "matmul_mma",
+      {OpKind::matmul},
+      config_names(configs),
+      generate,
+      matmul_params,
+      "sizes = {batch, m, n, k}; block 256; grid (ceil(n/64), ceil(m/64), batch). sm_80+ needs "
+      "sa_k == 1 and sb_n == 1 (row-major A and B; _nt: sb_k == 1, B stored [n, k]; other layouts go to "
+      "matmul_tiled), the other strides and the batch strides multiples of 8, a and b 16-byte aligned "
+      "(f16, bf16); f32_bf16 takes f32 A and B with any "
+      "strides and rounds them to bf16 when staged (an opt-in precision trade: bf16 products, f32 sums); "
+      "sm_75: f16 configs stage through registers (any alignment) into mma m16n8k8; bf16 and f32_bf16 run "
+      "the tiled form in f32 (any strides)",
+      geometry};
+  return g;
 }
 
 }  // namespace trine::cuda::kernels

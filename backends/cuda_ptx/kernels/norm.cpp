@@ -2,6 +2,7 @@
 // then the mean of squared deviations (two passes: no cancellation from E[x^2] - E[x]^2).
 // gamma and beta are optional: a null pointer means 1 and 0.
 #include "backends/cuda_ptx/kernels/common.hpp"
+#include "backends/cuda_ptx/kernels/plan.hpp"
 
 namespace trine::cuda::kernels {
 namespace {
@@ -9,10 +10,16 @@ namespace {
 constexpr int block_threads = 256;
 constexpr int warps_per_block = block_threads / 32;
 
-std::string generate(const std::string& config, Target target) {
-  if (config != "layernorm" && config != "rmsnorm") unknown_config("norm", config);
-  bool layer = config == "layernorm";
-  Kernel k(kernel_name("norm", config), target);
+struct NormConfig {
+  std::string_view name;
+  OpKind op;  // layernorm or rmsnorm
+};
+constexpr NormConfig configs[] = {{"layernorm", OpKind::layernorm}, {"rmsnorm", OpKind::rmsnorm}};
+
+std::string generate(std::size_t config, Target target) {
+  const NormConfig& cfg = config_at(configs, config, "norm");
+  bool layer = cfg.op == OpKind::layernorm;
+  Kernel k(kernel_name("norm", cfg.name), target);
   k.set_max_threads(block_threads);
   Ptr<Global, F32> x = param_ptr<F32>(k, "x");
   Reg<U64> gamma_raw = param<U64>(k, "gamma");
@@ -66,24 +73,48 @@ std::string generate(const std::string& config, Target target) {
   return module_text(k);
 }
 
-Launch geometry(const std::string&, std::span<const std::int64_t> sizes) {
+Launch geometry(std::size_t, std::span<const std::int64_t> sizes) {
   Launch l;
   l.block = {block_threads, 1, 1};
   l.grid = {blocks_for(sizes.empty() ? 1 : sizes[0], warps_per_block), 1, 1};
   return l;
 }
 
+const Generator& norm_generator() {
+  static const Generator g{
+      "norm",
+      {OpKind::layernorm, OpKind::rmsnorm},
+      config_names(configs),
+      generate,
+      "x: f32* (contiguous [rows, n]), gamma: f32* [n] or 0, beta: f32* [n] or 0 (rmsnorm ignores it), "
+      "y: f32*, rows: u64, n: u32, eps: f32",
+      "sizes = {rows, n}; block 256, one warp per row; grid ceil(rows/8) (max 65535, rows beyond loop)",
+      geometry};
+  return g;
+}
+
+std::optional<Steps> plan(const OpCall& c, int, const Resources&, bool gathered) {
+  if (!contiguous_inputs(c, gathered)) return std::nullopt;
+  const i64 n = c.inputs[0].dim(-1), rows = c.output.numel() / n;
+  if (n > UINT32_MAX) return std::nullopt;
+  Steps steps;
+  const std::size_t config = config_index(configs, "norm", [&](const NormConfig& e) { return e.op == c.op; });
+  Plan& pl = steps.add(norm_generator(), config, {rows, n});
+  pl.args.add_ptr(c.inputs[0]);
+  pl.args.add_ptr_or_null(c, 1);
+  pl.args.add_ptr_or_null(c, 2);
+  pl.args.add_ptr(c.output);
+  pl.args.add(static_cast<std::uint64_t>(rows));
+  pl.args.add(static_cast<std::uint32_t>(n));
+  pl.args.add(std::get<NormParams>(c.params).eps);
+  return steps;
+}
+
 }  // namespace
 
-Generator norm_generator() {
-  return Generator{"norm",
-                   "layernorm rmsnorm",
-                   {"layernorm", "rmsnorm"},
-                   generate,
-                   "x: f32* (contiguous [rows, n]), gamma: f32* [n] or 0, beta: f32* [n] or 0 (rmsnorm ignores it), "
-                   "y: f32*, rows: u64, n: u32, eps: f32",
-                   "sizes = {rows, n}; block 256, one warp per row; grid ceil(rows/8) (max 65535, rows beyond loop)",
-                   geometry};
+void register_norm(CudaOps& r) {
+  r.generators.push_back(&norm_generator());
+  for (OpKind op : {OpKind::layernorm, OpKind::rmsnorm}) r.ops.add(op, OpKernel{plan});
 }
 
 }  // namespace trine::cuda::kernels

@@ -2,6 +2,7 @@
 // row to a warp and reduce with shuffles; "col" configs (inner > 1) give each output to a thread,
 // whose neighbours read neighbouring addresses.
 #include "backends/cuda_ptx/kernels/common.hpp"
+#include "backends/cuda_ptx/kernels/plan.hpp"
 
 namespace trine::cuda::kernels {
 namespace {
@@ -9,31 +10,35 @@ namespace {
 constexpr int block_threads = 256;
 constexpr int warps_per_block = block_threads / 32;
 
-enum class Red { sum, mean, max };
+struct ReduceConfig {
+  std::string_view name;
+  OpKind op;  // sum, mean or max
+  bool row;   // inner == 1: a warp per row
+};
+constexpr ReduceConfig configs[] = {
+    {"sum_row", OpKind::sum, true},  {"mean_row", OpKind::mean, true},  {"max_row", OpKind::max, true},
+    {"sum_col", OpKind::sum, false}, {"mean_col", OpKind::mean, false}, {"max_col", OpKind::max, false},
+};
 
-Reg<F32> combine(Kernel& k, Red op, Reg<F32> a, Reg<F32> b) {
-  return op == Red::max ? max_nan(k, a, b) : add(k, a, V<F32>(b));
+Reg<F32> combine(Kernel& k, OpKind op, Reg<F32> a, Reg<F32> b) {
+  return op == OpKind::max ? max_nan(k, a, b) : add(k, a, V<F32>(b));
 }
 
-std::string generate(const std::string& config, Target target) {
-  auto sep = config.find('_');
-  std::string name = config.substr(0, sep), layout = sep == std::string::npos ? "" : config.substr(sep + 1);
-  Red op = name == "sum" ? Red::sum : name == "mean" ? Red::mean : Red::max;
-  if ((name != "sum" && name != "mean" && name != "max") || (layout != "row" && layout != "col")) {
-    unknown_config("reduce", config);
-  }
-  Kernel k(kernel_name("reduce", config), target);
+std::string generate(std::size_t config, Target target) {
+  const ReduceConfig& cfg = config_at(configs, config, "reduce");
+  const OpKind op = cfg.op;
+  Kernel k(kernel_name("reduce", cfg.name), target);
   k.set_max_threads(block_threads);
   Ptr<Global, F32> x = param_ptr<F32>(k, "x");
   Ptr<Global, F32> y = param_ptr<F32>(k, "y");
   Reg<U64> outer = param<U64>(k, "outer");
   Reg<U32> r = param<U32>(k, "r");
   Reg<U64> inner = param<U64>(k, "inner");
-  const float identity = op == Red::max ? -std::numeric_limits<float>::infinity() : 0.0f;
+  const float identity = op == OpKind::max ? -std::numeric_limits<float>::infinity() : 0.0f;
   Reg<F32> inv_r = rcp_rn(k, cvt<F32>(k, r, Round::rn));
-  auto finish = [&](Reg<F32> acc) { return op == Red::mean ? mul(k, acc, V<F32>(inv_r)) : acc; };
+  auto finish = [&](Reg<F32> acc) { return op == OpKind::mean ? mul(k, acc, V<F32>(inv_r)) : acc; };
 
-  if (layout == "row") {
+  if (cfg.row) {
     Reg<U32> tid = special(k, Special::tid_x);
     Reg<U32> lane = and_(k, tid, V<U32>(31u));
     Reg<U32> warp = shr(k, tid, 5u);
@@ -47,7 +52,7 @@ std::string generate(const std::string& config, Target target) {
         Reg<F32> v = ld(k, element(k, x, add(k, base, V<U64>(to_u64(k, j)))));
         assign(k, acc, V<F32>(combine(k, op, acc, v)));
       });
-      Reg<F32> total = op == Red::max ? warp_max_nan(k, acc) : warp_sum(k, acc);
+      Reg<F32> total = op == OpKind::max ? warp_max_nan(k, acc) : warp_sum(k, acc);
       Kernel::Guard g(k, setp(k, Cmp::eq, lane, V<U32>(0u)), false);
       st(k, element(k, y, row), V<F32>(finish(total)));
     });
@@ -67,28 +72,58 @@ std::string generate(const std::string& config, Target target) {
   return module_text(k);
 }
 
-Launch geometry(const std::string& config, std::span<const std::int64_t> sizes) {
+Launch geometry(std::size_t config, std::span<const std::int64_t> sizes) {
   // sizes = {outer, r, inner}
   Launch l;
   l.block = {block_threads, 1, 1};
   std::int64_t outer = sizes.size() > 0 ? sizes[0] : 1, inner = sizes.size() > 2 ? sizes[2] : 1;
-  bool row = config.ends_with("_row");
+  bool row = config_at(configs, config, "reduce").row;
   l.grid = {row ? blocks_for(outer, warps_per_block) : blocks_for(outer * inner, block_threads, 8192), 1, 1};
   return l;
 }
 
+const Generator& reduce_generator() {
+  static const Generator g{
+      "reduce",
+      {OpKind::sum, OpKind::mean, OpKind::max},
+      config_names(configs),
+      generate,
+      "x: f32* (contiguous [outer, r, inner]), y: f32* [outer, inner], outer: u64, r: u32, inner: u64 "
+      "(_row configs need inner == 1); max propagates NaN",
+      "sizes = {outer, r, inner}; block 256; _row: one warp per row, grid ceil(outer/8) (max 65535, "
+      "rows beyond loop); _col: one thread per output, grid min(ceil(outer*inner/256), 8192)",
+      geometry};
+  return g;
+}
+
+// x viewed as [outer, r, inner] around the axis: the row form when inner == 1.
+std::optional<Steps> plan(const OpCall& c, int, const Resources&, bool gathered) {
+  if (!contiguous_inputs(c, gathered)) return std::nullopt;
+  i64 outer, r, inner;
+  split(c.inputs[0].shape(), std::get<ReduceParams>(c.params).axis, outer, r, inner);
+  if (r > UINT32_MAX) return std::nullopt;
+  Steps steps;
+  steps.launches.push_back(reduce_plan(c.op, inner == 1, {outer, r, inner}));
+  Plan& pl = steps.launches.back();
+  pl.args.add_ptr(c.inputs[0]);
+  pl.args.add_ptr(c.output);
+  pl.args.add(static_cast<std::uint64_t>(outer));
+  pl.args.add(static_cast<std::uint32_t>(r));
+  pl.args.add(static_cast<std::uint64_t>(inner));
+  return steps;
+}
+
 }  // namespace
 
-Generator reduce_generator() {
-  return Generator{"reduce",
-                   "sum mean max",
-                   {"sum_row", "mean_row", "max_row", "sum_col", "mean_col", "max_col"},
-                   generate,
-                   "x: f32* (contiguous [outer, r, inner]), y: f32* [outer, inner], outer: u64, r: u32, inner: u64 "
-                   "(_row configs need inner == 1); max propagates NaN",
-                   "sizes = {outer, r, inner}; block 256; _row: one warp per row, grid ceil(outer/8) (max 65535, "
-                   "rows beyond loop); _col: one thread per output, grid min(ceil(outer*inner/256), 8192)",
-                   geometry};
+Plan reduce_plan(OpKind op, bool row, std::vector<i64> sizes) {
+  const std::size_t config =
+      config_index(configs, "reduce", [&](const ReduceConfig& c) { return c.op == op && c.row == row; });
+  return Plan{&reduce_generator(), config, std::move(sizes), {}};
+}
+
+void register_reduce(CudaOps& r) {
+  r.generators.push_back(&reduce_generator());
+  for (OpKind op : {OpKind::sum, OpKind::mean, OpKind::max}) r.ops.add(op, OpKernel{plan});
 }
 
 }  // namespace trine::cuda::kernels

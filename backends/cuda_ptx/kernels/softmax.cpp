@@ -3,6 +3,7 @@
 // Special rows follow docs/ops.md: -inf entries give 0 (log: -inf) while one entry is finite; a row
 // of all -inf, or one holding +inf or NaN, gives NaN everywhere.
 #include "backends/cuda_ptx/kernels/common.hpp"
+#include "backends/cuda_ptx/kernels/plan.hpp"
 
 namespace trine::cuda::kernels {
 namespace {
@@ -40,14 +41,22 @@ Reg<F32> final_sum(Kernel& k, Online o) {
   return selp<F32>(k, std::numeric_limits<float>::quiet_NaN(), o.s, inf);
 }
 
-std::string generate(const std::string& config, Target target) {
-  bool is_log = config.starts_with("log_softmax_");
-  std::string layout = config.substr(config.rfind('_') + 1);
-  if (config != "softmax_row" && config != "softmax_col" && config != "log_softmax_row" &&
-      config != "log_softmax_col") {
-    unknown_config("softmax", config);
-  }
-  Kernel k(kernel_name("softmax", config), target);
+struct SoftmaxConfig {
+  std::string_view name;
+  OpKind op;  // softmax or log_softmax
+  bool row;   // inner == 1: a warp per row
+};
+constexpr SoftmaxConfig configs[] = {
+    {"softmax_row", OpKind::softmax, true},
+    {"log_softmax_row", OpKind::log_softmax, true},
+    {"softmax_col", OpKind::softmax, false},
+    {"log_softmax_col", OpKind::log_softmax, false},
+};
+
+std::string generate(std::size_t config, Target target) {
+  const SoftmaxConfig& cfg = config_at(configs, config, "softmax");
+  const bool is_log = cfg.op == OpKind::log_softmax;
+  Kernel k(kernel_name("softmax", cfg.name), target);
   k.set_max_threads(block_threads);
   Ptr<Global, F32> x = param_ptr<F32>(k, "x");
   Ptr<Global, F32> y = param_ptr<F32>(k, "y");
@@ -65,7 +74,7 @@ std::string generate(const std::string& config, Target target) {
   };
   auto row_scale = [&](Reg<F32> sum) { return is_log ? log_f32(k, sum) : rcp_rn(k, sum); };
 
-  if (layout == "row") {
+  if (cfg.row) {
     Reg<U32> tid = special(k, Special::tid_x);
     Reg<U32> lane = and_(k, tid, V<U32>(31u));
     Reg<U32> warp = shr(k, tid, 5u);
@@ -101,28 +110,52 @@ std::string generate(const std::string& config, Target target) {
   return module_text(k);
 }
 
-Launch geometry(const std::string& config, std::span<const std::int64_t> sizes) {
+Launch geometry(std::size_t config, std::span<const std::int64_t> sizes) {
   Launch l;
   l.block = {block_threads, 1, 1};
   std::int64_t outer = sizes.size() > 0 ? sizes[0] : 1, inner = sizes.size() > 2 ? sizes[2] : 1;
-  l.grid = {
-      config.ends_with("_row") ? blocks_for(outer, warps_per_block) : blocks_for(outer * inner, block_threads, 8192), 1,
-      1};
+  bool row = config_at(configs, config, "softmax").row;
+  l.grid = {row ? blocks_for(outer, warps_per_block) : blocks_for(outer * inner, block_threads, 8192), 1, 1};
   return l;
+}
+
+const Generator& softmax_generator() {
+  static const Generator g{
+      "softmax",
+      {OpKind::softmax, OpKind::log_softmax},
+      config_names(configs),
+      generate,
+      "x: f32* (contiguous [outer, r, inner]), y: f32* (same shape), outer: u64, r: u32, inner: u64 "
+      "(_row configs need inner == 1)",
+      "sizes = {outer, r, inner}; block 256; _row: one warp per row, grid ceil(outer/8) (max 65535); "
+      "_col: one thread per (outer, inner) line, grid min(ceil(outer*inner/256), 8192)",
+      geometry};
+  return g;
+}
+
+// x viewed as [outer, r, inner] around the axis: the row form when inner == 1.
+std::optional<Steps> plan(const OpCall& c, int, const Resources&, bool gathered) {
+  if (!contiguous_inputs(c, gathered)) return std::nullopt;
+  i64 outer, r, inner;
+  split(c.inputs[0].shape(), std::get<AxisParams>(c.params).axis, outer, r, inner);
+  if (r > UINT32_MAX) return std::nullopt;
+  Steps steps;
+  const std::size_t config =
+      config_index(configs, "softmax", [&](const SoftmaxConfig& s) { return s.op == c.op && s.row == (inner == 1); });
+  Plan& pl = steps.add(softmax_generator(), config, {outer, r, inner});
+  pl.args.add_ptr(c.inputs[0]);
+  pl.args.add_ptr(c.output);
+  pl.args.add(static_cast<std::uint64_t>(outer));
+  pl.args.add(static_cast<std::uint32_t>(r));
+  pl.args.add(static_cast<std::uint64_t>(inner));
+  return steps;
 }
 
 }  // namespace
 
-Generator softmax_generator() {
-  return Generator{"softmax",
-                   "softmax log_softmax",
-                   {"softmax_row", "log_softmax_row", "softmax_col", "log_softmax_col"},
-                   generate,
-                   "x: f32* (contiguous [outer, r, inner]), y: f32* (same shape), outer: u64, r: u32, inner: u64 "
-                   "(_row configs need inner == 1)",
-                   "sizes = {outer, r, inner}; block 256; _row: one warp per row, grid ceil(outer/8) (max 65535); "
-                   "_col: one thread per (outer, inner) line, grid min(ceil(outer*inner/256), 8192)",
-                   geometry};
+void register_softmax(CudaOps& r) {
+  r.generators.push_back(&softmax_generator());
+  for (OpKind op : {OpKind::softmax, OpKind::log_softmax}) r.ops.add(op, OpKernel{plan});
 }
 
 }  // namespace trine::cuda::kernels

@@ -1,0 +1,103 @@
+// The op table assembled from the family files (one per TRINE_FAMILY of ops.def), the generator
+// list derived from it, and the helpers the families' plans share.
+#include "backends/cuda_ptx/kernels/plan.hpp"
+
+namespace trine::cuda {
+
+namespace kernels {
+
+const CudaOps& table() {
+  static const CudaOps t = [] {
+    CudaOps r;
+    // clang-format off
+#define TRINE_FAMILY(name) register_##name(r);
+#include "trine/ops.def"
+    // clang-format on
+    r.ops.require_complete("cuda", "backends/cuda_ptx");  // a family file that forgot an op fails here
+    return r;
+  }();
+  return t;
+}
+
+const std::vector<const Generator*>& generators() { return table().generators; }
+
+const Generator* find_generator(std::string_view name) {
+  for (const Generator* g : generators())
+    if (g->name == name) return g;
+  return nullptr;
+}
+
+}  // namespace kernels
+
+bool contiguous_inputs(const OpCall& c, bool gathered) {
+  if (gathered) return true;
+  for (const auto& t : c.inputs)
+    if (t.defined() && !t.is_contiguous()) return false;
+  return true;
+}
+
+bool collapse6(const Tensor& t, std::array<i64, 6>& d, std::array<i64, 6>& s) {
+  std::vector<std::array<i64, 2>> dims;  // size, stride
+  for (int i = 0; i < t.rank(); ++i)
+    if (t.shape()[i] != 1) dims.push_back({t.shape()[i], t.strides()[i]});
+  for (std::size_t i = dims.size(); i-- > 1;) {
+    if (dims[i - 1][1] == dims[i][1] * dims[i][0]) {
+      dims[i - 1] = {dims[i - 1][0] * dims[i][0], dims[i][1]};
+      dims.erase(dims.begin() + static_cast<std::ptrdiff_t>(i));
+    }
+  }
+  if (dims.size() > 6) return false;
+  d.fill(1);
+  s.fill(0);
+  const std::size_t pad = 6 - dims.size();
+  for (std::size_t i = 0; i < dims.size(); ++i) {
+    d[pad + i] = dims[i][0];
+    s[pad + i] = dims[i][1];
+  }
+  return true;
+}
+
+bool collapse4(const OpCall& c, std::array<i64, 4>& d, std::array<i64, 4>& sa, std::array<i64, 4>& sb) {
+  const Shape& os = c.output.shape();
+  const Tensor av = c.inputs[0].broadcast_to(os), bv = c.inputs[1].broadcast_to(os);
+  std::vector<std::array<i64, 3>> dims;  // size, a stride, b stride
+  for (int i = 0; i < os.rank(); ++i)
+    if (os[i] != 1) dims.push_back({os[i], av.strides()[i], bv.strides()[i]});
+  for (std::size_t i = dims.size(); i-- > 1;) {
+    auto& outer = dims[i - 1];
+    const auto& inner = dims[i];
+    if (outer[1] == inner[1] * inner[0] && outer[2] == inner[2] * inner[0]) {
+      outer = {outer[0] * inner[0], inner[1], inner[2]};
+      dims.erase(dims.begin() + static_cast<std::ptrdiff_t>(i));
+    }
+  }
+  if (dims.size() > 4) return false;
+  d = {1, 1, 1, 1};
+  sa = sb = {0, 0, 0, 0};
+  const std::size_t pad = 4 - dims.size();
+  for (std::size_t i = 0; i < dims.size(); ++i) {
+    d[pad + i] = dims[i][0];
+    sa[pad + i] = dims[i][1];
+    sb[pad + i] = dims[i][2];
+  }
+  return true;
+}
+
+void split(const Shape& s, int axis, i64& outer, i64& n, i64& inner) {
+  if (axis < 0) axis += s.rank();
+  outer = inner = 1;
+  for (int i = 0; i < axis; ++i) outer *= s[i];
+  n = s[axis];
+  for (int i = axis + 1; i < s.rank(); ++i) inner *= s[i];
+}
+
+kernels::Elem elem_of(DType t) noexcept {
+  switch (t) {
+    case DType::f32: return kernels::Elem::f32;
+    case DType::f16: return kernels::Elem::f16;
+    case DType::bf16: return kernels::Elem::bf16;
+  }
+  return kernels::Elem::f32;
+}
+
+}  // namespace trine::cuda
