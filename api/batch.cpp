@@ -11,6 +11,7 @@
 #include "ops/rules.hpp"
 #include "tensor/memory_cache.hpp"
 #include "tensor/submit.hpp"
+#include "tensor/make.hpp"
 #include "trine/error.hpp"
 
 namespace trine {
@@ -29,21 +30,7 @@ std::shared_ptr<Storage> recorded_storage(const std::shared_ptr<BatchRecord>& ba
 
 void encode_floats(std::span<const float> data, DType dtype, std::vector<unsigned char>& out) {
   out.resize(data.size() * dtype_size(dtype));
-  for (std::size_t i = 0; i < data.size(); ++i) {
-    switch (dtype) {
-      case DType::f32: std::memcpy(out.data() + 4 * i, &data[i], 4); break;
-      case DType::f16: {
-        const std::uint16_t h = f32_to_f16(data[i]);
-        std::memcpy(out.data() + 2 * i, &h, 2);
-        break;
-      }
-      case DType::bf16: {
-        const std::uint16_t h = f32_to_bf16(data[i]);
-        std::memcpy(out.data() + 2 * i, &h, 2);
-        break;
-      }
-    }
-  }
+  encode_host(data.data(), data.size(), dtype, out.data());
 }
 
 // Finished when every segment's submission is (a batch placed across devices submits several). A
@@ -269,20 +256,7 @@ std::vector<float> BatchRead::get() const {
   r.done->wait();
   const std::size_t n = static_cast<std::size_t>(r.shape.numel());
   std::vector<float> out(n);
-  for (std::size_t i = 0; i < n; ++i) {
-    std::uint16_t h = 0;
-    switch (r.dtype) {
-      case DType::f32: std::memcpy(&out[i], r.host.data() + 4 * i, 4); break;
-      case DType::f16:
-        std::memcpy(&h, r.host.data() + 2 * i, 2);
-        out[i] = f16_to_f32(h);
-        break;
-      case DType::bf16:
-        std::memcpy(&h, r.host.data() + 2 * i, 2);
-        out[i] = bf16_to_f32(h);
-        break;
-    }
-  }
+  detail::decode_host(r.host.data(), r.dtype, n, out.data());
   return out;
 }
 

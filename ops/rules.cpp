@@ -83,11 +83,54 @@ DType dtype_float(const Check& c, const P&) {
 }
 
 // f32, f16 or bf16 operands in any pair; the result f32.
-DType dtype_matmul(const Check&, const MatmulParams&) { return DType::f32; }
+DType dtype_matmul(const Check& c, const MatmulParams&) {
+  for (std::size_t i = 0; i < 2; ++i) {
+    if (!dtype_is_float(c.at(i).dtype()))
+      c.dtype_error("input " + std::to_string(i) + " must be f32, f16 or bf16, got " + dtype_name(c.at(i).dtype()));
+  }
+  return DType::f32;
+}
 
 // Any dtype; the result keeps input 0's.
 template <class P>
 DType dtype_any(const Check& c, const P&) {
+  return c.at(0).dtype();
+}
+
+// Any dtype, the same for every input; the result keeps it.
+template <class P>
+DType dtype_same(const Check& c, const P&) {
+  for (std::size_t i = 1; i < c.in.size(); ++i) {
+    if (c.at(i).dtype() != c.at(0).dtype()) {
+      c.dtype_error("every input must have input 0's dtype " + std::string(dtype_name(c.at(0).dtype())) + ", input " +
+                    std::to_string(i) + " is " + dtype_name(c.at(i).dtype()));
+    }
+  }
+  return c.at(0).dtype();
+}
+
+// where(cond, a, b): cond f32 or i32 (true where nonzero), a and b f32; the result f32.
+DType dtype_where(const Check& c, const NoParams&) {
+  if (c.at(0).dtype() != DType::f32 && c.at(0).dtype() != DType::i32)
+    c.dtype_error(std::string("cond must be f32 or i32, got ") + dtype_name(c.at(0).dtype()));
+  for (std::size_t i = 1; i < 3; ++i) {
+    if (c.at(i).dtype() != DType::f32)
+      c.dtype_error("input " + std::to_string(i) + " must be f32, got " + dtype_name(c.at(i).dtype()) + " (cast it first)");
+  }
+  return DType::f32;
+}
+
+// f32 values; the result is their indices, i32.
+DType dtype_argmax(const Check& c, const ReduceParams& p) {
+  dtype_float(c, p);
+  return DType::i32;
+}
+
+// gather(table, indices): a table of any dtype, i32 indices; the result keeps the table's dtype.
+DType dtype_gather(const Check& c, const NoParams&) {
+  if (c.at(1).dtype() != DType::i32)
+    c.dtype_error(std::string("indices must be i32, got ") + dtype_name(c.at(1).dtype()) +
+                  " (make them with Tensor::from of int32 data, or cast)");
   return c.at(0).dtype();
 }
 
@@ -103,9 +146,12 @@ Shape shape_same(const Check& c, const P& p) {
   return c.at(0).shape();
 }
 
+// Numpy broadcasting of every input.
 template <class P>
 Shape shape_broadcast(const Check& c, const P&) {
-  return broadcast_shapes(c.name(), c.at(0).shape(), c.at(1).shape(), describe_call(c.in));
+  Shape out = c.at(0).shape();
+  for (std::size_t i = 1; i < c.in.size(); ++i) out = broadcast_shapes(c.name(), out, c.at(i).shape(), describe_call(c.in));
+  return out;
 }
 
 Shape shape_matmul(const Check& c, const MatmulParams& p) {
@@ -234,6 +280,35 @@ Shape shape_rope(const Check& c, const RopeParams& p) {
   if (c.at(0).dim(-1) % 2 != 0) c.arg_error("last dim must be even, got " + std::to_string(c.at(0).dim(-1)));
   if (!(p.base > 0.0f) || !std::isfinite(p.base)) c.arg_error("base must be positive and finite");
   return c.at(0).shape();
+}
+
+// table [V, D], indices [N] -> [N, D]. Which indices are in range is the kernel's to check: the
+// indices may still be on a device, or not computed yet.
+Shape shape_gather(const Check& c, const NoParams&) {
+  c.rank_eq(0, "table", 2);
+  c.rank_eq(1, "indices", 1);
+  if (c.at(0).dim(0) == 0 && c.at(1).dim(0) > 0) c.shape_error("the table has no rows to gather");
+  return Shape{c.at(1).dim(0), c.at(0).dim(1)};
+}
+
+// Every input of the same rank, dims equal but along the axis, where they add up.
+Shape shape_concat(const Check& c, const AxisParams& p) {
+  const Tensor& first = c.at(0);
+  c.rank_ge(0, "input 0", 1);
+  const int a = c.axis(p.axis, first.rank());
+  Shape out = first.shape();
+  for (std::size_t i = 1; i < c.in.size(); ++i) {
+    const Tensor& t = c.at(i);
+    if (!t.defined()) c.arg_error("input " + std::to_string(i) + " is undefined");
+    bool fits = t.rank() == first.rank();
+    for (int d = 0; fits && d < first.rank(); ++d) fits = d == a || t.dim(d) == first.dim(d);
+    if (!fits) {
+      c.shape_error("input " + std::to_string(i) + " " + t.shape().str() + " does not fit input 0 " +
+                    first.shape().str() + " along axis " + std::to_string(p.axis) + " (same rank, same dims but the axis)");
+    }
+    out[a] += t.dim(a);
+  }
+  return out;
 }
 
 Shape shape_reduce(const Check& c, const ReduceParams& p) {

@@ -2,7 +2,11 @@
 // names its cases here or the build fails.
 #include "ops/samples.hpp"
 
+#include "trine/error.hpp"
+
 #include <algorithm>
+#include <array>
+#include <cmath>
 #include <cstdio>
 #include <utility>
 
@@ -13,12 +17,22 @@ using i64 = std::int64_t;
 using L = Layout;
 
 Input in(Shape shape, float low = -1.0f, float high = 1.0f, Layout layout = L::contiguous, DType dtype = DType::f32) {
-  return Input{std::move(shape), dtype, low, high, layout, false};
+  return Input{std::move(shape), dtype, low, high, layout, false, 0.0f};
+}
+// Integers in [low, high) (i32 indices, conditions).
+Input ints(Shape shape, float low, float high, Layout layout = L::contiguous) {
+  return in(std::move(shape), low, high, layout, DType::i32);
+}
+// f32 multiples of `step` in [low, high): values that tie.
+Input steps(Shape shape, float low, float high, float step, Layout layout = L::contiguous) {
+  Input x = in(std::move(shape), low, high, layout);
+  x.step = step;
+  return x;
 }
 Input view(Shape shape, Layout layout, float low = -1.0f, float high = 1.0f) {
   return in(std::move(shape), low, high, layout);
 }
-Input none() { return Input{{}, DType::f32, 0.0f, 0.0f, L::contiguous, true}; }
+Input none() { return Input{{}, DType::f32, 0.0f, 0.0f, L::contiguous, true, 0.0f}; }
 
 // Sizes of 1, primes, powers of two and their neighbours.
 const std::vector<i64> k_sizes = {1, 2, 3, 7, 31, 32, 33, 64, 127, 256, 1000};
@@ -438,6 +452,122 @@ void copy_cases(OpKind op, std::vector<Sample>& out) {
   }
 }
 
+// minimum and maximum: the binary grid; where: the condition broadcast against both sides too.
+void where_cases(std::vector<Sample>& out) {
+  const std::vector<std::array<Shape, 3>> shapes = {{Shape{1}, Shape{1}, Shape{1}},
+                                                    {Shape{1000}, Shape{1000}, Shape{1000}},
+                                                    {Shape{31, 33}, Shape{33}, Shape{31, 1}},
+                                                    {Shape{31, 1}, Shape{31, 33}, Shape{}},
+                                                    {Shape{2, 1, 5}, Shape{3, 1}, Shape{2, 3, 5}},
+                                                    {Shape{5, 2053}, Shape{5, 2053}, Shape{2053}},
+                                                    {Shape{0, 3}, Shape{3}, Shape{1}}};
+  for (const auto& [c, a, b] : shapes) {
+    out.push_back({{ints(c, -1, 2), in(a), in(b)}, NoParams{}, "i32 cond"});
+    out.push_back({{in(c), in(a), in(b)}, NoParams{}, "f32 cond"});
+  }
+  out.push_back({{ints({33, 31}, 0, 2, L::transposed), view({33, 31}, L::strided), view({31}, L::strided)},
+                 NoParams{},
+                 "views"});
+}
+
+// exp, log, sqrt, rsqrt, abs, neg, pow: the activations' grid over each one's domain, and its edges
+void math_cases(OpKind op, std::vector<Sample>& out) {
+  auto grid = [&](float lo, float hi, ActParams p, std::string note) {
+    for (const auto& s : unary_shapes()) out.push_back({{in(s, lo, hi)}, p, note});
+    out.push_back({{view({33, 31}, L::transposed, lo, hi)}, p, note + " transposed view"});
+  };
+  switch (op) {
+    case OpKind::exp:
+      grid(-6, 6, {}, "");
+      out.push_back({{in({4096}, -110, 90)}, ActParams{}, "past overflow (88.72) and into subnormal results"});
+      out.push_back({{in({4096}, -1e-6f, 1e-6f)}, ActParams{}, "near 0"});
+      break;
+    case OpKind::log:
+      grid(0, 10, {}, "");
+      out.push_back({{in({4096}, -1, 1)}, ActParams{}, "negatives (NaN)"});
+      out.push_back({{in({4096}, 0.99f, 1.01f)}, ActParams{}, "near 1"});
+      out.push_back({{in({4096}, 1e-38f, 1e-30f)}, ActParams{}, "tiny, subnormals"});
+      out.push_back({{in({4096}, 1e30f, 3e38f)}, ActParams{}, "huge"});
+      break;
+    case OpKind::sqrt:
+    case OpKind::rsqrt:
+      grid(0, 100, {}, "");
+      out.push_back({{in({4096}, -1, 1)}, ActParams{}, "negatives (NaN)"});
+      out.push_back({{in({4096}, 1e-38f, 1e-30f)}, ActParams{}, "tiny, subnormals"});
+      break;
+    case OpKind::abs:
+    case OpKind::neg: grid(-6, 6, {}, ""); break;
+    case OpKind::pow:
+      grid(0, 10, {2.0f, 0}, "^2");
+      grid(-3, 3, {3.0f, 0}, "^3, odd with negative bases");
+      for (float p : {0.5f, -1.5f, 2.7f, -1.0f, 0.0f, 40.0f})
+        out.push_back({{in({1000}, -3, 3)}, ActParams{p, 0}, "exponent " + std::to_string(p)});
+      out.push_back({{in({1000}, 0, 1e-3f)}, ActParams{-13.0f, 0}, "overflow to inf"});
+      break;
+    default: break;
+  }
+  out.push_back({{in({0})}, ActParams{op == OpKind::pow ? 2.0f : 0.0f, 0}, "zero-size"});
+}
+
+void argmax_cases(std::vector<Sample>& out) {
+  auto add = [&](Input x, int axis, bool keep, std::string note) {
+    out.push_back({{std::move(x)}, ReduceParams{axis, keep}, std::move(note)});
+  };
+  for (auto n : k_sizes) {
+    for (int axis : {0, 1, -1}) add(in({3, n, 5}), axis, false, "axis " + std::to_string(axis));
+    add(in({n}), 0, true, "keepdims");
+    // values that tie: the first index of the largest
+    add(steps({4, n}, -3, 3, 1), -1, false, "ties");
+    add(steps({n, 6}, -3, 3, 1), 0, false, "ties, axis 0");
+  }
+  add(view({33, 64}, L::transposed), -1, true, "transposed view");
+  add(in({64, 100000}), -1, false, "large");
+  add(steps({3, 70001}, -2, 2, 1), -1, false, "long rows of ties");
+  for (Layout l : {L::contiguous, L::strided, L::transposed}) {
+    add(view({4, 33, 1000}, l), 1, false, std::string("axis 1 ") + layout_name(l));
+    add(view({257, 130}, l), 0, true, std::string("axis 0 ") + layout_name(l));
+  }
+}
+
+void gather_cases(std::vector<Sample>& out) {
+  for (i64 v : {1, 7, 1000}) {
+    for (i64 d : {1, 7, 64, 4096}) {
+      for (i64 n : {1, 5, 300}) out.push_back({{in({v, d}), ints({n}, 0, static_cast<float>(v))}, NoParams{}, ""});
+    }
+  }
+  out.push_back({{in({50, 33}, -1, 1, L::contiguous, DType::f16), ints({17}, 0, 50)}, NoParams{}, "f16 table"});
+  out.push_back({{ints({50, 9}, -100, 100), ints({17}, 0, 50)}, NoParams{}, "i32 table"});
+  out.push_back({{view({40, 33}, L::transposed), ints({65}, 0, 40, L::strided)}, NoParams{}, "views"});
+  out.push_back({{in({10, 8}), ints({0}, 0, 10)}, NoParams{}, "no indices"});
+}
+
+void concat_cases(std::vector<Sample>& out) {
+  auto add = [&](std::vector<Input> xs, int axis, std::string note) {
+    out.push_back({std::move(xs), AxisParams{axis}, std::move(note)});
+  };
+  for (int axis : {0, 1, 2, -1}) {
+    add({in({2, 3, 4})}, axis, "one input");
+    const int a = axis < 0 ? axis + 3 : axis;
+    auto along = [&](i64 len) {
+      Shape s{2, 3, 4};
+      s[a] = len;
+      return s;
+    };
+    add({in(along(1)), in(along(5)), in(along(2))}, axis, "three inputs");
+    add({in(along(0)), in(along(3))}, axis, "an empty input");
+  }
+  // the KV-cache append: [heads, L, D] + [heads, 1, D] along the positions
+  add({in({8, 127, 64}), in({8, 1, 64})}, 1, "KV-cache append");
+  add({in({8, 127, 64}, -1, 1, L::contiguous, DType::f16), in({8, 1, 64}, -1, 1, L::contiguous, DType::f16)}, 1,
+      "f16 KV-cache append");
+  add({ints({5, 7}, -100, 100), ints({5, 2}, -100, 100)}, 1, "i32");
+  add({view({33, 31}, L::transposed), view({33, 9}, L::strided), in({33, 1})}, -1, "views");
+  std::vector<Input> many;
+  for (int i = 0; i < 40; ++i) many.push_back(in({3, 1 + i % 4}));
+  add(many, 1, "40 inputs");
+  add({in({2, 1 << 20}), in({2, 1000})}, -1, "large");
+}
+
 // The parameters an activation's samples use (leaky slope, elu alpha, clip's range).
 ActParams act_params(OpKind op) {
   switch (op) {
@@ -509,6 +639,19 @@ std::vector<Sample> conformance(OpKind op) {
     case OpKind::max: reduce_cases(out); break;
     case OpKind::copy:
     case OpKind::cast: copy_cases(op, out); break;
+    case OpKind::minimum:
+    case OpKind::maximum: binary_cases(op, out); break;
+    case OpKind::where: where_cases(out); break;
+    case OpKind::exp:
+    case OpKind::log:
+    case OpKind::sqrt:
+    case OpKind::rsqrt:
+    case OpKind::abs:
+    case OpKind::neg:
+    case OpKind::pow: math_cases(op, out); break;
+    case OpKind::argmax: argmax_cases(out); break;
+    case OpKind::gather: gather_cases(out); break;
+    case OpKind::concat: concat_cases(out); break;
   }
   return out;
 }
@@ -565,6 +708,24 @@ Sample sized(OpKind op, std::int64_t n) {
     case OpKind::max: return {{in({rows, cols})}, ReduceParams{-1, false}};
     case OpKind::copy: return {{in({n})}, NoParams{}};
     case OpKind::cast: return {{in({n})}, CastParams{DType::f16}};
+    case OpKind::minimum:
+    case OpKind::maximum: return {{in({n}), in({n})}, NoParams{}};
+    case OpKind::where: return {{ints({n}, 0, 2), in({n}), in({n})}, NoParams{}};
+    case OpKind::exp:
+    case OpKind::abs:
+    case OpKind::neg: return {{in({n}, -6, 6)}, ActParams{}};
+    case OpKind::log:
+    case OpKind::sqrt:
+    case OpKind::rsqrt: return {{in({n}, 0.01f, 100)}, ActParams{}};
+    case OpKind::pow: return {{in({n}, 0, 10)}, ActParams{1.5f, 0}};
+    case OpKind::argmax: return {{in({rows, cols})}, ReduceParams{-1, false}};
+    // rows of 4096 (an embedding table's width), as many as n fills
+    case OpKind::gather: return {{in({1024, 4096}), ints({std::max<i64>(1, n / 4096)}, 0, 1024)}, NoParams{}};
+    // a KV cache of n elements grown by one position of 128 per head (8 heads)
+    case OpKind::concat: {
+      const i64 len = std::max<i64>(1, n / 1024);
+      return {{in({8, len, 128}), in({8, 1, 128})}, AxisParams{1}};
+    }
   }
   return {};
 }
@@ -582,7 +743,28 @@ std::vector<BenchRow> bench(OpKind op, bool quick) {
     case OpKind::mul:
     case OpKind::div:
     case OpKind::dot:
+    case OpKind::minimum:
+    case OpKind::maximum:
+    case OpKind::where:
+    case OpKind::exp:
+    case OpKind::log:
+    case OpKind::sqrt:
+    case OpKind::rsqrt:
+    case OpKind::abs:
+    case OpKind::neg:
+    case OpKind::pow:
       for (auto n : counts) push(count_label(n), sized(op, n).inputs, sized(op, n).params);
+      return out;
+    case OpKind::argmax:
+      for (i64 rows : pick({1, 256}, {1, 64, 1024})) push(std::to_string(rows) + "x32000 (logits)", {in({rows, 32000})}, ReduceParams{-1, false});
+      return out;
+    case OpKind::gather:
+      for (i64 n : pick({1, 128}, {1, 32, 128, 2048}))
+        push(std::to_string(n) + " rows of 32000x4096", {in({32000, 4096}), ints({n}, 0, 32000)}, NoParams{});
+      return out;
+    case OpKind::concat:
+      for (i64 len : pick({128, 2048}, {128, 1024, 4096}))
+        push("32x" + std::to_string(len) + "x128 + 1 (KV append)", {in({32, len, 128}), in({32, 1, 128})}, AxisParams{1});
       return out;
     case OpKind::bias_act:
       for (i64 rows : pick({1, 64}, {1, 16, 256, 2048}))
@@ -663,6 +845,19 @@ std::vector<BenchRow> bench(OpKind op, bool quick) {
 
 Tensor make_input(const Input& input, std::uint64_t seed, std::optional<Device> device) {
   if (input.absent) return {};
+  if (input.step > 0) {  // integers made on the host, scaled by step (contiguous only)
+    if (input.layout != Layout::contiguous)
+      throw Error(ErrorCode::invalid_argument, "[samples] values in steps are made contiguous only");
+    Input ints = input;
+    ints.step = 0;
+    ints.dtype = DType::i32;
+    ints.low = std::ceil(input.low / input.step);
+    ints.high = std::ceil(input.high / input.step);
+    const std::vector<std::int32_t> k = make_input(ints, seed, std::nullopt).to_vector<std::int32_t>();
+    std::vector<float> v(k.size());
+    for (std::size_t i = 0; i < k.size(); ++i) v[i] = static_cast<float>(k[i]) * input.step;
+    return Tensor::from(v, input.shape, DType::f32, device);
+  }
   const Shape& shape = input.shape;
   const int r = shape.rank();
   if (input.layout == Layout::strided && r >= 1) {

@@ -29,6 +29,7 @@ struct Input {
   float high = 1.0f;
   Layout layout = Layout::contiguous;
   bool absent = false;  // an optional input left out (an undefined tensor)
+  float step = 0.0f;    // > 0: the values are multiples of step (many ties), made on the host
 };
 
 struct Sample {

@@ -11,8 +11,16 @@ const char* dtype_name(DType t) noexcept {
     case DType::f32: return "f32";
     case DType::f16: return "f16";
     case DType::bf16: return "bf16";
+    case DType::i32: return "i32";
   }
   return "?";
+}
+
+std::int32_t f32_to_i32(float v) noexcept {
+  if (v != v) return 0;
+  if (v >= 2147483648.0f) return 2147483647;
+  if (v < -2147483648.0f) return -2147483647 - 1;
+  return static_cast<std::int32_t>(v);  // in range: truncation toward zero
 }
 
 std::uint16_t f32_to_f16(float v) noexcept {

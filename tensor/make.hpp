@@ -9,4 +9,10 @@ namespace trine::detail {
 // A contiguous tensor on `device` with fresh memory from its cache; `pinned` as given.
 Tensor empty_tensor(const Shape& shape, DType dtype, Device device, bool pinned);
 
+// Host data to and from a dtype's bytes, converted as cast converts (tensor.cpp): `count` floats
+// into `dst`, and `count` elements of `dtype` at `src` as floats or int32s.
+void encode_host(const float* src, std::size_t count, DType dtype, unsigned char* dst);
+template <class T>
+void decode_host(const unsigned char* src, DType dtype, std::size_t count, T* out);
+
 }  // namespace trine::detail

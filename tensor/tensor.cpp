@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <type_traits>
 #include <limits>
 #include <numeric>
 #include <string>
@@ -39,27 +40,6 @@ std::size_t checked_bytes(const char* op, const Shape& shape, DType dtype, Devic
   return n * dtype_size(dtype);
 }
 
-// `count` floats converted to `dtype` into `dst`.
-void encode_host(const float* src, std::size_t count, DType dtype, unsigned char* dst) {
-  switch (dtype) {
-    case DType::f32:
-      if (count) std::memcpy(dst, src, count * 4);
-      return;
-    case DType::f16:
-      for (std::size_t i = 0; i < count; ++i) {
-        std::uint16_t h = f32_to_f16(src[i]);
-        std::memcpy(dst + 2 * i, &h, 2);
-      }
-      return;
-    case DType::bf16:
-      for (std::size_t i = 0; i < count; ++i) {
-        std::uint16_t h = f32_to_bf16(src[i]);
-        std::memcpy(dst + 2 * i, &h, 2);
-      }
-      return;
-  }
-}
-
 // Runs `entries` on `storage`'s backend and waits: the synchronous transfers of this file.
 void transfer(detail::Storage& storage, std::vector<detail::Entry>& entries, const char* what) {
   if (entries.empty()) return;
@@ -81,7 +61,7 @@ void fill_generated(const Tensor& t, const char* what, Gen&& gen) {
     for (std::size_t i = 0; i < n; i += chunk) {
       const std::size_t c = std::min(chunk, n - i);
       gen(i, c, values.data());
-      encode_host(values.data(), c, t.dtype(), p + i * esz);
+      detail::encode_host(values.data(), c, t.dtype(), p + i * esz);
     }
     return;
   }
@@ -89,7 +69,7 @@ void fill_generated(const Tensor& t, const char* what, Gen&& gen) {
   for (std::size_t i = 0; i < n; i += chunk) {
     const std::size_t c = std::min(chunk, n - i);
     gen(i, c, values.data());
-    encode_host(values.data(), c, t.dtype(), bytes.data());
+    detail::encode_host(values.data(), c, t.dtype(), bytes.data());
     std::vector<detail::Entry> e{detail::Upload{t.storage(), i * esz, bytes.data(), c * esz, {}}};
     transfer(storage, e, what);
   }
@@ -98,6 +78,7 @@ void fill_generated(const Tensor& t, const char* what, Gen&& gen) {
 // The largest value of `dtype` below `v` (v finite, representable in dtype).
 float next_below(float v, DType dtype) {
   if (dtype == DType::f32) return std::nextafter(v, -std::numeric_limits<float>::infinity());
+  if (dtype == DType::i32) return v - 1.0f;
   const bool f16 = dtype == DType::f16;
   std::uint16_t bits = f16 ? f32_to_f16(v) : f32_to_bf16(v);
   if ((bits & 0x7fffu) == 0) {
@@ -118,6 +99,7 @@ float ref_round(float v, DType dtype) {
     case DType::f32: return v;
     case DType::f16: return f16_to_f32(f32_to_f16(v));
     case DType::bf16: return bf16_to_f32(f32_to_bf16(v));
+    case DType::i32: return std::floor(v);  // random's integers: [low, high) rounded down
   }
   return v;
 }
@@ -153,6 +135,75 @@ Tensor empty_tensor(const Shape& shape, DType dtype, Device device, bool pinned)
   auto storage = std::make_shared<detail::Storage>(&be, device, handle, bytes);
   return Tensor(std::move(storage), shape, contiguous_strides(shape), 0, dtype, pinned);
 }
+
+void encode_host(const float* src, std::size_t count, DType dtype, unsigned char* dst) {
+  switch (dtype) {
+    case DType::f32:
+      if (count) std::memcpy(dst, src, count * 4);
+      return;
+    case DType::f16:
+      for (std::size_t i = 0; i < count; ++i) {
+        std::uint16_t h = f32_to_f16(src[i]);
+        std::memcpy(dst + 2 * i, &h, 2);
+      }
+      return;
+    case DType::bf16:
+      for (std::size_t i = 0; i < count; ++i) {
+        std::uint16_t h = f32_to_bf16(src[i]);
+        std::memcpy(dst + 2 * i, &h, 2);
+      }
+      return;
+    case DType::i32:
+      for (std::size_t i = 0; i < count; ++i) {
+        std::int32_t v = f32_to_i32(src[i]);
+        std::memcpy(dst + 4 * i, &v, 4);
+      }
+      return;
+  }
+}
+
+
+template <class T>
+void decode_host(const unsigned char* src, DType dtype, std::size_t n, T* out) {
+  auto put = [&](std::size_t i, float v) {
+    if constexpr (std::is_same_v<T, float>) {
+      out[i] = v;
+    } else {
+      out[i] = f32_to_i32(v);
+    }
+  };
+  for (std::size_t i = 0; i < n; ++i) {
+    switch (dtype) {
+      case DType::f32: {
+        float v;
+        std::memcpy(&v, src + 4 * i, 4);
+        put(i, v);
+        break;
+      }
+      case DType::f16:
+      case DType::bf16: {
+        std::uint16_t h;
+        std::memcpy(&h, src + 2 * i, 2);
+        put(i, dtype == DType::f16 ? f16_to_f32(h) : bf16_to_f32(h));
+        break;
+      }
+      case DType::i32: {
+        std::int32_t v;
+        std::memcpy(&v, src + 4 * i, 4);
+        if constexpr (std::is_same_v<T, float>) {
+          out[i] = static_cast<float>(v);
+        } else {
+          out[i] = v;
+        }
+        break;
+      }
+    }
+  }
+}
+
+template void decode_host<float>(const unsigned char*, DType, std::size_t, float*);
+template void decode_host<std::int32_t>(const unsigned char*, DType, std::size_t, std::int32_t*);
+
 }  // namespace detail
 
 Tensor Tensor::empty(const Shape& shape, DType dtype, std::optional<Device> device) {
@@ -178,8 +229,24 @@ Tensor Tensor::from(std::span<const float> data, const Shape& shape, DType dtype
   std::vector<unsigned char> bytes(std::min(data.size(), chunk) * esz);
   for (std::size_t i = 0; i < data.size(); i += chunk) {
     const std::size_t c = std::min(chunk, data.size() - i);
-    encode_host(data.data() + i, c, dtype, bytes.data());
+    detail::encode_host(data.data() + i, c, dtype, bytes.data());
     std::vector<detail::Entry> e{detail::Upload{t.storage_, i * esz, bytes.data(), c * esz, {}}};
+    transfer(*t.storage_, e, "from");
+  }
+  return t;
+}
+
+Tensor Tensor::from(std::span<const std::int32_t> data, const Shape& shape, std::optional<Device> device) {
+  const Device dev = device.value_or(Device::cpu());
+  checked_bytes("from", shape, DType::i32, dev);
+  if (static_cast<std::int64_t>(data.size()) != shape.numel()) {
+    throw Error(ErrorCode::invalid_shape, "[from] " + std::to_string(data.size()) + " integers for " +
+                                              describe(shape, DType::i32, dev) + ", which holds " +
+                                              std::to_string(shape.numel()));
+  }
+  Tensor t = empty(shape, DType::i32, device);
+  if (!data.empty()) {  // one upload straight from the caller's memory
+    std::vector<detail::Entry> e{detail::Upload{t.storage_, 0, data.data(), data.size() * 4, {}}};
     transfer(*t.storage_, e, "from");
   }
   return t;
@@ -263,25 +330,31 @@ std::string Tensor::str() const {
   return describe(shape_, dtype_, device());
 }
 
-std::vector<float> Tensor::to_vector() const {
+template <class T>
+std::vector<T> Tensor::to_vector() const {
+  static_assert(std::is_same_v<T, float> || std::is_same_v<T, std::int32_t>, "to_vector<float> or <std::int32_t>");
   if (!defined()) throw Error(ErrorCode::invalid_argument, "[to_vector] undefined tensor");
   Tensor src = contiguous();
   const std::size_t n = static_cast<std::size_t>(numel());
-  std::vector<float> out(n);
+  std::vector<T> out(n);
   if (n == 0) return out;
   const std::size_t esz = dtype_size(dtype_);
   const std::size_t at = static_cast<std::size_t>(src.offset_) * esz;
-  if (dtype_ == DType::f32) {  // straight into the result
+  const bool same = (dtype_ == DType::f32 && std::is_same_v<T, float>) ||
+                    (dtype_ == DType::i32 && std::is_same_v<T, std::int32_t>);
+  if (same) {  // straight into the result
     std::vector<detail::Entry> e{detail::Readback{src.storage_, at, out.data(), n * 4, {}}};
     transfer(*src.storage_, e, "to_vector");
     return out;
   }
-  std::vector<std::uint16_t> half(n);
-  std::vector<detail::Entry> e{detail::Readback{src.storage_, at, half.data(), n * 2, {}}};
+  std::vector<unsigned char> bytes(n * esz);
+  std::vector<detail::Entry> e{detail::Readback{src.storage_, at, bytes.data(), n * esz, {}}};
   transfer(*src.storage_, e, "to_vector");
-  for (std::size_t i = 0; i < n; ++i) out[i] = dtype_ == DType::f16 ? f16_to_f32(half[i]) : bf16_to_f32(half[i]);
+  detail::decode_host(bytes.data(), dtype_, n, out.data());
   return out;
 }
+template std::vector<float> Tensor::to_vector<float>() const;
+template std::vector<std::int32_t> Tensor::to_vector<std::int32_t>() const;
 
 float Tensor::item() const {
   if (numel() != 1) {

@@ -4,6 +4,7 @@
 // Inputs recorded in a trine::Batch make the call record into that batch instead (batch.hpp).
 #pragma once
 
+#include <array>
 #include <cstddef>
 #include <cstdint>
 #include <initializer_list>
@@ -217,13 +218,23 @@ inline Tensor run_op(OpKind op, std::initializer_list<Tensor> inputs, const OpPa
   return run_op(op, std::span<const Tensor>(inputs.begin(), inputs.size()), params);
 }
 
+namespace detail {
+// A public function's inputs as run_op takes them: its tensors, or the one span (or list) it got.
+template <class... T>
+std::array<Tensor, sizeof...(T)> inputs_of(const T&... t) {
+  return {t...};
+}
+inline std::span<const Tensor> inputs_of(std::span<const Tensor> s) { return s; }
+inline std::span<const Tensor> inputs_of(std::initializer_list<Tensor> s) { return {s.begin(), s.size()}; }
+}  // namespace detail
+
 enum class GeluForm { erf, tanh };
 
 #define TRINE_UNPAREN(...) __VA_ARGS__
 
 // ---- the public functions of the ops, sync and async (ops.def's TRINE_FN lines) ----
 #define TRINE_FN(function, parameters, arguments, op, inputs, params) \
-  inline Tensor function parameters { return run_op(op, {TRINE_UNPAREN inputs}, params); }
+  inline Tensor function parameters { return run_op(op, detail::inputs_of(TRINE_UNPAREN inputs), params); }
 #include "trine/ops.def"
 
 // The same functions returning at once with a Future. Inputs may be Futures (of earlier async ops):

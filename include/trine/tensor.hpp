@@ -27,6 +27,9 @@ class Tensor {
   // `data` holds shape.numel() floats; they are converted to `dtype` (round to nearest even).
   static Tensor from(std::span<const float> data, const Shape& shape, DType dtype = DType::f32,
                      std::optional<Device> device = std::nullopt);
+  // An i32 tensor holding `data` (shape.numel() integers) exactly: indices for gather and the like.
+  static Tensor from(std::span<const std::int32_t> data, const Shape& shape,
+                     std::optional<Device> device = std::nullopt);
   static Tensor empty(const Shape& shape, DType dtype = DType::f32, std::optional<Device> device = std::nullopt);
   static Tensor zeros(const Shape& shape, DType dtype = DType::f32, std::optional<Device> device = std::nullopt);
   static Tensor full(const Shape& shape, float value, DType dtype = DType::f32, std::optional<Device> device = std::nullopt);
@@ -61,7 +64,10 @@ class Tensor {
   Tensor to(Device device) const;
   Tensor astype(DType dtype) const;      // the cast op
   Tensor contiguous() const;             // self if contiguous, else the copy op
-  std::vector<float> to_vector() const;  // row-major, converted to f32, on the host
+  // Row-major on the host, converted to T (float or std::int32_t) as cast converts: an i32 tensor's
+  // values come back exactly as to_vector<std::int32_t>(), and as floats up to 2^24.
+  template <class T = float>
+  std::vector<T> to_vector() const;
   float item() const;                    // numel() must be 1
 
   // ---- views (share storage, no copy) ----

@@ -49,14 +49,36 @@ inline BoundRule bound_rule(OpKind op, const OpParams& params) {
     case OpKind::clip:
     case OpKind::max:
     case OpKind::copy:
-    case OpKind::cast: return {0, Growth::none};
+    case OpKind::cast:
+    case OpKind::minimum:
+    case OpKind::maximum:
+    case OpKind::where:
+    case OpKind::abs:
+    case OpKind::neg:
+    case OpKind::sqrt:  // correctly rounded in IEEE arithmetic (Vulkan's 3 eps: device_bound)
+    case OpKind::argmax:
+    case OpKind::gather:
+    case OpKind::concat: return {0, Growth::none};
+    // the exact function of the f32 input, relative to |f(x)|: within about an ulp of it (exp and
+    // pow are evaluated in f64 and rounded once on the cpu), rsqrt's two roundings (1/sqrt)
+    case OpKind::exp:
+    case OpKind::log:
+    case OpKind::pow:
+    case OpKind::rsqrt: return {2, Growth::none};
     case OpKind::scale: return {2, Growth::none};  // alpha x + beta: two roundings without FMA (1.0 seen)
     case OpKind::bias_act: {
       const auto* p = std::get_if<BiasActParams>(&params);
       switch (p ? p->act : Activation::identity) {
         case Activation::identity:
         case Activation::relu:
-        case Activation::clip: return {0, Growth::none};
+        case Activation::clip:
+        case Activation::abs:
+        case Activation::neg: return {0, Growth::none};
+        case Activation::sqrt: return {1, Growth::none};  // the add's rounding, then sqrt's
+        case Activation::exp:
+        case Activation::log:
+        case Activation::rsqrt:
+        case Activation::pow: return {2, Growth::none};
         case Activation::leaky_relu: return {1, Growth::none};  // the add, then the product (0.33 seen)
         case Activation::elu:
         case Activation::sigmoid:
@@ -121,6 +143,9 @@ inline double device_math_factor(DeviceKind kind) { return kind == DeviceKind::v
 // bound is 3 eps: 2.5 ulp, plus the half ulp of the reference's own rounding to f32.
 inline double device_bound(OpKind op, const OpParams& params, std::int64_t terms, DeviceKind kind) {
   if (kind == DeviceKind::vulkan && op == OpKind::div) return 3 * f32_eps;
+  // Vulkan's sqrt is "inherited from 1.0 / inversesqrt()": inversesqrt's 2 ulp and the division's
+  // 2.5, not the correctly rounded root IEEE gives (lavapipe's is exact; a GPU's need not be).
+  if (kind == DeviceKind::vulkan && op == OpKind::sqrt) return 5 * f32_eps;
   return error_bound(op, params, terms) * device_math_factor(kind);
 }
 

@@ -48,7 +48,7 @@ inline double decode_binary(std::uint32_t bits, int exponent_bits, int fraction_
 
 // Element `index` (in elements) of raw little-endian storage holding `dtype`.
 inline double decode_element(const std::vector<std::uint8_t>& bytes, std::int64_t index, DType dtype) {
-  const std::size_t width = dtype == DType::f32 ? 4 : 2;
+  const std::size_t width = dtype_size(dtype);
   const auto at = static_cast<std::size_t>(index) * width;
   if (index < 0 || at + width > bytes.size()) {
     throw std::out_of_range("[ref decode] element " + std::to_string(index) + " lies outside the storage");
@@ -59,6 +59,7 @@ inline double decode_element(const std::vector<std::uint8_t>& bytes, std::int64_
     case DType::f32: return decode_binary(bits, 8, 23);
     case DType::f16: return decode_binary(bits, 5, 10);
     case DType::bf16: return decode_binary(bits, 8, 7);
+    case DType::i32: return static_cast<double>(static_cast<std::int32_t>(bits));
   }
   throw std::invalid_argument("[ref decode] unknown dtype");
 }

@@ -222,6 +222,13 @@ double activation_slope(Activation act, double x, double alpha, double beta) {
       return s2 + ax * s2 * (1.0 - s2) * 2.0 * c * (1.0 + 3.0 * 0.044715 * x * x);
     }
     case Activation::clip: return (x < alpha || x > beta) ? 0.0 : 1.0;
+    case Activation::exp: return std::exp(x);
+    case Activation::log: return 1.0 / ax;
+    case Activation::sqrt: return 0.5 / std::sqrt(ax);
+    case Activation::rsqrt: return 0.5 / (ax * std::sqrt(ax));
+    case Activation::abs:
+    case Activation::neg: return 1.0;
+    case Activation::pow: return std::fabs(alpha) * std::pow(ax, alpha - 1.0);
   }
   return 1.0;
 }
@@ -336,6 +343,7 @@ FloatFormat format_of(DType t) {
     case DType::f32: return {23, -126, 127};
     case DType::f16: return {10, -14, 15};
     case DType::bf16: return {7, -126, 127};
+    case DType::i32: break;  // not a floating format: round_to_dtype handles it
   }
   throw std::invalid_argument("[ref cast] unknown dtype");
 }
@@ -495,6 +503,17 @@ Array mul(const Array& a, const Array& b) {
 Array div(const Array& a, const Array& b) {
   return zip_broadcast(a, b, "div", [](double u, double v) { return u / v; });
 }
+// NaN when either is NaN (numpy's minimum and maximum), whatever the order
+Array minimum(const Array& a, const Array& b) {
+  return zip_broadcast(a, b, "minimum", [](double u, double v) {
+    return std::isnan(u) || std::isnan(v) ? std::numeric_limits<double>::quiet_NaN() : std::min(u, v);
+  });
+}
+Array maximum(const Array& a, const Array& b) {
+  return zip_broadcast(a, b, "maximum", [](double u, double v) {
+    return std::isnan(u) || std::isnan(v) ? std::numeric_limits<double>::quiet_NaN() : std::max(u, v);
+  });
+}
 
 Array scale(const Array& x, const ScaleParams& params) {
   const double alpha = params.alpha, beta = params.beta;
@@ -516,6 +535,13 @@ double activation(Activation act, double x, double alpha, double beta) {
     case Activation::gelu: return gelu_value(x);
     case Activation::gelu_tanh: return gelu_tanh_value(x);
     case Activation::clip: return clip_value(x, alpha, beta);
+    case Activation::exp: return std::exp(x);
+    case Activation::log: return std::log(x);
+    case Activation::sqrt: return std::sqrt(x);
+    case Activation::rsqrt: return 1.0 / std::sqrt(x);
+    case Activation::abs: return std::fabs(x);
+    case Activation::neg: return -x;
+    case Activation::pow: return std::pow(x, alpha);
   }
   throw std::invalid_argument("[ref activation] unknown activation");
 }
@@ -561,6 +587,18 @@ Array tanh(const Array& x) {
 Array silu(const Array& x) { return map(x, "silu", silu_value, function_scale(Activation::silu)); }
 Array gelu(const Array& x) { return map(x, "gelu", gelu_value, function_scale(Activation::gelu)); }
 Array gelu_tanh(const Array& x) { return map(x, "gelu_tanh", gelu_tanh_value, function_scale(Activation::gelu_tanh)); }
+// The functions of one exact input measured against |f(x)| alone: an f32 kernel can reach within
+// a few ulps of the exact function of its input, whatever the size of x f'(x).
+Array exp(const Array& x) { return map(x, "exp", [](double v) { return std::exp(v); }); }
+Array log(const Array& x) { return map(x, "log", [](double v) { return std::log(v); }); }
+Array sqrt(const Array& x) { return map(x, "sqrt", [](double v) { return std::sqrt(v); }); }
+Array rsqrt(const Array& x) { return map(x, "rsqrt", [](double v) { return 1.0 / std::sqrt(v); }); }
+Array abs(const Array& x) { return map(x, "abs", [](double v) { return std::fabs(v); }); }
+Array neg(const Array& x) { return map(x, "neg", [](double v) { return -v; }); }
+Array pow(const Array& x, double exponent) {
+  return map(x, "pow", [&](double v) { return std::pow(v, exponent); });
+}
+
 Array clip(const Array& x, double low, double high) {
   if (low > high) fail("clip", "low " + std::to_string(low) + " > high " + std::to_string(high));
   return map(x, "clip", [&](double v) { return clip_value(v, low, high); });
@@ -818,11 +856,93 @@ Array copy(const Array& x) {
   return x;
 }
 
-double round_to_dtype(double v, DType dtype) { return round_to_format(v, format_of(dtype)); }
+double round_to_dtype(double v, DType dtype) {
+  if (dtype == DType::i32) {  // toward zero, saturating at the i32 range, NaN to 0
+    if (std::isnan(v)) return 0.0;
+    return std::clamp(std::trunc(v), -2147483648.0, 2147483647.0);
+  }
+  return round_to_format(v, format_of(dtype));
+}
 
 Array cast(const Array& x, DType dtype) {
-  // trine's cast reads f32 values, so a double input becomes f32 first.
+  // trine's cast reads f32 values, so a double input becomes f32 first (an i32 input too: i32 to
+  // f16 or bf16 goes through f32, as the op defines it).
   return map(x, "cast", [&](double v) { return round_to_dtype(round_to_dtype(v, DType::f32), dtype); });
+}
+
+Array argmax(const Array& x, int axis, bool keepdims) {
+  return reduce(x, axis, keepdims, "argmax", [](const std::vector<double>& row) {
+    std::size_t best = 0;
+    for (std::size_t i = 0; i < row.size(); ++i) {
+      if (std::isnan(row[i])) return static_cast<double>(i);  // the first NaN wins
+      if (row[i] > row[best]) best = i;                        // ties keep the first
+    }
+    return static_cast<double>(best);
+  });
+}
+
+Array gather(const Array& table, const Array& indices) {
+  const std::string op = "gather";
+  check_array(table, op, "table");
+  check_array(indices, op, "indices");
+  if (table.shape.size() != 2 || indices.shape.size() != 1)
+    fail(op, "table must be [V, D] and indices [N], got " + dims_str(table.shape) + " and " + dims_str(indices.shape));
+  const std::int64_t v = table.shape[0], d = table.shape[1], n = indices.shape[0];
+  Array y = zeros({n, d});
+  for (std::int64_t i = 0; i < n; ++i) {
+    const double at = indices.data[static_cast<std::size_t>(i)];
+    if (!(at >= 0 && at < static_cast<double>(v)))
+      fail(op, "index " + std::to_string(at) + " at position " + std::to_string(i) + " is outside [0, " +
+                   std::to_string(v) + ")");
+    for (std::int64_t j = 0; j < d; ++j)
+      y.data[static_cast<std::size_t>(i * d + j)] = table.data[static_cast<std::size_t>(static_cast<std::int64_t>(at) * d + j)];
+  }
+  return y;
+}
+
+Array concat(const std::vector<Array>& inputs, int axis) {
+  const std::string op = "concat";
+  if (inputs.empty()) fail(op, "no inputs");
+  const Dims& first = inputs[0].shape;
+  const int rank = static_cast<int>(first.size());
+  const int a = axis < 0 ? axis + rank : axis;
+  if (rank == 0 || a < 0 || a >= rank) fail(op, "axis " + std::to_string(axis) + " out of range for rank " + std::to_string(rank));
+  Dims out = first;
+  out[static_cast<std::size_t>(a)] = 0;
+  for (const Array& x : inputs) {
+    check_array(x, op, "input");
+    bool fits = x.shape.size() == first.size();
+    for (int d = 0; fits && d < rank; ++d) fits = d == a || x.shape[static_cast<std::size_t>(d)] == first[static_cast<std::size_t>(d)];
+    if (!fits) fail(op, dims_str(x.shape) + " does not fit " + dims_str(first) + " along axis " + std::to_string(axis));
+    out[static_cast<std::size_t>(a)] += x.shape[static_cast<std::size_t>(a)];
+  }
+  // rows of the output: outer blocks, each the inputs' slabs along the axis one after another
+  std::int64_t outer = 1, inner = 1;
+  for (int d = 0; d < a; ++d) outer *= first[static_cast<std::size_t>(d)];
+  for (int d = a + 1; d < rank; ++d) inner *= first[static_cast<std::size_t>(d)];
+  Array y = zeros(out);
+  std::size_t at = 0;
+  for (std::int64_t o = 0; o < outer; ++o) {
+    for (const Array& x : inputs) {
+      const std::int64_t slab = x.shape[static_cast<std::size_t>(a)] * inner;
+      for (std::int64_t k = 0; k < slab; ++k) y.data[at++] = x.data[static_cast<std::size_t>(o * slab + k)];
+    }
+  }
+  return y;
+}
+
+Array where(const Array& cond, const Array& a, const Array& b) {
+  const std::string op = "where";
+  check_array(cond, op, "cond");
+  const Array ab = zip_broadcast(a, b, op, [](double, double) { return 0.0; });  // a and b's broadcast shape
+  Array y = zeros(broadcast_shapes(cond.shape, ab.shape));
+  Dims index(y.shape.size(), 0);
+  for (std::int64_t i = 0; i < y.numel(); ++i, advance(index, y.shape)) {
+    const double c = cond.data[broadcast_source(index, cond.shape)];
+    const Array& pick = c != 0.0 ? a : b;  // NaN != 0: true
+    y.data[static_cast<std::size_t>(i)] = pick.data[broadcast_source(index, pick.shape)];
+  }
+  return y;
 }
 
 // ---- dispatch ----
@@ -888,6 +1008,22 @@ Array run(OpKind op, const std::vector<Array>& inputs, const OpParams& params) {
     }
     case OpKind::copy: return copy(in(0));
     case OpKind::cast: return cast(in(0), std::get<CastParams>(params).dtype);
+    case OpKind::minimum: return minimum(in(0), in(1));
+    case OpKind::maximum: return maximum(in(0), in(1));
+    case OpKind::where: return where(in(0), in(1), in(2));
+    case OpKind::exp: return exp(in(0));
+    case OpKind::log: return log(in(0));
+    case OpKind::sqrt: return sqrt(in(0));
+    case OpKind::rsqrt: return rsqrt(in(0));
+    case OpKind::abs: return abs(in(0));
+    case OpKind::neg: return neg(in(0));
+    case OpKind::pow: return pow(in(0), std::get<ActParams>(params).alpha);
+    case OpKind::argmax: {
+      const auto& p = std::get<ReduceParams>(params);
+      return argmax(in(0), p.axis, p.keepdims);
+    }
+    case OpKind::gather: return gather(in(0), in(1));
+    case OpKind::concat: return concat(inputs, std::get<AxisParams>(params).axis);
   }
   throw std::invalid_argument("[ref run] unknown op");
 }

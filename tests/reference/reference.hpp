@@ -25,7 +25,8 @@ Array absent();
 // Runs one op of the table. inputs in the op's order (see ops.def / docs/ops.md): matmul(a,b), gemv(a,x),
 // dot(x,y), add..div(a,b), scale(x), bias_act(x,bias), relu..clip(x), softmax/log_softmax(x),
 // layernorm(x, gamma?, beta?), rmsnorm(x, gamma?), conv2d(x, w, bias?), attention(q,k,v), rope(x),
-// sum/mean/max(x), copy(x), cast(x). Optional inputs may be absent() or simply missing from the vector.
+// sum/mean/max/argmax(x), copy(x), cast(x), minimum/maximum(a, b), where(cond, a, b), exp..pow(x),
+// gather(table, indices), concat(inputs...). Optional inputs may be absent() or simply missing from the vector.
 // Params: the OpParams alternative the op table names for the op (NoParams where none); another
 // alternative throws std::invalid_argument.
 // For cast, the result holds the values after rounding to the target dtype (f16 / bf16: round to nearest
@@ -45,6 +46,9 @@ Array add(const Array& a, const Array& b);
 Array sub(const Array& a, const Array& b);
 Array mul(const Array& a, const Array& b);
 Array div(const Array& a, const Array& b);
+Array minimum(const Array& a, const Array& b);  // NaN when either is NaN
+Array maximum(const Array& a, const Array& b);
+Array where(const Array& cond, const Array& a, const Array& b);  // a where cond != 0 (NaN counts as true)
 Array scale(const Array& x, const ScaleParams& params);
 
 // One activation on one value: leaky_relu alpha = slope, elu alpha, clip [alpha, beta]; identity is x.
@@ -59,6 +63,13 @@ Array silu(const Array& x);
 Array gelu(const Array& x);
 Array gelu_tanh(const Array& x);
 Array clip(const Array& x, double low, double high);
+Array exp(const Array& x);
+Array log(const Array& x);
+Array sqrt(const Array& x);
+Array rsqrt(const Array& x);
+Array abs(const Array& x);
+Array neg(const Array& x);
+Array pow(const Array& x, double exponent);  // C's pow
 
 Array softmax(const Array& x, int axis = -1);
 Array log_softmax(const Array& x, int axis = -1);
@@ -75,7 +86,12 @@ Array sum(const Array& x, int axis = -1, bool keepdims = false);
 Array mean(const Array& x, int axis = -1, bool keepdims = false);
 Array max(const Array& x, int axis = -1, bool keepdims = false);
 
+Array argmax(const Array& x, int axis = -1, bool keepdims = false);  // ties: the first; NaN: the first NaN
+
 Array copy(const Array& x);
+// table [V, D], indices [N] (integers) -> [N, D]; an index outside [0, V) throws std::invalid_argument
+Array gather(const Array& table, const Array& indices);
+Array concat(const std::vector<Array>& inputs, int axis);
 Array cast(const Array& x, DType dtype);
 // One value rounded to the nearest value of `dtype` (ties to even, overflow to +-inf, NaN stays NaN).
 double round_to_dtype(double v, DType dtype);

@@ -1,6 +1,7 @@
-// Copies and dtype conversions: contiguous runs and transposed tiles, f32 / f16 / bf16 in any
-// pair, rounding exactly as trine's scalar f32_to_f16 / f32_to_bf16 (round to nearest even, NaN
-// kept quiet, f16 overflow to inf). Eight elements at a time through 256-bit registers (four on
+// Copies and dtype conversions: contiguous runs and transposed tiles, f32 / f16 / bf16 / i32 in any
+// pair, rounding exactly as trine's scalar f32_to_f16 / f32_to_bf16 / f32_to_i32 (round to nearest
+// even, NaN kept quiet, f16 overflow to inf; to i32 toward zero, saturating, NaN to 0; from i32
+// through f32). Eight elements at a time through 256-bit registers (four on
 // SSE4.2): the work is bound by memory, not by the width of the conversion.
 #include "backends/cpu_simd/isa.hpp"
 
@@ -16,12 +17,14 @@ namespace trine::cpu::TRINE_ISA_NS {
 namespace {
 
 template <DType D>
-using Storage = std::conditional_t<D == DType::f32, float, std::uint16_t>;
+using Storage = std::conditional_t<D == DType::f32, float, std::conditional_t<D == DType::i32, std::int32_t, std::uint16_t>>;
 
 template <DType D>
 float load_one(const void* p, i64 i) {
   if constexpr (D == DType::f32) {
     return static_cast<const float*>(p)[i];
+  } else if constexpr (D == DType::i32) {
+    return static_cast<float>(static_cast<const std::int32_t*>(p)[i]);
   } else if constexpr (D == DType::f16) {
     return f16_to_f32(static_cast<const std::uint16_t*>(p)[i]);
   } else {
@@ -33,6 +36,8 @@ template <DType D>
 void store_one(void* p, i64 i, float v) {
   if constexpr (D == DType::f32) {
     static_cast<float*>(p)[i] = v;
+  } else if constexpr (D == DType::i32) {
+    static_cast<std::int32_t*>(p)[i] = f32_to_i32(v);
   } else if constexpr (D == DType::f16) {
     static_cast<std::uint16_t*>(p)[i] = f32_to_f16(v);
   } else {
@@ -49,6 +54,8 @@ template <DType D>
 Vec load_vec(const void* p) {
   if constexpr (D == DType::f32) {
     return _mm_loadu_ps(static_cast<const float*>(p));
+  } else if constexpr (D == DType::i32) {
+    return _mm_cvtepi32_ps(_mm_loadu_si128(static_cast<const __m128i*>(p)));
   } else if constexpr (D == DType::f16) {
     alignas(16) float t[4];
     for (int i = 0; i < 4; ++i) t[i] = load_one<D>(p, i);
@@ -63,6 +70,12 @@ template <DType D>
 void store_vec(void* p, Vec v) {
   if constexpr (D == DType::f32) {
     _mm_storeu_ps(static_cast<float*>(p), v);
+  } else if constexpr (D == DType::i32) {
+    // toward zero; 2^31 and up saturate (cvtt gives INT_MIN there, right only below -2^31), NaN is 0
+    __m128i r = _mm_cvttps_epi32(v);
+    r = _mm_blendv_epi8(r, _mm_set1_epi32(0x7fffffff), _mm_castps_si128(_mm_cmpge_ps(v, _mm_set1_ps(2147483648.0f))));
+    r = _mm_andnot_si128(_mm_castps_si128(_mm_cmpunord_ps(v, v)), r);
+    _mm_storeu_si128(static_cast<__m128i*>(p), r);
   } else if constexpr (D == DType::f16) {
     alignas(16) float t[4];
     _mm_store_ps(t, v);
@@ -92,6 +105,8 @@ template <DType D>
 Vec load_vec(const void* p) {
   if constexpr (D == DType::f32) {
     return _mm256_loadu_ps(static_cast<const float*>(p));
+  } else if constexpr (D == DType::i32) {
+    return _mm256_cvtepi32_ps(_mm256_loadu_si256(static_cast<const __m256i*>(p)));
   } else if constexpr (D == DType::f16) {
     return _mm256_cvtph_ps(_mm_loadu_si128(static_cast<const __m128i*>(p)));
   } else {
@@ -104,6 +119,13 @@ template <DType D>
 void store_vec(void* p, Vec v) {
   if constexpr (D == DType::f32) {
     _mm256_storeu_ps(static_cast<float*>(p), v);
+  } else if constexpr (D == DType::i32) {
+    // toward zero; 2^31 and up saturate (cvtt gives INT_MIN there, right only below -2^31), NaN is 0
+    __m256i r = _mm256_cvttps_epi32(v);
+    r = _mm256_blendv_epi8(r, _mm256_set1_epi32(0x7fffffff),
+                           _mm256_castps_si256(_mm256_cmp_ps(v, _mm256_set1_ps(2147483648.0f), _CMP_GE_OQ)));
+    r = _mm256_andnot_si256(_mm256_castps_si256(_mm256_cmp_ps(v, v, _CMP_UNORD_Q)), r);
+    _mm256_storeu_si256(static_cast<__m256i*>(p), r);
   } else if constexpr (D == DType::f16) {
     // Round to nearest even; NaN stays NaN with its top payload bits, as f32_to_f16 does.
     _mm_storeu_si128(static_cast<__m128i*>(p), _mm256_cvtps_ph(v, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
@@ -215,16 +237,20 @@ void with_to(DType to, const F& f) {
     case DType::f32: return f(std::integral_constant<DType, From>{}, std::integral_constant<DType, DType::f32>{});
     case DType::f16: return f(std::integral_constant<DType, From>{}, std::integral_constant<DType, DType::f16>{});
     case DType::bf16: return f(std::integral_constant<DType, From>{}, std::integral_constant<DType, DType::bf16>{});
+    case DType::i32: return f(std::integral_constant<DType, From>{}, std::integral_constant<DType, DType::i32>{});
   }
 }
 
-// Calls f(integral_constant<DType, from>, integral_constant<DType, to>).
+// Calls f(integral_constant<DType, from>, integral_constant<DType, to>). An i32 copy moves its
+// bits as f32 does (no conversion touches them).
 template <class F>
 void with_dtypes(DType from, DType to, const F& f) {
+  if (from == DType::i32 && to == DType::i32) from = to = DType::f32;
   switch (from) {
     case DType::f32: return with_to<DType::f32>(to, f);
     case DType::f16: return with_to<DType::f16>(to, f);
     case DType::bf16: return with_to<DType::bf16>(to, f);
+    case DType::i32: return with_to<DType::i32>(to, f);
   }
 }
 

@@ -28,7 +28,9 @@ void gather_f32(const void* base, DType dtype, i64 offset, i64 stride, i64 n, fl
     case DType::bf16:
       for (i64 i = 0; i < n; ++i) dst[i] = load_as_f32<DType::bf16>(base, offset + i * stride);
       return;
+    case DType::i32: break;  // the op table refuses i32 operands
   }
+  TRINE_ASSERT(!"an i32 operand", "[matmul] the kernel was handed an i32 operand");
 }
 
 i64 a_offset(const GemmArgs& g, i64 b) { return g.a_batch_offsets ? g.a_batch_offsets[b] : 0; }

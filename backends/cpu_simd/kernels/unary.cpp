@@ -1,6 +1,8 @@
 // Element-wise ops of one input: the activations, scale, and bias + activation.
 #include "backends/cpu_simd/isa.hpp"
 
+#include <cmath>
+#include <limits>
 #include <type_traits>
 
 #include "backends/cpu_simd/execute.hpp"
@@ -17,7 +19,8 @@ namespace {
 constexpr i64 prefetch_ahead = 512;
 
 constexpr bool act_costly(Activation a) {
-  return !(a == Activation::identity || a == Activation::relu || a == Activation::leaky_relu || a == Activation::clip);
+  return !(a == Activation::identity || a == Activation::relu || a == Activation::leaky_relu || a == Activation::clip ||
+           a == Activation::sqrt || a == Activation::rsqrt || a == Activation::abs || a == Activation::neg);
 }
 
 // gelu for U vectors: gelu(x) = x Phi(x) = max(x, 0) - F(a), a = |x|, F(a) = a erfc(a / sqrt 2) / 2,
@@ -152,6 +155,39 @@ constexpr int gelu_short_block = 4;
   return xsimd::select(x > batch_f32(-0.5f), small, e - batch_f32(1.0f));
 }
 
+// f(x) evaluated in f64 lanes and rounded once to f32: exp's and pow's results, whose f32
+// evaluations lose |x| 2^-24 relative in the argument reduction (x log2 e rounded, y log x
+// rounded), come out within half an ulp and a hair of the exact function, subnormal results and
+// the last finite octave (xsimd's f32 exp gives inf from 88.38 on) included.
+template <class F>
+[[gnu::always_inline]] inline batch_f32 via_f64(const batch_f32& x, F&& f) {
+  using batch_f64 = xsimd::batch<double, Arch>;
+  alignas(64) float buf[vec_width];
+  x.store_aligned(buf);
+  for (i64 h = 0; h < vec_width; h += static_cast<i64>(batch_f64::size)) {
+    f(batch_f64::load_unaligned(buf + h)).store_unaligned(buf + h);
+  }
+  return batch_f32::load_aligned(buf);
+}
+
+// x^p for the scalar p, C's pow rules: p = 0 or x = 1 give 1 (NaN or not); a negative x takes
+// integer p only (else NaN), the sign following an odd p; +-inf and +-0 go through log and exp as
+// their limits do; x = -1 with p = +-inf is 1.
+[[gnu::always_inline]] inline batch_f32 pow_scalar(const batch_f32& x, float p) {
+  using batch_f64 = xsimd::batch<double, Arch>;
+  const double pd = p;
+  const bool p_inf = std::isinf(pd), p_int = p_inf || (std::isfinite(pd) && std::nearbyint(pd) == pd);
+  const bool p_odd = !p_inf && p_int && std::fmod(std::fabs(pd), 2.0) == 1.0;
+  if (pd == 0.0) return batch_f32(1.0f);
+  return via_f64(x, [&](const batch_f64& v) {
+    batch_f64 r = xsimd::exp(batch_f64(pd) * xsimd::log(xsimd::abs(v)));
+    if (p_odd) r = xsimd::copysign(r, v);
+    if (!p_int) r = xsimd::select(v < batch_f64(0.0), batch_f64(std::numeric_limits<double>::quiet_NaN()), r);
+    if (p_inf) r = xsimd::select(v == batch_f64(-1.0), batch_f64(1.0), r);
+    return xsimd::select(v == batch_f64(1.0), batch_f64(1.0), r);
+  });
+}
+
 // Every branch selects on `x < c`, which is false for NaN, so NaN passes through untouched
 // (maxps would return the 2nd operand and drop it). logistic's select and gelu's on x < -13 fix the
 // -inf limits, where the plain formulas give -inf * 0 = NaN.
@@ -183,6 +219,20 @@ template <Activation A>
   } else if constexpr (A == Activation::clip) {
     return xsimd::select(x < batch_f32(alpha), batch_f32(alpha),
                          xsimd::select(x > batch_f32(beta), batch_f32(beta), x));
+  } else if constexpr (A == Activation::exp) {
+    return via_f64(x, [](const auto& v) { return xsimd::exp(v); });
+  } else if constexpr (A == Activation::log) {
+    return xsimd::log(x);  // within an ulp, relative to log x also near 1 (x - 1 is exact there)
+  } else if constexpr (A == Activation::sqrt) {
+    return xsimd::sqrt(x);
+  } else if constexpr (A == Activation::rsqrt) {
+    return one / xsimd::sqrt(x);
+  } else if constexpr (A == Activation::abs) {
+    return xsimd::abs(x);
+  } else if constexpr (A == Activation::neg) {
+    return -x;
+  } else if constexpr (A == Activation::pow) {
+    return pow_scalar(x, alpha);
   } else {
     static_assert(A == Activation::identity, "an activation of ops.def without its kernel here (act<A>)");
   }
