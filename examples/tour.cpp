@@ -86,7 +86,7 @@ int main(int argc, char** argv) {
         std::vector<ref::Array> ref_in;
         for (const auto& in : c.inputs) ref_in.push_back(ref::from_tensor(in));
         const ref::Array expect = ref::run(op, ref_in, c.params);
-        const ref::Comparison e = ref::compare(ref::from_tensor(out).data, expect);
+        const ref::Comparison e = ref::compare(ref::from_tensor(out).data, expect, out.dtype());
         double bound = ref::error_bound(op, c.params, expect.terms) * ref::device_math_factor(out.device().kind);
         // As the conformance suite does (tests/harness.cpp): the cpu's Winograd F(4x4,3x3) errs more.
         if (op == OpKind::conv2d && out.device().kind == DeviceKind::cpu &&

@@ -429,16 +429,17 @@ void reduce_cases(std::vector<Sample>& out) {
 }
 
 void copy_cases(OpKind op, std::vector<Sample>& out) {
-  for (DType t : {DType::f32, DType::f16, DType::bf16}) {
+  for (DType t : {DType::f32, DType::f16, DType::bf16, DType::i32}) {
     for (Layout l : {L::contiguous, L::strided, L::transposed}) {
       // {9, 17}, {2, 37, 70} and {130, 67} take the tiled transpose with edges in both dims
       for (Shape s :
            {Shape{1}, Shape{7, 33}, Shape{2, 3, 127, 5}, Shape{0, 4}, Shape{9, 17}, Shape{2, 37, 70}, Shape{130, 67}}) {
-        const Input x = in(s, -1, 1, l, t);
+        // i32: integers past 2^24 (which f32 rounds) and both signs
+        const Input x = t == DType::i32 ? in(s, -3e7f, 3e7f, l, t) : in(s, -1, 1, l, t);
         if (op == OpKind::copy) {
           out.push_back({{x}, NoParams{}, layout_name(l)});
         } else {
-          for (DType to : {DType::f32, DType::f16, DType::bf16})
+          for (DType to : {DType::f32, DType::f16, DType::bf16, DType::i32})
             out.push_back({{x}, CastParams{to}, std::string(layout_name(l)) + " to " + dtype_name(to)});
         }
       }
@@ -449,6 +450,7 @@ void copy_cases(OpKind op, std::vector<Sample>& out) {
   } else {
     out.push_back({{in({1000}, -1e5f, 1e5f)}, CastParams{DType::f16}, "to f16 with overflow to inf"});
     out.push_back({{in({1000}, -1e5f, 1e5f)}, CastParams{DType::bf16}, "to bf16"});
+    out.push_back({{in({1000}, -3e9f, 3e9f)}, CastParams{DType::i32}, "to i32, saturating"});
   }
 }
 

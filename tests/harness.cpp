@@ -117,7 +117,8 @@ void log_error(OpKind op, std::int64_t terms, double error, double bound, const 
 
 DType expected_dtype(OpKind op, const std::vector<Tensor>& inputs, const OpParams& params) {
   if (op == OpKind::cast) return std::get<CastParams>(params).dtype;
-  if (op == OpKind::copy) return inputs.at(0).dtype();
+  if (op == OpKind::copy || op == OpKind::gather || op == OpKind::concat) return inputs.at(0).dtype();
+  if (op == OpKind::argmax) return DType::i32;
   return DType::f32;  // every other op computes and returns f32 (docs/ops.md)
 }
 
@@ -171,7 +172,7 @@ void check_op(OpKind op, const std::vector<Tensor>& inputs, const OpParams& para
   }
   const ref::Array got = ref::from_tensor(out);
   REQUIRE(got.data.size() == expect.data.size());
-  const ref::Comparison c = ref::compare(got.data, expect);
+  const ref::Comparison c = ref::compare(got.data, expect, out.dtype());
   double bound = ref::device_bound(op, params, expect.terms, out.device().kind);
   std::string path;
   if (op == OpKind::conv2d && out.device().kind == DeviceKind::cpu) {

@@ -112,6 +112,10 @@ TEST_CASE("the measure passes the reference rounded to f32 and normalizes cancel
   CHECK_FALSE(ref::compare({FLT_MAX, -std::numeric_limits<double>::infinity()}, huge).specials_match);
   Array largest{{1}, {0x1.fffffe7p127}};  // below the halfway point: rounds to FLT_MAX
   CHECK(ref::compare({FLT_MAX}, largest).error == 0);
+  // An i32 result is compared exactly: 2^24 + 1 and 2^31 - 1 are not what f32 rounds them to.
+  Array ints{{2}, {16777217.0, 2147483647.0}};
+  CHECK(ref::compare({16777217.0, 2147483647.0}, ints, DType::i32).error == 0);
+  CHECK(ref::compare({16777216.0, 2147483647.0}, ints, DType::i32).error > 0);
 }
 
 TEST_CASE("the measure fails a 10x error in one probability near 1e-9", "[harness]") {

@@ -8,7 +8,9 @@
 #include <catch2/catch.hpp>
 
 #include <array>
+#include <cmath>
 #include <cstdio>
+#include <limits>
 #include <cstdlib>
 #include <string>
 #include <utility>
@@ -98,4 +100,120 @@ TEST_CASE("conv2d's conformance samples reach the cpu's Winograd and direct path
   CHECK(debug::cpu_conv2d_path({1, 3, 45, 70}, {40, 3, 7, 7}, Conv2dParams{2, 3, 1, 1}) == "direct_channels");
   CHECK(debug::cpu_conv2d_path({1, 6, 20, 41}, {64, 3, 3, 4}, Conv2dParams{{3, 2}, {0, 2}, {2, 3}, 2}) ==
         "direct_channels");
+}
+
+namespace {
+
+// Values on the device under test.
+Tensor on_device(const std::vector<float>& v, const Shape& s) {
+  return Tensor::from(v, s, DType::f32, test::test_device());
+}
+
+constexpr float k_nan = std::numeric_limits<float>::quiet_NaN();
+constexpr float k_inf = std::numeric_limits<float>::infinity();
+
+}  // namespace
+
+TEST_CASE("gather: an index outside the table is an error naming it, on every device", "[ops][gather]") {
+  const Device dev = test::test_device();
+  const Tensor table = Tensor::random({5, 3}, 1, -1.0f, 1.0f, DType::f32, dev);
+  for (const std::vector<std::int32_t>& bad : {std::vector<std::int32_t>{0, 4, 5, 1}, {2, -1, 7}, {9}}) {
+    const Tensor idx = Tensor::from(bad, {static_cast<std::int64_t>(bad.size())}, dev);
+    std::size_t first = 0;
+    while (bad[first] >= 0 && bad[first] < 5) ++first;
+    try {
+      (void)gather(table, idx).to_vector();
+      FAIL("an out-of-range index passed");
+    } catch (const Error& e) {
+      CHECK(e.code() == ErrorCode::invalid_argument);
+      const std::string what = e.what();
+      INFO(what);
+      CHECK(what.rfind("[gather]", 0) == 0);
+      CHECK_THAT(what, Catch::Contains("index " + std::to_string(bad[first]) + " at position " + std::to_string(first) +
+                                       " is outside the table's rows [0, 5)"));
+    }
+  }
+  // the device is usable afterwards, and in-range indices work
+  const Tensor ok = Tensor::from(std::vector<std::int32_t>{4, 0, 4}, {3}, dev);
+  const auto rows = gather(table, ok).to_vector();
+  const auto t = table.to_vector();
+  REQUIRE(rows.size() == 9);
+  for (int j = 0; j < 3; ++j) {
+    CHECK(rows[static_cast<std::size_t>(j)] == t[static_cast<std::size_t>(12 + j)]);
+    CHECK(rows[static_cast<std::size_t>(3 + j)] == t[static_cast<std::size_t>(j)]);
+  }
+}
+
+TEST_CASE("argmax: ties give the first index, NaN the first NaN's", "[ops][argmax]") {
+  const Tensor x = on_device({1, 3, 3, 2,   //
+                              k_nan, 0, k_nan, 5,  //
+                              -k_inf, -k_inf, -k_inf, -k_inf,  //
+                              0, 7, k_nan, 7},
+                             {4, 4});
+  CHECK(argmax(x, -1).to_vector<std::int32_t>() == std::vector<std::int32_t>{1, 0, 0, 2});
+  CHECK(argmax(x, 0).to_vector<std::int32_t>() == std::vector<std::int32_t>{1, 3, 1, 3});
+  CHECK(argmax(x, -1).dtype() == DType::i32);
+}
+
+TEST_CASE("minimum and maximum propagate NaN from either side", "[ops][minimum][maximum]") {
+  const Tensor a = on_device({k_nan, 1, 2, -0.0f, k_inf, 3}, {6});
+  const Tensor b = on_device({1, k_nan, 3, 0.0f, 5, -k_inf}, {6});
+  const auto lo = minimum(a, b).to_vector(), hi = maximum(a, b).to_vector();
+  CHECK(std::isnan(lo[0]));
+  CHECK(std::isnan(lo[1]));
+  CHECK(std::isnan(hi[0]));
+  CHECK(std::isnan(hi[1]));
+  CHECK(lo[2] == 2);
+  CHECK(hi[2] == 3);
+  CHECK(lo[4] == 5);
+  CHECK(hi[4] == k_inf);
+  CHECK(lo[5] == -k_inf);
+  CHECK(hi[5] == 3);
+}
+
+TEST_CASE("where: a nonzero condition picks a, zero picks b, NaN counts as nonzero", "[ops][where]") {
+  const Tensor a = on_device({1, 2, 3, 4}, {4}), b = on_device({-1, -2, -3, -4}, {4});
+  CHECK(where(on_device({0, 1, k_nan, -0.0f}, {4}), a, b).to_vector() == std::vector<float>{-1, 2, 3, -4});
+  const Tensor ci = Tensor::from(std::vector<std::int32_t>{0, 5, -1, 0}, {4}, test::test_device());
+  CHECK(where(ci, a, b).to_vector() == std::vector<float>{-1, 2, 3, -4});
+}
+
+TEST_CASE("pow follows C's rules at its special values", "[ops][pow]") {
+  const Tensor x = on_device({0.0f, -0.0f, -2, -2, 1, -1, k_nan, k_inf, -k_inf, 4}, {10});
+  auto at = [&](float p) { return pow(x, p).to_vector(); };
+  const auto cube = at(3);
+  CHECK(cube[0] == 0);
+  CHECK(std::signbit(cube[1]));  // -0 cubed is -0
+  CHECK(cube[2] == -8);
+  CHECK(cube[5] == -1);
+  CHECK(std::isnan(cube[6]));
+  CHECK(cube[8] == -k_inf);
+  const auto half = at(0.5f);
+  CHECK(std::isnan(half[2]));  // a negative base takes integer exponents only
+  CHECK(half[9] == 2);
+  CHECK(half[4] == 1);
+  const auto zero = at(0);
+  for (float v : zero) CHECK(v == 1);  // pow(x, 0) is 1, NaN included
+  const auto inv = at(-1);
+  CHECK(inv[0] == k_inf);
+  CHECK(inv[1] == -k_inf);
+  const auto inf = at(k_inf);
+  CHECK(inf[5] == 1);  // pow(-1, inf) is 1
+  CHECK(inf[2] == k_inf);
+  CHECK(inf[4] == 1);
+  CHECK(std::isnan(inf[6]));
+}
+
+TEST_CASE("i32: made from integers, read back exactly, cast to and from f32", "[ops][cast][i32]") {
+  const Device dev = test::test_device();
+  const std::vector<std::int32_t> v{0, -1, 16777217, 2147483647, -2147483647 - 1, 42};
+  const Tensor t = Tensor::from(v, {2, 3}, dev);
+  CHECK(t.dtype() == DType::i32);
+  CHECK(t.to_vector<std::int32_t>() == v);
+  CHECK(copy(t.transpose()).to_vector<std::int32_t>() == std::vector<std::int32_t>{0, 2147483647, -1, -2147483647 - 1, 16777217, 42});
+  const auto f = cast(t, DType::f32).to_vector();
+  CHECK(f[2] == 16777216.0f);  // round to nearest even
+  CHECK(f[3] == 2147483648.0f);
+  const Tensor back = cast(on_device({1.9f, -1.9f, 3e9f, -3e9f, k_nan, -0.5f}, {6}), DType::i32);
+  CHECK(back.to_vector<std::int32_t>() == std::vector<std::int32_t>{1, -1, 2147483647, -2147483647 - 1, 0, 0});
 }

@@ -116,7 +116,8 @@ struct Comparison {
   std::string first_mismatch;  // where specials differ, or the worst element
 };
 
-inline Comparison compare(const std::vector<double>& out, const Array& expect) {
+// `out_dtype` is the result's dtype: an i32 result is compared exactly, not rounded to f32 first.
+inline Comparison compare(const std::vector<double>& out, const Array& expect, DType out_dtype = DType::f32) {
   if (out.size() != expect.data.size()) throw std::invalid_argument("[ref compare] sizes differ");
   Comparison c;
   double worst = -1;
@@ -127,8 +128,10 @@ inline Comparison compare(const std::vector<double>& out, const Array& expect) {
     // The hardware's double -> float conversion rounds to nearest even; from FLT_MAX plus half an
     // ulp (2^128 - 2^103) on, round to nearest gives inf (and the conversion would be undefined).
     // A finite reference beyond f32's range must come out as that infinity.
-    const double r32 = std::isfinite(r) && std::fabs(r) >= 0x1.ffffffp127 ? std::copysign(HUGE_VAL, r)
-                                                                          : static_cast<double>(static_cast<float>(r));
+    const double r32 = out_dtype == DType::i32 ? r
+                       : std::isfinite(r) && std::fabs(r) >= 0x1.ffffffp127
+                           ? std::copysign(HUGE_VAL, r)
+                           : static_cast<double>(static_cast<float>(r));
     if (!std::isfinite(r32) || !std::isfinite(o)) {
       const bool same = (std::isnan(r32) && std::isnan(o)) || r32 == o;  // r32 == o: the same infinity
       if (!same && c.specials_match) {

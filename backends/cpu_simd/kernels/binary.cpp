@@ -1,6 +1,9 @@
-// Broadcasting element-wise ops of two inputs: add, sub, mul, div over any strides (numpy
+// Broadcasting element-wise ops of two inputs: add, sub, mul, div, minimum, maximum over any strides (numpy
 // broadcasting as stride 0), rows on the vector path, transposed views through register tiles.
 #include "backends/cpu_simd/isa.hpp"
+
+#include <algorithm>
+#include <type_traits>
 
 #include "backends/cpu_simd/execute.hpp"
 #include "backends/cpu_simd/kernels/simd_common.hpp"
@@ -25,6 +28,16 @@ T binary_apply(const T& a, const T& b) {
   if constexpr (Op == OpKind::sub) return a - b;
   if constexpr (Op == OpKind::mul) return a * b;
   if constexpr (Op == OpKind::div) return a / b;
+  if constexpr (Op == OpKind::minimum || Op == OpKind::maximum) {
+    // NaN if either is NaN (minps and maxps return their second operand on NaN)
+    if constexpr (std::is_same_v<T, float>) {
+      if (a != a || b != b) return a + b;
+      return Op == OpKind::minimum ? std::min(a, b) : std::max(a, b);
+    } else {
+      const T m = Op == OpKind::minimum ? xsimd::min(a, b) : xsimd::max(a, b);
+      return xsimd::select(xsimd::isnan(a), a, xsimd::select(xsimd::isnan(b), b, m));  // (a != a is false for NaN with xsimd's AVX-512)
+    }
+  }
 }
 
 // One row of the innermost dim; vector paths when each side is contiguous or a broadcast scalar.
@@ -213,6 +226,9 @@ void register_binary(KernelTable& t) {
   t.ops.add(OpKind::sub, run_binary<OpKind::sub>);
   t.ops.add(OpKind::mul, run_binary<OpKind::mul>);
   t.ops.add(OpKind::div, run_binary<OpKind::div>);
+  t.ops.add(OpKind::minimum, run_binary<OpKind::minimum>);
+  t.ops.add(OpKind::maximum, run_binary<OpKind::maximum>);
+  t.ops.refuse(OpKind::where, "not yet written for the cpu (WIP)");
 }
 
 }  // namespace trine::cpu::TRINE_ISA_NS

@@ -290,6 +290,8 @@ void register_copy(KernelTable& t) {
   t.transpose = transpose_kernel;
   t.ops.add(OpKind::copy, run_copy);
   t.ops.add(OpKind::cast, run_copy);
+  t.ops.refuse(OpKind::gather, "not yet written for the cpu (WIP)");
+  t.ops.refuse(OpKind::concat, "not yet written for the cpu (WIP)");
 }
 
 }  // namespace trine::cpu::TRINE_ISA_NS

@@ -278,6 +278,7 @@ void register_reduce(KernelTable& t) {
   t.ops.add(OpKind::sum, run_reduce<OpKind::sum>);
   t.ops.add(OpKind::mean, run_reduce<OpKind::mean>);
   t.ops.add(OpKind::max, run_reduce<OpKind::max>);
+  t.ops.refuse(OpKind::argmax, "not yet written for the cpu (WIP)");
 }
 
 }  // namespace trine::cpu::TRINE_ISA_NS
