@@ -106,9 +106,9 @@ Tensor run_op(OpKind op, std::span<const Tensor> inputs, const OpParams& params)
   for (const auto& t : inputs) here = here && (!t.defined() || t.storage()->device() == at.device);
   if (here) return run_on(at, op, inputs, params, shape);
   // Inputs elsewhere are moved to the chosen device (not pinned there: they are the call's copies).
-  std::array<Tensor, 3> moved;
+  std::vector<Tensor> moved(inputs.size());
   for (std::size_t i = 0; i < inputs.size(); ++i) moved[i] = detail::move_tensor(inputs[i], at.device, false, name);
-  return run_on(at, op, std::span<const Tensor>(moved.data(), inputs.size()), params, shape);
+  return run_on(at, op, moved, params, shape);
 }
 
 // The Tensor members that are ops.

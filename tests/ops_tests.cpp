@@ -217,3 +217,33 @@ TEST_CASE("i32: made from integers, read back exactly, cast to and from f32", "[
   const Tensor back = cast(on_device({1.9f, -1.9f, 3e9f, -3e9f, k_nan, -0.5f}, {6}), DType::i32);
   CHECK(back.to_vector<std::int32_t>() == std::vector<std::int32_t>{1, -1, 2147483647, -2147483647 - 1, 0, 0});
 }
+
+TEST_CASE("a decode step's new ops agree sync, async and recorded in a batch", "[ops][concat][gather][argmax]") {
+  const Device dev = test::test_device();
+  const Tensor table = Tensor::random({10, 8}, 3, -1.0f, 1.0f, DType::f32, dev);
+  const Tensor cache = Tensor::random({2, 8}, 4, -1.0f, 1.0f, DType::f32, dev);
+  const Tensor w = Tensor::random({8, 6}, 5, -1.0f, 1.0f, DType::f32, dev);
+  const std::vector<std::int32_t> ids{1, 7, 3};
+  auto step = [&](const Tensor& idx) { return argmax(matmul(concat({cache, gather(table, idx)}, 0), w), -1); };
+  const std::vector<std::int32_t> expect = step(Tensor::from(ids, {3}, dev)).to_vector<std::int32_t>();
+  REQUIRE(expect.size() == 5);
+  // async: each op a Future, chained without waiting
+  Future<Tensor> e = async::gather(table, Tensor::from(ids, {3}, dev));
+  Future<Tensor> kv = async::concat({cache, e.get()}, 0);
+  CHECK(argmax(matmul(kv.get(), w), -1).to_vector<std::int32_t>() == expect);
+  // a batch: the indices uploaded as i32, the same ops recorded, one run
+  Batch batch(dev);
+  const Tensor idx = batch.upload(std::vector<float>{1, 7, 3}, {3}, DType::i32);
+  BatchRead out = batch.read(step(idx));
+  batch.run();
+  const std::vector<float> got = out.get();
+  REQUIRE(got.size() == expect.size());
+  for (std::size_t i = 0; i < got.size(); ++i) CHECK(static_cast<std::int32_t>(got[i]) == expect[i]);
+  // concat of host tensors placed automatically, the inputs moved to the chosen device
+  const Tensor h0 = Tensor::random({3, 2}, 6), h1 = Tensor::random({3, 5}, 7);
+  const auto joined = concat({h0, h1}, 1).to_vector();
+  const auto v0 = h0.to_vector(), v1 = h1.to_vector();
+  CHECK(joined[0] == v0[0]);
+  CHECK(joined[2] == v1[0]);
+  CHECK(joined[20] == v1[14]);
+}

@@ -96,6 +96,13 @@ const float* contiguous_f32(const KernelTable& k, const Tensor& t, Tensor& keep)
   return reinterpret_cast<const float*>(base_ptr(keep));
 }
 
+const std::uint8_t* contiguous_bytes(const KernelTable& k, const Tensor& t, Tensor& keep) {
+  if (t.is_contiguous()) return base_ptr(t);
+  keep = Tensor::empty(t.shape(), t.dtype(), t.device());
+  strided_convert(k, t, base_ptr(keep), t.dtype());
+  return base_ptr(keep);
+}
+
 float* out_f32(const detail::OpCall& call) { return reinterpret_cast<float*>(base_ptr(call.output)); }
 
 void split_axis(const Shape& shape, int axis, i64& outer, i64& n, i64& inner) {

@@ -20,6 +20,8 @@ float* out_f32(const detail::OpCall& call);
 // `t` as contiguous f32 data: its own memory when it is contiguous, else the one clearly named step
 // that copies a strided view into a temporary, which `keep` holds alive. Null for an undefined `t`.
 const float* contiguous_f32(const KernelTable& k, const Tensor& t, Tensor& keep);
+// `t` (any dtype) as contiguous bytes: its own memory, or a contiguous copy held by `keep`.
+const std::uint8_t* contiguous_bytes(const KernelTable& k, const Tensor& t, Tensor& keep);
 // dst (contiguous, dst_dtype) = src (any strides, any dtype), on the pool.
 void strided_convert(const KernelTable& k, const Tensor& src, std::uint8_t* dst, DType dst_dtype);
 // [outer, n, inner] around `axis` of `shape` (negative counts from the end; validated already).

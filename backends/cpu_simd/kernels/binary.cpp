@@ -1,4 +1,4 @@
-// Broadcasting element-wise ops of two inputs: add, sub, mul, div, minimum, maximum over any strides (numpy
+// Broadcasting element-wise ops: add, sub, mul, div, minimum, maximum over any strides (numpy
 // broadcasting as stride 0), rows on the vector path, transposed views through register tiles.
 #include "backends/cpu_simd/isa.hpp"
 
@@ -219,6 +219,67 @@ void run_binary(const KernelTable&, const trine::detail::OpCall& call) {
   binary_typed<Op>(binary_args(call));
 }
 
+// ---- where ----
+
+// y = cond != 0 ? a : b along one row of the innermost dim (NaN is nonzero: !(c == 0)); each side
+// contiguous (stride 1), a broadcast scalar (stride 0) or strided.
+template <class C>
+void where_row(const C* c, i64 cs, const float* a, i64 as, const float* b, i64 bs, float* y, i64 n) {
+  using batch_c = xsimd::batch<C, Arch>;
+  static_assert(batch_c::size == batch_f32::size);
+  i64 i = 0;
+  if (cs == 1 && as <= 1 && bs <= 1) {
+    const batch_f32 a0(*a), b0(*b);
+    for (; i + vec_width <= n; i += vec_width) {
+      const auto zero = batch_c::load_unaligned(c + i) == batch_c(C(0));
+      const auto pick_b = [&] {
+        if constexpr (std::is_same_v<C, float>) return zero;
+        else return xsimd::bool_cast(zero);
+      }();
+      const batch_f32 va = as ? batch_f32::load_unaligned(a + i) : a0, vb = bs ? batch_f32::load_unaligned(b + i) : b0;
+      xsimd::select(pick_b, vb, va).store_unaligned(y + i);
+    }
+  }
+  for (; i < n; ++i) y[i] = c[i * cs] == C(0) ? b[i * bs] : a[i * as];
+}
+
+void run_where(const KernelTable&, const trine::detail::OpCall& call) {
+  const Shape& os = call.output.shape();
+  const i64 total = call.output.numel();
+  if (total == 0) return;
+  // a rank-0 result is one row of one element
+  const int rank = std::max(1, os.rank());
+  const Shape shape = os.rank() ? os : Shape{1};
+  Tensor v[3];
+  for (int t = 0; t < 3; ++t) v[t] = call.inputs[static_cast<std::size_t>(t)].broadcast_to(os);
+  // strides along each dim, 0 where the dim is 1 (a broadcast's stride does not matter there)
+  auto stride = [&](int t, int d) { return shape[d] == 1 ? i64{0} : v[t].strides()[d]; };
+  const i64 inner = shape[rank - 1], rows = total / inner;
+  const std::uint8_t* cbase = base_ptr(call.inputs[0]);
+  const auto* abase = reinterpret_cast<const float*>(base_ptr(call.inputs[1]));
+  const auto* bbase = reinterpret_cast<const float*>(base_ptr(call.inputs[2]));
+  float* y = out_f32(call);
+  const bool cond_i32 = call.inputs[0].dtype() == DType::i32;
+  parallel_for(rows, grain_for(inner, grain_cheap), [&](i64 r0, i64 r1) {
+    for (i64 r = r0; r < r1; ++r) {
+      i64 off[3] = {0, 0, 0};
+      for (i64 d = rank - 2, rest = r; d >= 0; --d) {
+        const i64 at = rest % shape[static_cast<int>(d)];
+        rest /= shape[static_cast<int>(d)];
+        for (int t = 0; t < 3; ++t) off[t] += at * stride(t, static_cast<int>(d));
+      }
+      const i64 cs = stride(0, rank - 1), as = stride(1, rank - 1), bs = stride(2, rank - 1);
+      if (cond_i32) {
+        where_row(reinterpret_cast<const std::int32_t*>(cbase) + off[0], cs, abase + off[1], as, bbase + off[2], bs,
+                  y + r * inner, inner);
+      } else {
+        where_row(reinterpret_cast<const float*>(cbase) + off[0], cs, abase + off[1], as, bbase + off[2], bs,
+                  y + r * inner, inner);
+      }
+    }
+  });
+}
+
 }  // namespace
 
 void register_binary(KernelTable& t) {
@@ -228,7 +289,7 @@ void register_binary(KernelTable& t) {
   t.ops.add(OpKind::div, run_binary<OpKind::div>);
   t.ops.add(OpKind::minimum, run_binary<OpKind::minimum>);
   t.ops.add(OpKind::maximum, run_binary<OpKind::maximum>);
-  t.ops.refuse(OpKind::where, "not yet written for the cpu (WIP)");
+  t.ops.add(OpKind::where, run_where);
 }
 
 }  // namespace trine::cpu::TRINE_ISA_NS

@@ -8,6 +8,8 @@
 #include <immintrin.h>
 
 #include <cstring>
+#include <string>
+#include <vector>
 
 #include "backends/cpu_simd/execute.hpp"
 #include "backends/cpu_simd/kernels/simd_common.hpp"
@@ -283,6 +285,62 @@ void run_copy(const KernelTable& k, const trine::detail::OpCall& call) {
   strided_convert(k, call.inputs[0], base_ptr(call.output), call.output.dtype());
 }
 
+// Rows of the table in the order of the indices. Every index is checked before any row is read:
+// one outside the table is an invalid_argument naming the first such position.
+void run_gather(const KernelTable& k, const trine::detail::OpCall& call) {
+  const Tensor& table = call.inputs[0];
+  const i64 rows = table.dim(0), n = call.inputs[1].numel();
+  Tensor keep_idx, keep_table;
+  const auto* idx = reinterpret_cast<const std::int32_t*>(contiguous_bytes(k, call.inputs[1], keep_idx));
+  for (i64 i = 0; i < n; ++i) {
+    if (idx[i] < 0 || idx[i] >= rows) {
+      throw Error(ErrorCode::invalid_argument, "[gather] index " + std::to_string(idx[i]) + " at position " +
+                                                   std::to_string(i) + " is outside the table's rows [0, " +
+                                                   std::to_string(rows) + ")");
+    }
+  }
+  if (call.output.numel() == 0) return;
+  const std::size_t row_bytes = static_cast<std::size_t>(table.dim(1)) * dtype_size(table.dtype());
+  const std::uint8_t* src = contiguous_bytes(k, table, keep_table);
+  std::uint8_t* dst = base_ptr(call.output);
+  parallel_for(n, grain_for(static_cast<i64>(row_bytes) / 4, grain_cheap), [&](i64 i0, i64 i1) {
+    for (i64 i = i0; i < i1; ++i) std::memcpy(dst + i * row_bytes, src + idx[i] * row_bytes, row_bytes);
+  });
+}
+
+// Each input's slab of every outer row, one after another: a memcpy per (outer row, input), the
+// inputs made contiguous first where they are views.
+void run_concat(const KernelTable& k, const trine::detail::OpCall& call) {
+  const auto& in = call.inputs;
+  const Shape& os = call.output.shape();
+  int axis = std::get<AxisParams>(call.params).axis;
+  if (axis < 0) axis += os.rank();
+  i64 outer = 1, inner = 1;
+  for (int d = 0; d < axis; ++d) outer *= os[d];
+  for (int d = axis + 1; d < os.rank(); ++d) inner *= os[d];
+  const std::size_t esz = dtype_size(call.output.dtype());
+  const std::size_t out_row = static_cast<std::size_t>(os[axis] * inner) * esz;
+  std::vector<Tensor> keep(in.size());
+  std::vector<const std::uint8_t*> src(in.size());
+  std::vector<std::size_t> slab(in.size()), at(in.size());
+  std::size_t offset = 0;
+  for (std::size_t j = 0; j < in.size(); ++j) {
+    src[j] = contiguous_bytes(k, in[j], keep[j]);
+    slab[j] = static_cast<std::size_t>(in[j].dim(axis) * inner) * esz;
+    at[j] = offset;
+    offset += slab[j];
+  }
+  if (call.output.numel() == 0) return;
+  std::uint8_t* dst = base_ptr(call.output);
+  const i64 items = outer * static_cast<i64>(in.size());
+  parallel_for(items, grain_for(static_cast<i64>(out_row / in.size() / 4) + 1, grain_cheap), [&](i64 t0, i64 t1) {
+    for (i64 t = t0; t < t1; ++t) {
+      const auto o = static_cast<std::size_t>(t) / in.size(), j = static_cast<std::size_t>(t) % in.size();
+      if (slab[j]) std::memcpy(dst + o * out_row + at[j], src[j] + o * slab[j], slab[j]);
+    }
+  });
+}
+
 }  // namespace
 
 void register_copy(KernelTable& t) {
@@ -290,8 +348,8 @@ void register_copy(KernelTable& t) {
   t.transpose = transpose_kernel;
   t.ops.add(OpKind::copy, run_copy);
   t.ops.add(OpKind::cast, run_copy);
-  t.ops.refuse(OpKind::gather, "not yet written for the cpu (WIP)");
-  t.ops.refuse(OpKind::concat, "not yet written for the cpu (WIP)");
+  t.ops.add(OpKind::gather, run_gather);
+  t.ops.add(OpKind::concat, run_concat);
 }
 
 }  // namespace trine::cpu::TRINE_ISA_NS

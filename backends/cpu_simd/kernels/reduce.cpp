@@ -1,4 +1,5 @@
-// Sum, mean and max along n of [outer, n, inner]; max propagates NaN.
+// Sum, mean, max and argmax along n of [outer, n, inner]; max propagates NaN, argmax names the
+// first NaN (or the first of equal maxima).
 #include "backends/cpu_simd/isa.hpp"
 
 #include <numeric>
@@ -272,13 +273,84 @@ void run_reduce(const KernelTable& k, const trine::detail::OpCall& call) {
                             Op == OpKind::mean);
 }
 
+// ---- argmax ----
+
+// The index of a row's largest value: the first of equal ones, or the first NaN's. The maximum
+// comes from max_contig's vector pass (which also says whether a NaN is there), then a second pass
+// finds where it first occurs; a row of logits (32000 floats) is still in L2 for it.
+std::int32_t argmax_row(const float* p, i64 n) {
+  const float m = max_contig(p, n);
+  const bool nan = m != m;
+  i64 i = 0;
+  if (!nan) {
+    const batch_f32 mv(m);
+    for (; i + vec_width <= n; i += vec_width) {
+      if (xsimd::any(batch_f32::load_unaligned(p + i) == mv)) break;
+    }
+  }
+  for (; i < n; ++i) {
+    if (nan ? p[i] != p[i] : p[i] == m) return static_cast<std::int32_t>(i);
+  }
+  return 0;  // unreachable: the maximum is one of the row's values
+}
+
+// Along n of [outer, n, inner] with inner > 1: each inner lane keeps its best value and index; a
+// later value replaces it only when strictly larger, or when it is the first NaN.
+void argmax_columns(const float* x, std::int32_t* y, i64 n, i64 inner, i64 j0, i64 j1) {
+  using batch_i32 = xsimd::batch<std::int32_t, Arch>;
+  i64 j = j0;
+  for (; j + vec_width <= j1; j += vec_width) {
+    batch_f32 best = batch_f32::load_unaligned(x + j);
+    batch_i32 at(0);
+    for (i64 k = 1; k < n; ++k) {
+      const batch_f32 v = batch_f32::load_unaligned(x + k * inner + j);
+      const auto take = (v > best) || (xsimd::isnan(v) && !xsimd::isnan(best));
+      best = xsimd::select(take, v, best);
+      at = xsimd::select(xsimd::bool_cast(take), batch_i32(static_cast<std::int32_t>(k)), at);
+    }
+    at.store_unaligned(y + j);
+  }
+  for (; j < j1; ++j) {
+    float best = x[j];
+    std::int32_t at = 0;
+    for (i64 k = 1; k < n; ++k) {
+      const float v = x[k * inner + j];
+      if (v > best || (v != v && best == best)) best = v, at = static_cast<std::int32_t>(k);
+    }
+    y[j] = at;
+  }
+}
+
+void run_argmax(const KernelTable& k, const trine::detail::OpCall& call) {
+  i64 outer, n, inner;
+  split_axis(call.inputs[0].shape(), std::get<ReduceParams>(call.params).axis, outer, n, inner);
+  if (outer * inner == 0) return;
+  Tensor keep;
+  const float* x = contiguous_f32(k, call.inputs[0], keep);
+  auto* y = reinterpret_cast<std::int32_t*>(base_ptr(call.output));
+  if (inner == 1) {
+    parallel_for(outer, grain_for(n, grain_cheap), [&](i64 r0, i64 r1) {
+      for (i64 r = r0; r < r1; ++r) y[r] = argmax_row(x + r * n, n);
+    });
+    return;
+  }
+  // items: (outer row, a run of inner lanes)
+  const i64 run = std::min<i64>(inner, 256), runs = (inner + run - 1) / run;
+  parallel_for(outer * runs, grain_for(n * run, grain_cheap), [&](i64 t0, i64 t1) {
+    for (i64 t = t0; t < t1; ++t) {
+      const i64 o = t / runs, j0 = (t % runs) * run;
+      argmax_columns(x + o * n * inner, y + o * inner, n, inner, j0, std::min(inner, j0 + run));
+    }
+  });
+}
+
 }  // namespace
 
 void register_reduce(KernelTable& t) {
   t.ops.add(OpKind::sum, run_reduce<OpKind::sum>);
   t.ops.add(OpKind::mean, run_reduce<OpKind::mean>);
   t.ops.add(OpKind::max, run_reduce<OpKind::max>);
-  t.ops.refuse(OpKind::argmax, "not yet written for the cpu (WIP)");
+  t.ops.add(OpKind::argmax, run_argmax);
 }
 
 }  // namespace trine::cpu::TRINE_ISA_NS
