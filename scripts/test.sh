@@ -55,13 +55,24 @@ tests/consumer/pkgconfig_main.sh "$root/install" "$root/consumer/consumer_pkgcon
 step "installed tools run from their prefix with no LD_LIBRARY_PATH"
 rm -rf "$root/relocated"
 cmake --install "$root/release" --prefix "$root/relocated" >/dev/null
+# Each installed executable, from both prefixes: it finds libtrine through its relative RPATH, and
+# libtrine finds the emulator's library installed beside it (TRINE_CUDA_EMULATOR=1).
+installed_runs() {  # prefix: each command and the pattern its output must show
+  local p=$1
+  printf '%s\n' "cpu +available|$p/bin/trine-info" \
+    "cuda +available +trine PTX emulator|env TRINE_CUDA_EMULATOR=1 $p/bin/trine-info" \
+    "configs: relu|$p/bin/trine-ptx --list" \
+    "--quick|$p/bin/trine-bench --help"
+}
 for prefix in "$root/install" "$root/relocated"; do
-  if ! out=$(env -u LD_LIBRARY_PATH "$prefix/bin/trine-info" 2>&1) || ! grep -Eq 'cpu +available' <<<"$out"; then
-    printf '%s\n' "$out"
-    echo "FAILED: $prefix/bin/trine-info does not run from its install prefix (RPATH?)"
-    exit 1
-  fi
-  echo "ok: $prefix/bin/trine-info"
+  while IFS='|' read -r pattern cmd; do
+    if ! out=$(env -u LD_LIBRARY_PATH $cmd 2>&1) || ! grep -Eq -- "$pattern" <<<"$out"; then
+      printf '%s\n' "$out"
+      echo "FAILED: '$cmd' does not run from its install prefix (RPATH?) or lacks '$pattern'"
+      exit 1
+    fi
+    echo "ok: $cmd"
+  done < <(installed_runs "$prefix")
 done
 
 if [[ $quick == 1 ]]; then

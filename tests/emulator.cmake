@@ -2,7 +2,7 @@
 if(TRINE_CUDA)
   add_executable(trine_emulator_tests catch_main.cpp emulator_tests.cpp emulator_instr_tests.cpp emulator_warp_tests.cpp emulator_checker_tests.cpp emulator_driver_tests.cpp emulator_cli_tests.cpp emulator_throughput.cpp)
   target_include_directories(trine_emulator_tests PRIVATE ${PROJECT_SOURCE_DIR})
-  target_link_libraries(trine_emulator_tests PRIVATE trine trine_catch)
+  target_link_libraries(trine_emulator_tests PRIVATE trine trine_ptx_emulator trine_catch)
   target_compile_options(trine_emulator_tests PRIVATE ${TRINE_WARNINGS} -Wno-restrict)
   add_test(NAME emulator COMMAND trine_emulator_tests)
 endif()

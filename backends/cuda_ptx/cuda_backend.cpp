@@ -19,7 +19,7 @@
 #include "backends/cuda_ptx/driver/driver_api.hpp"
 #include "backends/cuda_ptx/driver/check.hpp"
 #include "backends/cuda_ptx/driver/libcuda_loader.hpp"
-#include "backends/cuda_ptx/emulator/driver_provider.hpp"
+#include "backends/cuda_ptx/driver/emulator_loader.hpp"
 #include "tensor/make.hpp"
 #include "trine/error.hpp"
 
@@ -132,7 +132,7 @@ struct ForeignWaits {
 // to append to the error; nothing on a GPU.
 std::string checker_report(bool emulated) {
   if (!emulated) return {};
-  const std::string report = emu::last_report();
+  const std::string report = emulator_last_report();
   return report.empty() ? std::string() : ": " + report;
 }
 
@@ -614,7 +614,7 @@ std::unique_ptr<Backend> make_cuda_backend(std::string& reason, bool& built) {
   built = true;
   cuda::require_kernels();
   const char* emu = std::getenv("TRINE_CUDA_EMULATOR");
-  cuda::DriverProvider provider = emu && *emu == '1' ? cuda::emu::emulator_provider() : cuda::libcuda_provider();
+  cuda::DriverProvider provider = emu && *emu == '1' ? cuda::emulator_provider() : cuda::libcuda_provider();
   if (!provider.api) {
     reason = provider.reason + (emu && *emu == '1' ? "" : " (TRINE_CUDA_EMULATOR=1 runs it on the PTX emulator)");
     return nullptr;

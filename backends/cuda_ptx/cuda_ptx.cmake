@@ -7,6 +7,7 @@ if(TRINE_CUDA)
     ${CMAKE_CURRENT_LIST_DIR}/ptx/kernel.cpp
     ${CMAKE_CURRENT_LIST_DIR}/ptx/names.cpp
     ${CMAKE_CURRENT_LIST_DIR}/driver/libcuda_loader.cpp
+    ${CMAKE_CURRENT_LIST_DIR}/driver/emulator_loader.cpp
     ${CMAKE_CURRENT_LIST_DIR}/driver/check.cpp
     ${CMAKE_CURRENT_LIST_DIR}/cuda_backend.cpp
     ${CMAKE_CURRENT_LIST_DIR}/cuda_launch.cpp
@@ -23,7 +24,8 @@ endif()
 if(TRINE_CUDA AND TRINE_BUILD_TOOLS)
   add_executable(trine-ptx ${PROJECT_SOURCE_DIR}/tools/trine-ptx.cpp)
   target_include_directories(trine-ptx PRIVATE ${PROJECT_SOURCE_DIR})
-  target_link_libraries(trine-ptx PRIVATE trine)
+  target_link_libraries(trine-ptx PRIVATE trine trine_ptx_emulator)
+  set_target_properties(trine-ptx PROPERTIES INSTALL_RPATH "$ORIGIN/${TRINE_BIN_TO_LIB}")
   target_compile_options(trine-ptx PRIVATE ${TRINE_WARNINGS})
   install(TARGETS trine-ptx RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
 endif()
