@@ -102,6 +102,15 @@ Tensor run_op(OpKind op, std::span<const Tensor> inputs, const OpParams& params)
   }
   detail::InferredOutput shape = detail::infer_op(op, inputs, params);
   const detail::Placement at = detail::place_call(op, inputs, params, shape);
+  if (at.source == detail::PinSource::scope || at.source == detail::PinSource::environment) {
+    // The device may be unavailable: say so as this op, naming what chose it, before any input
+    // moves there (an upload would fail as "[empty]").
+    try {
+      detail::backend_for(at.device, name);
+    } catch (const Error& e) {
+      throw Error(e.code(), std::string(e.what()) + " (chosen by " + detail::pin_source(at) + ")");
+    }
+  }
   bool here = true;
   for (const auto& t : inputs) here = here && (!t.defined() || t.storage()->device() == at.device);
   if (here) return run_on(at, op, inputs, params, shape);

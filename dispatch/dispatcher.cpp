@@ -245,6 +245,19 @@ bool is_software(Device d) {
   return false;
 }
 
+std::string pin_source(const Placement& p) {
+  switch (p.source) {
+    case PinSource::automatic: return {};
+    case PinSource::input: return "input " + std::to_string(p.input) + " (pinned to " + p.device.str() + ")";
+    case PinSource::scope: return "a DeviceScope (" + p.device.str() + ")";
+    case PinSource::environment: {
+      const char* v = std::getenv("TRINE_DEVICE");
+      return std::string("TRINE_DEVICE=") + (v ? v : "");
+    }
+  }
+  return {};
+}
+
 std::optional<Device> pinned_by_scope() {
   if (g_scopes.load(std::memory_order_relaxed) != 0 && t_scope) return t_scope;
   const EnvPin& e = env_pin();
@@ -336,8 +349,8 @@ Placement place_call(OpKind op, std::span<const Tensor> inputs, const OpParams& 
                                                  scope->str() + " (" + (t_scope ? "DeviceScope" : "TRINE_DEVICE") +
                                                  "); inputs: " + describe_call(inputs));
   }
-  if (pin) return {*pin, true};
-  if (scope) return {*scope, true};
+  if (pin) return {*pin, true, PinSource::input, pin_input};
+  if (scope) return {*scope, true, t_scope && g_scopes.load(std::memory_order_relaxed) ? PinSource::scope : PinSource::environment};
 
   // Automatic. The common case, one candidate holding every input, needs no estimate.
   if (const auto& only = sole_candidate(); only && !log_dispatch() && all_on(inputs, *only)) return {*only, false};
@@ -393,7 +406,7 @@ Decision decide(OpKind op, std::span<const Tensor> inputs, const OpParams& param
   if (p.pinned) {
     d.pinned = true;
     d.device = p.device;
-    d.why = "pinned";
+    d.why = "pinned by " + detail::pin_source(p);
   }
   return d;
 }

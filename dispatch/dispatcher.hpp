@@ -1,8 +1,10 @@
 // Internal to the library: where a call runs (pins, then the cost model), and moving tensors there.
 #pragma once
 
+#include <cstdint>
 #include <optional>
 #include <span>
+#include <string>
 
 #include "backends/backend.hpp"
 #include "ops/rules.hpp"
@@ -10,10 +12,19 @@
 
 namespace trine::detail {
 
+// What chose a call's device.
+enum class PinSource : std::uint8_t { automatic, input, scope, environment };
+
 struct Placement {
   Device device;
   bool pinned = false;  // the output is pinned too
+  PinSource source = PinSource::automatic;
+  std::size_t input = 0;  // the pinned input, when source is input
 };
+
+// "input 0 (pinned to vulkan:0)", "a DeviceScope (vulkan:0)", "TRINE_DEVICE=cuda": what pinned a
+// placement, for messages; empty for an automatic one.
+std::string pin_source(const Placement& p);
 
 // Where a validated call runs: the device of its pinned inputs, else the thread's DeviceScope or
 // TRINE_DEVICE, else the cheapest eligible device by the active profile (logged with

@@ -23,8 +23,11 @@ std::string describe(const Shape& s, DType t, Device d) {
   return std::string(dtype_name(t)) + s.str() + " on " + d.str();
 }
 
-// Bytes for `shape` of `dtype`; negative dims are invalid_shape, overflow is out_of_memory.
+// Bytes for `shape` of `dtype` on `device`, checked as `op` (the function the user called):
+// an unavailable device is device_unavailable, negative dims are invalid_shape, overflow is
+// out_of_memory.
 std::size_t checked_bytes(const char* op, const Shape& shape, DType dtype, Device device) {
+  detail::backend_for(device, op);
   std::size_t n = 1;
   for (auto d : shape.dims()) {
     if (d < 0) throw Error(ErrorCode::invalid_shape, std::string("[") + op + "] negative dimension in " + shape.str());
@@ -257,6 +260,7 @@ Tensor Tensor::zeros(const Shape& shape, DType dtype, std::optional<Device> devi
 }
 
 Tensor Tensor::full(const Shape& shape, float value, DType dtype, std::optional<Device> device) {
+  checked_bytes("full", shape, dtype, device.value_or(Device::cpu()));
   Tensor t = empty(shape, dtype, device);
   fill_generated(t, "full", [&](std::size_t, std::size_t count, float* out) { std::fill_n(out, count, value); });
   return t;
@@ -264,6 +268,7 @@ Tensor Tensor::full(const Shape& shape, float value, DType dtype, std::optional<
 
 Tensor Tensor::arange(float start, float stop, float step, DType dtype, std::optional<Device> device) {
   const Device dev = device.value_or(Device::cpu());
+  detail::backend_for(dev, "arange");
   if (!(step != 0.0f) || !std::isfinite(start) || !std::isfinite(stop) || !std::isfinite(step)) {
     throw Error(ErrorCode::invalid_argument, "[arange] start, stop and step must be finite and step non-zero (got " +
                                                  std::to_string(start) + ", " + std::to_string(stop) + ", " +
@@ -286,6 +291,7 @@ Tensor Tensor::arange(float start, float stop, float step, DType dtype, std::opt
 
 Tensor Tensor::random(const Shape& shape, std::uint64_t seed, float low, float high, DType dtype, std::optional<Device> device) {
   const Device dev = device.value_or(Device::cpu());
+  checked_bytes("random", shape, dtype, dev);
   if (!(low < high) || !std::isfinite(low) || !std::isfinite(high)) {
     throw Error(ErrorCode::invalid_argument, "[random] needs finite low < high, got [" + std::to_string(low) + ", " +
                                                  std::to_string(high) + ") for " + describe(shape, dtype, dev));

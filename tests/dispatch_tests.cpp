@@ -658,3 +658,40 @@ TEST_CASE("a TRINE_DEVICE that names no device is an error at every op", "[dispa
   // A pinned input needs no scope: it still runs.
   CHECK(relu(x.to(Device::cpu())).device() == Device::cpu());
 }
+
+// Run by ctest with TRINE_DEVICE=cuda:0 and no cuda device (dispatch_env_unavailable): the error is
+// the op's, and names the variable that chose the device.
+TEST_CASE("a TRINE_DEVICE naming an unavailable device fails as the op, naming the variable",
+          "[dispatch_env_unavailable][.]") {
+  bool cuda_here = false;
+  for (const auto& s : backend_status()) cuda_here = cuda_here || (s.kind == DeviceKind::cuda && s.available);
+  if (cuda_here) {
+    std::printf("skipped: a cuda device is available here, so TRINE_DEVICE=cuda:0 pins a real one\n");
+    return;
+  }
+  const Tensor x = Tensor::random({8}, 12);
+  try {
+    (void)relu(x);
+    FAIL("expected an error");
+  } catch (const Error& e) {
+    CHECK(e.code() == ErrorCode::device_unavailable);
+    const std::string what = e.what();
+    INFO(what);
+    CHECK(what.rfind("[relu] device cuda:0", 0) == 0);
+    CHECK_THAT(what, Catch::Contains("(chosen by TRINE_DEVICE=cuda:0)"));
+  }
+}
+
+TEST_CASE("a pinned decision says which input pinned it, and still lists the candidates", "[dispatch]") {
+  const Tensor x = Tensor::random({8}, 13, -1.0f, 1.0f, DType::f32, Device::cpu());
+  const dispatch::Decision d = dispatch::decide(OpKind::relu, std::vector<Tensor>{x}, ActParams{});
+  CHECK(d.pinned);
+  CHECK(d.device == Device::cpu());
+  CHECK(d.why == "pinned by input 0 (pinned to cpu)");
+  CHECK(d.candidates.size() == devices().size());
+  {
+    DeviceScope scope(Device::cpu());
+    const dispatch::Decision s = dispatch::decide(OpKind::relu, std::vector<Tensor>{Tensor::random({8}, 14)}, ActParams{});
+    CHECK(s.why == "pinned by a DeviceScope (cpu)");
+  }
+}

@@ -2,7 +2,10 @@
 // shapes, and leaves the library usable.
 #include <catch2/catch.hpp>
 
+#include <functional>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "trine/trine.hpp"
 
@@ -148,6 +151,23 @@ TEST_CASE("devices that are not built or not present", "[errors]") {
         Tensor::zeros({4}, DType::f32, Device{DeviceKind::vulkan, 99});
       },
       ErrorCode::device_unavailable, {"vulkan:99"});
+  // each named as the function the user called, not an internal step ("[empty]")
+  const Device missing{DeviceKind::vulkan, 99};
+  const std::vector<float> four{1, 2, 3, 4};
+  for (auto [call, op] : std::vector<std::pair<std::function<void()>, std::string>>{
+           {[&] { Tensor::from(four, {4}, DType::f32, missing); }, "[from]"},
+           {[&] { Tensor::from(std::vector<std::int32_t>{1, 2}, {2}, missing); }, "[from]"},
+           {[&] { Tensor::random({4}, 1, -1.0f, 1.0f, DType::f32, missing); }, "[random]"},
+           {[&] { Tensor::full({4}, 1.0f, DType::f32, missing); }, "[full]"},
+           {[&] { Tensor::arange(0.0f, 4.0f, 1.0f, DType::f32, missing); }, "[arange]"}}) {
+    try {
+      call();
+      FAIL("expected device_unavailable");
+    } catch (const Error& e) {
+      CHECK(e.code() == ErrorCode::device_unavailable);
+      CHECK(std::string(e.what()).rfind(op + " device vulkan:99", 0) == 0);
+    }
+  }
   expect_error(
       [] {
         Tensor::zeros({4}, DType::f32, Device{DeviceKind::cuda, 0});

@@ -137,9 +137,12 @@ struct Candidate {
 
 struct Decision {
   Device device;
-  bool pinned = false;  // by a pinned input, a DeviceScope or TRINE_DEVICE (then no candidates)
-  std::string why;      // "pinned by input 0 (vulkan:0)", "cheapest of 2", ...
-  std::vector<Candidate> candidates;  // every device of this machine, eligible or not
+  bool pinned = false;  // by a pinned input, a DeviceScope or TRINE_DEVICE
+  // "pinned by input 0 (pinned to vulkan:0)", "pinned by TRINE_DEVICE=cuda", "cheapest of 2", ...
+  std::string why;
+  // Every device of this machine, eligible or not, with the model's estimates: filled for a pinned
+  // call too (what it would cost elsewhere).
+  std::vector<Candidate> candidates;
 };
 
 // What the dispatcher does for this call (validates it like the op; runs nothing).

@@ -70,7 +70,7 @@ struct AxisParams {
   friend bool operator==(const AxisParams&, const AxisParams&) = default;
 };
 
-struct NormParams {  // over the last axis
+struct NormParams {  // over the last axis; layernorm's and rmsnorm's one default eps
   float eps = 1e-5f;
   friend bool operator==(const NormParams&, const NormParams&) = default;
 };
