@@ -56,6 +56,11 @@ foreach(op ${ops})
   if(NOT EXISTS ${OUT}/plots/${op}.png)
     message(FATAL_ERROR "no plot for ${op}")
   endif()
+  # Sizes labelled as the table prints them: gnuplot's enhanced text would make "32^3" read "323".
+  file(READ ${OUT}/plots/${op}.gp gp)
+  if(NOT gp MATCHES "set terminal png noenhanced")
+    message(FATAL_ERROR "plots/${op}.gp draws its labels as enhanced text (a ^ becomes a superscript)")
+  endif()
 endforeach()
 # The fixed cost of a call per device, with an empty submission timed beside it where the device
 # has submissions of its own (Vulkan), and said to be unsupported where it has not.
