@@ -3,9 +3,11 @@
 // shapes with partial tiles; the ops not wired yet refused as unsupported; a batch's transfers.
 #include <catch2/catch.hpp>
 
+#include <memory>
 #include <string>
 #include <vector>
 
+#include "tensor/storage.hpp"
 #include "tests/harness.hpp"
 #include "trine/trine.hpp"
 
@@ -189,13 +191,18 @@ TEST_CASE("cuda: an async call whose input is still being computed on the cpu do
   // The device and the relu kernel are ready first: on a GPU the first call loads the module (a JIT
   // compile of its PTX) on the calling thread, which a fast cpu outruns.
   CHECK(relu(in({16}, 80)).numel() == 16);
-  const Tensor a = Tensor::random({1024, 1024}, 81, -1, 1, DType::f32, Device::cpu());
-  const Tensor b = Tensor::random({1024, 1024}, 82, -1, 1, DType::f32, Device::cpu());
-  Future<Tensor> on_cpu = async::sum(async::matmul(a, b), -1);  // about 2 GFLOP on the cpu
+  // The cpu work cannot finish before the test lets it: its input's last writer is a completion
+  // only this test finishes (a timed 2 GFLOP matmul was no gate on a 16-core host, which finished it
+  // before the async call returned).
+  const Tensor a = Tensor::random({64, 64}, 81, -1, 1, DType::f32, Device::cpu());
+  const auto gate = std::make_shared<detail::HostCompletion>();
+  a.storage()->add_use(gate, /*write=*/true);
+  Future<Tensor> on_cpu = async::sum(async::matmul(a, a), -1);
   Future<Tensor> on_cuda = async::relu(Tensor(on_cpu).to(k_cuda));
-  // Had the cuda submission waited for its input on this thread, the cpu result would be ready.
-  INFO("a 2 GFLOP matmul on the cpu finished before an async call returned");
+  // Had the cuda submission waited for its input on this thread, the call would not have returned.
   CHECK_FALSE(on_cpu.ready());
+  CHECK_FALSE(on_cuda.ready());
+  gate->finish(nullptr);
   std::vector<float> expect = on_cpu.get().to_vector();
   for (auto& v : expect) v = v > 0 ? v : 0.0f;
   CHECK(on_cuda.get().to_vector() == expect);
