@@ -79,6 +79,13 @@ using Entry = std::variant<OpCall, Upload, Readback, DeviceCopy>;
 
 // A recorded list of entries in a backend's own form (command buffer, stream launches, tasks).
 // The backend owns everything it needs until completion, temporaries included.
+//
+// Temporaries (a strided input made contiguous, scratch a kernel needs): one way, a tensor from
+// detail::empty_tensor(shape, dtype, device, /*pinned=*/false) (tensor/make.hpp), on the call's own
+// device, whose memory comes from that device's memory cache and goes back to it when the last
+// reference drops; the submission (or the kernel, when it runs synchronously) holds the tensor
+// until the work that uses it has completed. Memory that is not a tensor's (Vulkan's staging
+// buffers, CUDA's small per-device words) comes from the same cache (tensor/memory_cache.hpp).
 class Submission {
  public:
   virtual ~Submission() = default;

@@ -13,6 +13,7 @@
 
 #include "backends/assert.hpp"
 #include "backends/cpu_simd/execute.hpp"
+#include "tensor/make.hpp"
 #include "backends/cpu_simd/thread_pool.hpp"
 #include "trine/error.hpp"
 
@@ -91,14 +92,14 @@ const float* contiguous_f32(const KernelTable& k, const Tensor& t, Tensor& keep)
   TRINE_ASSERT(t.dtype() == DType::f32,
                std::string("[cpu] a kernel was handed a ") + dtype_name(t.dtype()) + " input where it reads f32");
   if (t.is_contiguous()) return reinterpret_cast<const float*>(base_ptr(t));
-  keep = Tensor::empty(t.shape(), DType::f32, t.device());
+  keep = detail::empty_tensor(t.shape(), DType::f32, t.device(), false);
   strided_convert(k, t, base_ptr(keep), DType::f32);
   return reinterpret_cast<const float*>(base_ptr(keep));
 }
 
 const std::uint8_t* contiguous_bytes(const KernelTable& k, const Tensor& t, Tensor& keep) {
   if (t.is_contiguous()) return base_ptr(t);
-  keep = Tensor::empty(t.shape(), t.dtype(), t.device());
+  keep = detail::empty_tensor(t.shape(), t.dtype(), t.device(), false);
   strided_convert(k, t, base_ptr(keep), t.dtype());
   return base_ptr(keep);
 }
@@ -142,7 +143,7 @@ void execute(const KernelTable& k, const detail::OpCall& call) {
                in_op(call.op, "the cpu backend was handed an output it cannot write in place"));
   TRINE_ASSERT(static_cast<int>(call.inputs.size()) >= op_info(call.op).min_inputs,
                in_op(call.op, "the cpu backend was handed fewer inputs than the op takes"));
-  // Kernels and their helpers allocate with std containers and Tensor::empty; whatever fails, the
+  // Kernels and their helpers allocate with std containers and detail::empty_tensor; whatever fails, the
   // caller hears an out_of_memory naming this op.
   try {
     const OpKernel* kernel = k.ops.find(call.op);
