@@ -37,9 +37,10 @@ Reg<F32> exp_f32(Kernel& k, Reg<F32> x);
 // Natural log through lg2.approx.
 Reg<F32> log_f32(Kernel& k, Reg<F32> x);
 
-// Loads one element stored as e and widens it to f32 (exact).
+// Loads one element stored as e and widens it to f32 (exact; i32 rounds to nearest even).
 Reg<F32> load_f32(Kernel& k, Elem e, Reg<U64> base, Reg<U64> index);
-// Narrows v to e, rounding to nearest even (overflow to inf, NaN stays NaN), and stores it.
+// Narrows v to e, rounding to nearest even (overflow to inf, NaN stays NaN), and stores it; to i32:
+// toward zero, saturating, NaN to 0.
 void store_f32(Kernel& k, Elem e, Reg<U64> base, Reg<U64> index, Reg<F32> v);
 Reg<F32> f16_to_f32(Kernel& k, Reg<F16> h);
 Reg<F32> bf16_to_f32(Kernel& k, Reg<BF16> h);

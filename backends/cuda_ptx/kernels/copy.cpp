@@ -1,6 +1,7 @@
-// copy and cast (f32 <-> f16 <-> bf16, round to nearest even through f32, which is exact for the
-// widening half), and the strided gather that makes any view contiguous on the device.
+// copy and cast (f32, f16, bf16 and i32, through f32, which is exact for every widening and rounds
+// once otherwise), and the strided gather that makes any view contiguous on the device.
 #include <array>
+#include <cstdint>
 
 #include "backends/cuda_ptx/kernels/common.hpp"
 #include "backends/cuda_ptx/kernels/plan.hpp"
@@ -22,30 +23,37 @@ struct CastConfig {
   int bytes;      // copy, gather: the element size (4 or 2)
   Elem from, to;  // convert
 };
+// i32 converts through f32: to f16/bf16 with two roundings, as the op defines it; from floats toward
+// zero, saturating, NaN to 0 (cvt.rzi.s32.f32).
 constexpr CastConfig configs[] = {
     {"copy_b32", Move::copy, 4, Elem::f32, Elem::f32},        {"copy_b16", Move::copy, 2, Elem::f16, Elem::f16},
     {"gather_b32", Move::gather, 4, Elem::f32, Elem::f32},    {"gather_b16", Move::gather, 2, Elem::f16, Elem::f16},
     {"f32_to_f16", Move::convert, 0, Elem::f32, Elem::f16},   {"f32_to_bf16", Move::convert, 0, Elem::f32, Elem::bf16},
     {"f16_to_f32", Move::convert, 0, Elem::f16, Elem::f32},   {"f16_to_bf16", Move::convert, 0, Elem::f16, Elem::bf16},
     {"bf16_to_f32", Move::convert, 0, Elem::bf16, Elem::f32}, {"bf16_to_f16", Move::convert, 0, Elem::bf16, Elem::f16},
+    {"f32_to_i32", Move::convert, 0, Elem::f32, Elem::i32},   {"f16_to_i32", Move::convert, 0, Elem::f16, Elem::i32},
+    {"bf16_to_i32", Move::convert, 0, Elem::bf16, Elem::i32}, {"i32_to_f32", Move::convert, 0, Elem::i32, Elem::f32},
+    {"i32_to_f16", Move::convert, 0, Elem::i32, Elem::f16},   {"i32_to_bf16", Move::convert, 0, Elem::i32, Elem::bf16},
 };
+
+// y[i] = x[i] for elements of 4 or 2 bytes, addresses computed by the caller.
+void move_element(Kernel& k, int bytes, Reg<U64> x, Reg<U64> src, Reg<U64> y, Reg<U64> dst) {
+  if (bytes == 4) {
+    st(k, element(k, Ptr<Global, U32>{y, 0}, dst), V<U32>(ld(k, element(k, Ptr<Global, U32>{x, 0}, src))));
+  } else {
+    st(k, element(k, Ptr<Global, U16>{y, 0}, dst), V<U16>(ld(k, element(k, Ptr<Global, U16>{x, 0}, src))));
+  }
+}
 
 std::string generate_cast(std::size_t config, Target target) {
   const CastConfig& cfg = config_at(configs, config, "cast");
   Kernel k(kernel_name("cast", cfg.name), target);
   k.set_max_threads(block_threads);
-  Reg<U64> x = param<U64>(k, "x");
-  Reg<U64> y = param<U64>(k, "y");
+  Reg<U64> x = global_ptr<U32>(k, param<U64>(k, "x")).base;
+  Reg<U64> y = global_ptr<U32>(k, param<U64>(k, "y")).base;
   Reg<U64> n = param<U64>(k, "n");
   if (cfg.move == Move::copy) {
-    Ptr<Global, U32> x32 = global_ptr<U32>(k, x), y32 = global_ptr<U32>(k, y);
-    Ptr<Global, U16> x16 = global_ptr<U16>(k, x), y16 = global_ptr<U16>(k, y);
-    grid_stride(k, n, [&](Reg<U64> i) {
-      if (cfg.bytes == 4)
-        st(k, element(k, y32, i), V<U32>(ld(k, element(k, x32, i))));
-      else
-        st(k, element(k, y16, i), V<U16>(ld(k, element(k, x16, i))));
-    });
+    grid_stride(k, n, [&](Reg<U64> i) { move_element(k, cfg.bytes, x, i, y, i); });
     return module_text(k);
   }
   if (cfg.move == Move::gather) {
@@ -55,8 +63,6 @@ std::string generate_cast(std::size_t config, Target target) {
     for (int d = 0; d < gather_dims - 1; ++d) dims[d] = param<U64>(k, "d" + std::to_string(d + 1));
     std::array<Reg<U64>, gather_dims> strides;
     for (int d = 0; d < gather_dims; ++d) strides[d] = bitcast<U64>(k, param<S64>(k, "s" + std::to_string(d)));
-    Ptr<Global, U32> x32 = global_ptr<U32>(k, x), y32 = global_ptr<U32>(k, y);
-    Ptr<Global, U16> x16 = global_ptr<U16>(k, x), y16 = global_ptr<U16>(k, y);
     grid_stride(k, n, [&](Reg<U64> i) {
       Reg<U64> rest = i;
       Reg<U64> src = mov<U64>(k, 0u);
@@ -68,15 +74,11 @@ std::string generate_cast(std::size_t config, Target target) {
         }
         src = fma(k, idx, V<U64>(strides[d]), V<U64>(src));
       }
-      if (cfg.bytes == 4)
-        st(k, element(k, y32, i), V<U32>(ld(k, element(k, x32, src))));
-      else
-        st(k, element(k, y16, i), V<U16>(ld(k, element(k, x16, src))));
+      move_element(k, cfg.bytes, x, src, y, i);
     });
     return module_text(k);
   }
-  Reg<U64> gx = global_ptr<F32>(k, x).base, gy = global_ptr<F32>(k, y).base;
-  grid_stride(k, n, [&](Reg<U64> i) { store_f32(k, cfg.to, gy, i, load_f32(k, cfg.from, gx, i)); });
+  grid_stride(k, n, [&](Reg<U64> i) { store_f32(k, cfg.to, y, i, load_f32(k, cfg.from, x, i)); });
   return module_text(k);
 }
 
@@ -102,7 +104,7 @@ const Generator& cast_generator() {
 }
 
 // copy and cast: a contiguous copy or conversion, or a strided view copied by the gather kernel.
-std::optional<Steps> plan(const OpCall& c, int, const Resources&, bool gathered) {
+std::optional<Steps> plan_cast(const OpCall& c, int, const Resources&, bool gathered) {
   const i64 n_out = c.output.numel();
   Steps steps;
   if (n_out == 0) return steps;
@@ -138,7 +140,7 @@ std::optional<Steps> plan(const OpCall& c, int, const Resources&, bool gathered)
 
 void register_copy(CudaOps& r) {
   r.generators.push_back(&cast_generator());
-  for (OpKind op : {OpKind::copy, OpKind::cast}) r.ops.add(op, OpKernel{plan});
+  for (OpKind op : {OpKind::copy, OpKind::cast}) r.ops.add(op, OpKernel{plan_cast});
 }
 
 }  // namespace trine::cuda::kernels

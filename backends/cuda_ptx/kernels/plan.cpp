@@ -96,6 +96,7 @@ kernels::Elem elem_of(DType t) noexcept {
     case DType::f32: return kernels::Elem::f32;
     case DType::f16: return kernels::Elem::f16;
     case DType::bf16: return kernels::Elem::bf16;
+    case DType::i32: return kernels::Elem::i32;
   }
   return kernels::Elem::f32;
 }
