@@ -2,6 +2,7 @@
 // NaN-propagating max, and f16/bf16 loads and stores through f32.
 #pragma once
 
+#include <array>
 #include <limits>
 #include <string>
 
@@ -23,6 +24,14 @@ void grid_stride(Kernel& k, Reg<U64> n, Body&& body) {
   Reg<U64> start = global_thread_u64(k);
   Reg<U64> step = grid_threads_u64(k);
   for_range<U64>(k, start, n, step, body);
+}
+
+// Horner evaluation of c[0] + c[1] t + c[2] t^2 + ... with one FMA per coefficient.
+template <FloatType T, std::size_t N>
+Reg<T> horner(Kernel& k, Reg<T> t, const std::array<typename T::imm, N>& c) {
+  Reg<T> acc = mov<T>(k, c[N - 1]);
+  for (std::size_t i = N - 1; i-- > 0;) acc = fma(k, acc, V<T>(t), V<T>(c[i]));
+  return acc;
 }
 
 // max that returns NaN when either input is NaN (PTX max.f32 returns the other operand).
