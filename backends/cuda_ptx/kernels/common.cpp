@@ -30,6 +30,13 @@ Reg<F32> max_nan(Kernel& k, Reg<F32> a, Reg<F32> b) {
   return selp<F32>(k, nan, m, either_nan);
 }
 
+Reg<F32> min_nan(Kernel& k, Reg<F32> a, Reg<F32> b) {
+  Reg<Pred> either_nan = setp(k, Cmp::nan, a, V<F32>(b));
+  Reg<F32> m = min(k, a, V<F32>(b));
+  Reg<F32> nan = add(k, a, V<F32>(b));  // NaN whenever either is
+  return selp<F32>(k, nan, m, either_nan);
+}
+
 Reg<F32> warp_sum(Kernel& k, Reg<F32> v) {
   for (std::uint32_t offset = 16; offset >= 1; offset /= 2) {
     v = add(k, v, V<F32>(shfl(k, Shfl::bfly, v, offset)));

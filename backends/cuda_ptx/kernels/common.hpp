@@ -34,8 +34,10 @@ Reg<T> horner(Kernel& k, Reg<T> t, const std::array<typename T::imm, N>& c) {
   return acc;
 }
 
-// max that returns NaN when either input is NaN (PTX max.f32 returns the other operand).
+// max and min that return NaN when either input is NaN (PTX max.f32 and min.f32 return the other
+// operand; their .NaN forms need sm_80).
 Reg<F32> max_nan(Kernel& k, Reg<F32> a, Reg<F32> b);
+Reg<F32> min_nan(Kernel& k, Reg<F32> a, Reg<F32> b);
 // Butterfly reductions over the 32 lanes of a warp: every lane ends with the result.
 Reg<F32> warp_sum(Kernel& k, Reg<F32> v);
 Reg<F32> warp_max_nan(Kernel& k, Reg<F32> v);

@@ -116,9 +116,10 @@ bool contiguous_inputs(const OpCall& c, bool gathered = false);
 // A view's dims and element strides with size-1 dims dropped and mergeable neighbours merged, at
 // most 6 (leading 1s added): what the gather kernel addresses. False when more remain.
 bool collapse6(const Tensor& t, std::array<i64, 6>& d, std::array<i64, 6>& s);
-// Output dims and both inputs' strides, size-1 dims dropped and mergeable neighbours merged, at
-// most 4 dims (leading 1s added): what the binary kernel addresses.
-bool collapse4(const OpCall& c, std::array<i64, 4>& d, std::array<i64, 4>& sa, std::array<i64, 4>& sb);
+// Output dims and every input's strides (2 or 3 inputs, each broadcast to the output; the rest
+// left 0), size-1 dims dropped and mergeable neighbours merged, at most 4 dims (leading 1s added):
+// what the binary kernel addresses.
+bool collapse4(const OpCall& c, std::array<i64, 4>& d, std::array<std::array<i64, 4>, 3>& strides);
 // [outer, n, inner] around `axis`.
 void split(const Shape& s, int axis, i64& outer, i64& n, i64& inner);
 // How a tensor of dtype t is stored, as configurations say it.
