@@ -1,5 +1,6 @@
-// copy and cast (f32, f16, bf16 and i32, through f32, which is exact for every widening and rounds
-// once otherwise), and the strided gather that makes any view contiguous on the device.
+// Data movement: copy and cast (f32, f16, bf16 and i32, through f32, which is exact for every
+// widening and rounds once otherwise), the strided gather that makes any view contiguous on the
+// device, and gather's row lookup with its index check.
 #include <array>
 #include <cstdint>
 
@@ -10,7 +11,10 @@ namespace trine::cuda::kernels {
 namespace {
 
 constexpr int block_threads = 256;
+constexpr int warps_per_block = block_threads / 32;
 constexpr int gather_dims = 6;
+
+// ---- cast: copy, strided gather, dtype conversion ----
 
 enum class Move {
   copy,     // contiguous, same dtype
@@ -103,6 +107,93 @@ const Generator& cast_generator() {
   return g;
 }
 
+// ---- gather: rows of a table picked by i32 indices ----
+
+struct GatherConfig {
+  std::string_view name;
+  int bytes;  // the table's element size
+};
+constexpr GatherConfig gather_configs[] = {{"b32", 4}, {"b16", 2}};
+
+// One warp per output row: every lane reads the row's index; a good index copies the table's row,
+// a bad one (outside [0, rows), negative ones included) writes zeros, reads nothing of
+// the table, and leaves (position << 32) | index in `check` by an atomic min, so the lowest bad
+// position wins whatever order the warps run in (IndexCheck).
+std::string generate_gather(std::size_t config, Target target) {
+  const GatherConfig& cfg = config_at(gather_configs, config, "gather");
+  Kernel k(kernel_name("gather", cfg.name), target);
+  k.set_max_threads(block_threads);
+  Reg<U64> table = global_ptr<U32>(k, param<U64>(k, "table")).base;
+  Ptr<Global, S32> indices = param_ptr<S32>(k, "indices");
+  Reg<U64> y = global_ptr<U32>(k, param<U64>(k, "y")).base;
+  Ptr<Global, U64> check = param_ptr<U64>(k, "check");
+  Reg<U64> n = param<U64>(k, "n");
+  Reg<U32> d = param<U32>(k, "d");
+  Reg<U64> rows = param<U64>(k, "rows");
+  Reg<U32> tid = special(k, Special::tid_x);
+  Reg<U32> lane = and_(k, tid, V<U32>(31u));
+  Reg<U64> first =
+      add(k, mul_wide(k, special(k, Special::ctaid_x), V<U32>(warps_per_block)), V<U64>(to_u64(k, shr(k, tid, 5u))));
+  Reg<U64> stride = mul_wide(k, special(k, Special::nctaid_x), V<U32>(warps_per_block));
+  Reg<U64> d64 = to_u64(k, d);
+  for_range<U64>(k, first, n, stride, [&](Reg<U64> row) {  // warp-uniform
+    Reg<S32> index = ld(k, element(k, indices, row));
+    Reg<U64> at = bitcast<U64>(k, cvt<S64>(k, index));  // a negative index wraps past any row count
+    Reg<Pred> inside = setp(k, Cmp::lt, at, V<U64>(rows));
+    Reg<U64> src = mul(k, at, V<U64>(d64));
+    Reg<U64> dst = mul(k, row, V<U64>(d64));
+    for_range<U32>(k, lane, d, 32u, [&](Reg<U32> col) {
+      Reg<U64> c = to_u64(k, col);
+      if (cfg.bytes == 4) {
+        Ptr<Global, U32> from = element(k, Ptr<Global, U32>{table, 0}, add(k, src, V<U64>(c)));
+        Reg<U32> v = mov<U32>(k, 0u);
+        {
+          Kernel::Guard g(k, inside, false);
+          ld_to(k, v, from);
+        }
+        st(k, element(k, Ptr<Global, U32>{y, 0}, add(k, dst, V<U64>(c))), V<U32>(v));
+      } else {
+        Ptr<Global, U16> from = element(k, Ptr<Global, U16>{table, 0}, add(k, src, V<U64>(c)));
+        Reg<U16> v = mov<U16>(k, 0u);
+        {
+          Kernel::Guard g(k, inside, false);
+          ld_to(k, v, from);
+        }
+        st(k, element(k, Ptr<Global, U16>{y, 0}, add(k, dst, V<U64>(c))), V<U16>(v));
+      }
+    });
+    Reg<U64> bad = or_(k, shl(k, row, 32u), V<U64>(to_u64(k, bitcast<U32>(k, index))));
+    Reg<Pred> report = and_(k, not_(k, inside), V<Pred>(setp(k, Cmp::eq, lane, V<U32>(0u))));
+    Kernel::Guard g(k, report, false);
+    red(k, Reduction::min, check, V<U64>(bad));
+  });
+  return module_text(k);
+}
+
+Launch gather_geometry(std::size_t, std::span<const std::int64_t> sizes) {
+  Launch l;
+  l.block = {block_threads, 1, 1};
+  l.grid = {blocks_for(size_at(sizes, 0), warps_per_block), 1, 1};
+  return l;
+}
+
+const Generator& gather_generator() {
+  static const Generator g{
+      "gather",
+      {OpKind::gather},
+      config_names(gather_configs),
+      generate_gather,
+      "table: pointer to [rows, d] (contiguous; b32: 4-byte elements, b16: 2-byte), indices: s32* "
+      "[n], y: pointer to [n, d], check: u64* (all ones before the launch; the lowest bad position "
+      "p and its index i leave (p << 32) | i), n: u64 < 2^32, d: u32, rows: u64",
+      "sizes = {n, d}; block 256, one warp per output row; grid ceil(n/8) (max 65535, rows beyond "
+      "loop)",
+      gather_geometry};
+  return g;
+}
+
+// ---- plans ----
+
 // copy and cast: a contiguous copy or conversion, or a strided view copied by the gather kernel.
 std::optional<Steps> plan_cast(const OpCall& c, int, const Resources&, bool gathered) {
   const i64 n_out = c.output.numel();
@@ -136,11 +227,36 @@ std::optional<Steps> plan_cast(const OpCall& c, int, const Resources&, bool gath
   return steps;
 }
 
+std::optional<Steps> plan_gather(const OpCall& c, int, const Resources& res, bool gathered) {
+  if (!contiguous_inputs(c, gathered)) return std::nullopt;
+  const Tensor &table = c.inputs[0], &indices = c.inputs[1];
+  const i64 n = indices.dim(0), d = table.dim(1);
+  // positions are reported in 32 bits; a row's columns are counted in 32
+  if (n > UINT32_MAX || d > UINT32_MAX) return std::nullopt;
+  Steps steps;
+  if (n == 0) return steps;
+  steps.index_check = IndexCheck{res.kernels ? res.kernels->index_check_slot(*res.api) : 0, table.dim(0)};
+  const std::size_t config = config_index(gather_configs, "gather", [&](const GatherConfig& g) {
+    return g.bytes == static_cast<int>(dtype_size(table.dtype()));
+  });
+  Plan& pl = steps.add(gather_generator(), config, {n, d});
+  pl.args.add_ptr(table);
+  pl.args.add_ptr(indices);
+  pl.args.add_ptr(c.output);
+  pl.args.add<CUdeviceptr>(steps.index_check->slot);
+  pl.args.add(static_cast<std::uint64_t>(n));
+  pl.args.add(static_cast<std::uint32_t>(d));
+  pl.args.add(static_cast<std::uint64_t>(table.dim(0)));
+  return steps;
+}
+
 }  // namespace
 
 void register_copy(CudaOps& r) {
   r.generators.push_back(&cast_generator());
+  r.generators.push_back(&gather_generator());
   for (OpKind op : {OpKind::copy, OpKind::cast}) r.ops.add(op, OpKernel{plan_cast});
+  r.ops.add(OpKind::gather, OpKernel{plan_gather, nullptr, true});
 }
 
 }  // namespace trine::cuda::kernels
