@@ -1,6 +1,7 @@
 // Data movement: copy and cast (f32, f16, bf16 and i32, through f32, which is exact for every
 // widening and rounds once otherwise), the strided gather that makes any view contiguous on the
-// device, and gather's row lookup with its index check.
+// device, gather's row lookup with its index check, and concat's slab copies.
+#include <algorithm>
 #include <array>
 #include <cstdint>
 
@@ -192,6 +193,62 @@ const Generator& gather_generator() {
   return g;
 }
 
+// ---- concat: each input copied into its slab of the output ----
+
+struct ConcatConfig {
+  std::string_view name;
+  int bytes;  // the element size
+};
+constexpr ConcatConfig concat_configs[] = {{"b32", 4}, {"b16", 2}};
+
+// The output seen as [outer, row_out] and the input as [outer, row_in]: y[o, offset + j] = x[o, j].
+// Rows over the grid's y, columns over its x: no division per element.
+std::string generate_concat(std::size_t config, Target target) {
+  const ConcatConfig& cfg = config_at(concat_configs, config, "concat");
+  Kernel k(kernel_name("concat", cfg.name), target);
+  k.set_max_threads(block_threads);
+  Reg<U64> x = global_ptr<U32>(k, param<U64>(k, "x")).base;
+  Reg<U64> y = global_ptr<U32>(k, param<U64>(k, "y")).base;
+  Reg<U64> outer = param<U64>(k, "outer");
+  Reg<U64> row_in = param<U64>(k, "row_in");
+  Reg<U64> row_out = param<U64>(k, "row_out");
+  Reg<U64> offset = param<U64>(k, "offset");
+  Reg<U64> first_col = global_thread_u64(k);
+  Reg<U64> col_step = grid_threads_u64(k);
+  Reg<U64> first_row = to_u64(k, special(k, Special::ctaid_y));
+  Reg<U64> row_step = to_u64(k, special(k, Special::nctaid_y));
+  for_range<U64>(k, first_row, outer, row_step, [&](Reg<U64> o) {
+    Reg<U64> src = mul(k, o, V<U64>(row_in));
+    Reg<U64> dst = fma(k, o, V<U64>(row_out), V<U64>(offset));
+    for_range<U64>(k, first_col, row_in, col_step, [&](Reg<U64> j) {
+      move_element(k, cfg.bytes, x, add(k, src, V<U64>(j)), y, add(k, dst, V<U64>(j)));
+    });
+  });
+  return module_text(k);
+}
+
+Launch concat_geometry(std::size_t, std::span<const std::int64_t> sizes) {
+  Launch l;
+  l.block = {block_threads, 1, 1};
+  const std::uint32_t rows = blocks_for(size_at(sizes, 0), 1, 1024);
+  l.grid = {blocks_for(size_at(sizes, 1), block_threads, std::max<std::int64_t>(1, 8192 / rows)), rows, 1};
+  return l;
+}
+
+const Generator& concat_generator() {
+  static const Generator g{"concat",
+                           {OpKind::concat},
+                           config_names(concat_configs),
+                           generate_concat,
+                           "x: pointer to [outer, row_in] (contiguous; b32: 4-byte elements, b16: 2-byte), y: pointer "
+                           "to [outer, row_out], outer, row_in, row_out: u64, offset: u64 (where x's slab starts in "
+                           "a row of y)",
+                           "sizes = {outer, row_in}; block 256; grid (min(ceil(row_in/256), 8192/grid.y), min(outer, "
+                           "1024)), both loop",
+                           concat_geometry};
+  return g;
+}
+
 // ---- plans ----
 
 // copy and cast: a contiguous copy or conversion, or a strided view copied by the gather kernel.
@@ -250,13 +307,42 @@ std::optional<Steps> plan_gather(const OpCall& c, int, const Resources& res, boo
   return steps;
 }
 
+// One launch per input with anything in it, into its slab of each output row.
+std::optional<Steps> plan_concat(const OpCall& c, int, const Resources&, bool gathered) {
+  if (!contiguous_inputs(c, gathered)) return std::nullopt;
+  i64 outer, total, inner;
+  split(c.output.shape(), std::get<AxisParams>(c.params).axis, outer, total, inner);
+  Steps steps;
+  if (c.output.numel() == 0) return steps;
+  const std::size_t config = config_index(concat_configs, "concat", [&](const ConcatConfig& e) {
+    return e.bytes == static_cast<int>(dtype_size(c.output.dtype()));
+  });
+  const int axis = std::get<AxisParams>(c.params).axis;
+  i64 offset = 0;
+  for (const Tensor& x : c.inputs) {
+    const i64 row_in = x.dim(axis) * inner;
+    if (row_in == 0) continue;
+    Plan& pl = steps.add(concat_generator(), config, {outer, row_in});
+    pl.args.add_ptr(x);
+    pl.args.add_ptr(c.output);
+    pl.args.add(static_cast<std::uint64_t>(outer));
+    pl.args.add(static_cast<std::uint64_t>(row_in));
+    pl.args.add(static_cast<std::uint64_t>(total * inner));
+    pl.args.add(static_cast<std::uint64_t>(offset));
+    offset += row_in;
+  }
+  return steps;
+}
+
 }  // namespace
 
 void register_copy(CudaOps& r) {
   r.generators.push_back(&cast_generator());
   r.generators.push_back(&gather_generator());
+  r.generators.push_back(&concat_generator());
   for (OpKind op : {OpKind::copy, OpKind::cast}) r.ops.add(op, OpKernel{plan_cast});
   r.ops.add(OpKind::gather, OpKernel{plan_gather, nullptr, true});
+  r.ops.add(OpKind::concat, OpKernel{plan_concat});
 }
 
 }  // namespace trine::cuda::kernels
