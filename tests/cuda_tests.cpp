@@ -4,6 +4,8 @@
 // gather's index check, raised where the work completes.
 #include <catch2/catch.hpp>
 
+#include <bit>
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -182,6 +184,22 @@ TEST_CASE("cuda: a batch is one submission with one upload and one readback; asy
 
   Future<Tensor> f = async::relu(async::matmul(in({20, 30}, 52), in({30, 10}, 53)));
   CHECK(f.get().to_vector().size() == 200);
+}
+
+TEST_CASE("cuda: exp, log and pow within their bounds across every binade", "[cuda]") {
+  // kernels/math.cpp uses IEEE operations only, which the emulator computes bit for bit as a GPU
+  // does: a sweep here measures the hardware's error, not the emulator's.
+  require_cuda();
+  auto sweep = [](std::uint32_t first, std::uint32_t last, std::uint32_t step) {
+    std::vector<float> v;
+    for (std::uint64_t u = first; u <= last; u += step) v.push_back(std::bit_cast<float>(static_cast<std::uint32_t>(u)));
+    return Tensor::from(v, {static_cast<std::int64_t>(v.size())}, DType::f32, k_cuda);
+  };
+  check(OpKind::exp, {sweep(0x00000000u, 0x42b40000u, 2053)}, ActParams{});  // [0, 90]
+  check(OpKind::exp, {sweep(0x80000000u, 0xc2f00000u, 2053)}, ActParams{});  // [-120, -0]
+  check(OpKind::log, {sweep(0x00000001u, 0x7f7fffffu, 4099)}, ActParams{});  // every positive binade
+  for (float p : {2.0f, -1.5f, 0.37f, 13.0f})
+    check(OpKind::pow, {sweep(0x3a800000u, 0x447a0000u, 8191)}, ActParams{p, 0});  // [2^-10, 1000]
 }
 
 TEST_CASE("cuda: a bad gather index fails its batch entry and the async work that reads its rows", "[cuda]") {
