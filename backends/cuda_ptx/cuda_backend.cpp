@@ -72,20 +72,58 @@ struct HostCopy {
   }
 };
 
+// Page-locked 8-byte words for the device-side checks below, kept for reuse: cuMemAllocHost and
+// cuMemFreeHost cost far more than a gather (and freeing may wait for the device), so words are
+// allocated in chunks once and then handed out and back without a driver call. Shared by the
+// backend and the checks in flight, which may outlive it.
+class PinnedWords {
+ public:
+  explicit PinnedWords(const DriverApi& api) : api_(api) {}
+  PinnedWords(const PinnedWords&) = delete;
+  PinnedWords& operator=(const PinnedWords&) = delete;
+  ~PinnedWords() {
+    for (void* c : chunks_) api_.cuMemFreeHost(c);
+  }
+  // `count` words into `out`; a failed allocation's result (the caller's context must be current).
+  CUresult take(std::size_t count, std::vector<std::uint64_t*>& out) {
+    std::lock_guard lock(mu_);
+    while (free_.size() < count) {
+      void* chunk = nullptr;
+      if (const CUresult r = api_.cuMemAllocHost(&chunk, chunk_words * sizeof(std::uint64_t)); r != CUDA_SUCCESS)
+        return r;
+      chunks_.push_back(chunk);
+      for (std::size_t i = 0; i < chunk_words; ++i) free_.push_back(static_cast<std::uint64_t*>(chunk) + i);
+    }
+    out.assign(free_.end() - static_cast<std::ptrdiff_t>(count), free_.end());
+    free_.resize(free_.size() - count);
+    return CUDA_SUCCESS;
+  }
+  void give_back(const std::vector<std::uint64_t*>& words) {
+    std::lock_guard lock(mu_);
+    free_.insert(free_.end(), words.begin(), words.end());
+  }
+
+ private:
+  static constexpr std::size_t chunk_words = 512;
+  const DriverApi& api_;
+  std::mutex mu_;
+  std::vector<void*> chunks_;
+  std::vector<std::uint64_t*> free_;
+};
+
 // The device-side input checks of one submission's launches (gather's indices, cuda_launch.hpp's
 // IndexCheck): after each checking launch its slot is copied on the stream into a page-locked word
 // here, before any later launch can reuse the slot; once the stream has passed the submission, the
 // first word that is not clean is the submission's error, naming its entry. Held by the completion
-// (nothing of the submission's tensors), freed once read.
+// (nothing of the submission's tensors), its words given back once read.
 struct IndexChecks {
   struct Check {
     OpKind op;
     std::size_t position;  // the recorded entry's position, of `recorded`
     std::int64_t rows;
   };
-  const DriverApi* api = nullptr;
-  std::uint64_t* words = nullptr;  // page-locked: one per checking entry, in launch order
-  std::size_t capacity = 0;
+  std::shared_ptr<PinnedWords> pool;
+  std::vector<std::uint64_t*> words;  // one per checking entry: checks[i] reads words[i]
   std::vector<Check> checks;
   std::size_t recorded = 1;
   Device device;
@@ -94,13 +132,13 @@ struct IndexChecks {
   IndexChecks(const IndexChecks&) = delete;
   IndexChecks& operator=(const IndexChecks&) = delete;
   ~IndexChecks() {
-    if (words) api->cuMemFreeHost(words);
+    if (pool) pool->give_back(words);
   }
   // The first failed check as the error its entry raises ("[gather] on cuda:0: index 7 at position
   // 2 is outside the table's rows [0, 5)"), or null. Only once the stream has passed the copies.
   std::exception_ptr error() const {
     for (std::size_t i = 0; i < checks.size(); ++i) {
-      if (auto why = index_check_failure(words[i], checks[i].rows)) {
+      if (auto why = index_check_failure(*words[i], checks[i].rows)) {
         const detail::Entry entry{detail::OpCall{checks[i].op, {}, Tensor(), NoParams{}, {}}};  // its name
         return std::make_exception_ptr(
             detail::entry_error(entry, checks[i].position, recorded, Error(ErrorCode::invalid_argument, *why), device));
@@ -253,7 +291,7 @@ class CudaCompletion final : public detail::Completion {
     }
     if (r == CUDA_SUCCESS && !error_ && checks_) error_ = checks_->error();
     upstream_.clear();
-    checks_.reset();  // the stream has written its words: the page-locked memory can go
+    checks_.reset();  // the stream has written its words: they can serve other checks
     if (r != CUDA_SUCCESS) {
       error_ = std::make_exception_ptr(Error(ErrorCode::driver_error, std::string("[cuda] the device reported ") +
                                                                           result_name(&api_, r) + " from " + call +
@@ -525,11 +563,8 @@ class CudaBackend final : public detail::Backend {
       if (const auto* call = std::get_if<detail::OpCall>(&e); call && checks_on_device(*call)) ++count;
     if (count == 0) return nullptr;
     auto checks = std::make_shared<IndexChecks>();
-    checks->api = &api_;
-    void* words = nullptr;
-    check(api_.cuMemAllocHost(&words, count * sizeof(std::uint64_t)), "cuMemAllocHost", "submit");
-    checks->words = static_cast<std::uint64_t*>(words);
-    checks->capacity = count;
+    check(pinned_words_->take(count, checks->words), "cuMemAllocHost", "submit");
+    checks->pool = pinned_words_;
     checks->recorded = s.recorded;
     checks->device = Device{DeviceKind::cuda, index};
     return checks;
@@ -543,9 +578,9 @@ class CudaBackend final : public detail::Backend {
         const auto& call = std::get<detail::OpCall>(e);
         const char* name = op_info(call.op).name;
         if (auto c = launch(api_, d.stream, DeviceShape{d.sm, d.multiprocessors}, call, d.kernels)) {
-          if (!checks || checks->checks.size() >= checks->capacity)
+          if (!checks || checks->checks.size() >= checks->words.size())
             throw Error(ErrorCode::internal, std::string("[") + name + "] a device-side check has no word to go to");
-          std::uint64_t* word = checks->words + checks->checks.size();
+          std::uint64_t* word = checks->words[checks->checks.size()];
           check(api_.cuMemcpyDtoHAsync(word, c->slot, sizeof *word, d.stream), "cuMemcpyDtoHAsync", name);
           checks->checks.push_back({call.op, position, c->rows});
         }
@@ -659,6 +694,7 @@ class CudaBackend final : public detail::Backend {
   std::vector<DeviceState> devices_;
   mutable std::mutex mu_;
   std::deque<InFlight> in_flight_;
+  std::shared_ptr<PinnedWords> pinned_words_ = std::make_shared<PinnedWords>(api_);
   std::uint64_t use_clock_ = 0;
   TransferStats stats_;
   const bool sync_each_launch_ = [] {
