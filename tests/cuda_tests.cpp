@@ -1,8 +1,11 @@
 // The cuda_ptx backend end to end on the PTX emulator (ctest sets TRINE_CUDA_EMULATOR=1): the
 // generated kernels, launched through the Driver API table, against the reference oracle on small
-// shapes with partial tiles; the ops not wired yet refused as unsupported; a batch's transfers.
+// shapes with partial tiles; the ops not wired yet refused as unsupported; a batch's transfers;
+// gather's index check, raised where the work completes.
 #include <catch2/catch.hpp>
 
+#include <bit>
+#include <cstdint>
 #include <memory>
 #include <string>
 #include <vector>
@@ -183,6 +186,69 @@ TEST_CASE("cuda: a batch is one submission with one upload and one readback; asy
 
   Future<Tensor> f = async::relu(async::matmul(in({20, 30}, 52), in({30, 10}, 53)));
   CHECK(f.get().to_vector().size() == 200);
+}
+
+TEST_CASE("cuda: exp, log and pow within their bounds across every binade", "[cuda]") {
+  // kernels/math.cpp uses IEEE operations only, which the emulator computes bit for bit as a GPU
+  // does: a sweep here measures the hardware's error, not the emulator's.
+  require_cuda();
+  auto sweep = [](std::uint32_t first, std::uint32_t last, std::uint32_t step) {
+    std::vector<float> v;
+    for (std::uint64_t u = first; u <= last; u += step) v.push_back(std::bit_cast<float>(static_cast<std::uint32_t>(u)));
+    return Tensor::from(v, {static_cast<std::int64_t>(v.size())}, DType::f32, k_cuda);
+  };
+  check(OpKind::exp, {sweep(0x00000000u, 0x42b40000u, 2053)}, ActParams{});  // [0, 90]
+  check(OpKind::exp, {sweep(0x80000000u, 0xc2f00000u, 2053)}, ActParams{});  // [-120, -0]
+  check(OpKind::log, {sweep(0x00000001u, 0x7f7fffffu, 4099)}, ActParams{});  // every positive binade
+  for (float p : {2.0f, -1.5f, 0.37f, 13.0f})
+    check(OpKind::pow, {sweep(0x3a800000u, 0x447a0000u, 8191)}, ActParams{p, 0});  // [2^-10, 1000]
+}
+
+TEST_CASE("cuda: a bad gather index fails its batch entry and the async work that reads its rows", "[cuda]") {
+  require_cuda();
+  std::vector<float> rows(15);
+  for (std::size_t i = 0; i < rows.size(); ++i) rows[i] = static_cast<float>(i) - 7.0f;
+  const std::vector<float> good{1, 4, 0}, bad{1, 6, -2};
+  Batch batch(k_cuda);
+  Tensor table = batch.upload(rows, {5, 3});
+  Tensor idx = batch.upload(good, {3}, DType::i32);
+  BatchRead out = batch.read(relu(gather(table, idx)));
+  const std::vector<float> expect{0, 0, 0, 5, 6, 7, 0, 0, 0};  // relu of rows 1, 4, 0
+  // Run again, a batch would replay as a CUDA graph, whose copy of the check would land in the first
+  // run's memory: a batch holding a gather runs entry by entry, and checks every time.
+  const TransferStats before = transfer_stats(k_cuda);
+  for (int run = 1; run <= 3; ++run) {
+    batch.run({rows, good});
+    CHECK(out.get() == expect);
+  }
+  CHECK(transfer_stats(k_cuda).replays == before.replays);
+  try {
+    batch.run({rows, bad});
+    FAIL("a bad index passed");
+  } catch (const Error& e) {
+    INFO(e.what());
+    CHECK(e.code() == ErrorCode::invalid_argument);
+    CHECK_THAT(e.what(), Catch::Contains("[gather] batch entry 3 of 5: index 6 at position 1 is outside the "
+                                         "table's rows [0, 5)"));
+    REQUIRE(e.entry().has_value());
+    CHECK(e.entry()->index == 2);
+  }
+  // async: what reads the gathered rows fails with the cause, whether or not the gather is done
+  const Tensor t = in({5, 3}, 90);
+  Future<Tensor> later = async::relu(async::gather(t, Tensor::from(std::vector<std::int32_t>{0, 5}, {2}, k_cuda)));
+  try {
+    later.get();
+    FAIL("relu of rows a bad index picked passed");
+  } catch (const Error& e) {
+    INFO(e.what());
+    CHECK_THAT(e.what(), Catch::StartsWith("[relu]"));
+    CHECK_THAT(e.what(),
+               Catch::Contains("[gather] on cuda:0: index 5 at position 1 is outside the table's rows [0, 5)"));
+  }
+  // the device works afterwards
+  const Tensor row = gather(t, Tensor::from(std::vector<std::int32_t>{4}, {1}, k_cuda));
+  const auto all = t.to_vector();
+  CHECK(row.to_vector() == std::vector<float>(all.begin() + 12, all.end()));
 }
 
 TEST_CASE("cuda: an async call whose input is still being computed on the cpu does not block the caller",

@@ -200,6 +200,72 @@ TEST_CASE("cvt between integer and float types, f16 and bf16", "[emulator][instr
   CHECK(v[25] == 0xffffffffu);
 }
 
+TEST_CASE("f64 arithmetic and conversions, min/max beside NaN, i32 and 64-bit bit moves", "[emulator][instr]") {
+  // what the accurate exp/log/pow (kernels/math.cpp), argmax and gather kernels emit
+  const auto v = run1(R"(
+  cvt.rn.f64.s32 %fd1, -149;                  st.global.f64 [%rd0+0], %fd1;
+  cvt.rzi.s32.f64 %r1, 0dC0A0000000000001;    st.global.u32 [%rd0+8], %r1;
+  cvt.rzi.s32.f64 %r1, 0d7E37E43C8800759C;    st.global.u32 [%rd0+12], %r1;
+  cvt.rzi.f32.f32 %f1, -2.7;                  st.global.f32 [%rd0+16], %f1;
+  cvt.u64.s32 %rd5, 1023;                     st.global.u64 [%rd0+24], %rd5;
+  div.rn.f64 %fd2, 1.0, 3.0;                  st.global.f64 [%rd0+32], %fd2;
+  fma.rn.f64 %fd3, 0d3FF0000000400000, 0d3FF0000000400000, 0dBFF0000000000000; st.global.f64 [%rd0+40], %fd3;
+  min.f64 %fd4, 0d7FF8000000000000, 2.0;      st.global.f64 [%rd0+48], %fd4;
+  max.f64 %fd4, -0.5, 0.25;                   st.global.f64 [%rd0+56], %fd4;
+  min.f32 %f1, 0f7FC00000, -1.0;              st.global.f32 [%rd0+64], %f1;
+  setp.geu.f32 %p1, 0f7FC00000, 0f7F800000;   selp.u32 %r1, 1, 0, %p1; st.global.u32 [%rd0+68], %r1;
+  setp.geu.f32 %p1, 0f7F7FFFFF, 0f7F800000;   selp.u32 %r1, 1, 0, %p1; st.global.u32 [%rd0+72], %r1;
+  setp.nan.f64 %p2, 0d7FF8000000000000, 1.0;  selp.f64 %fd5, 1.5, 2.5, %p2; st.global.f64 [%rd0+80], %fd5;
+  selp.s32 %r1, -7, 3, %p2;                   st.global.u32 [%rd0+88], %r1;
+  or.b64 %rd6, 0x100000000, 5;                st.global.u64 [%rd0+96], %rd6;
+  cvt.u64.s32 %rd7, 1000;  shl.b64 %rd7, %rd7, 52;  mov.b64 %fd6, %rd7; st.global.f64 [%rd0+104], %fd6;
+  st.global.s32 [%rd0+112], -5;  ld.global.s32 %r2, [%rd0+112];  cvt.s64.s32 %rd8, %r2; st.global.u64 [%rd0+120], %rd8;
+  setp.lt.s32 %p3, %r2, 0;  or.pred %p4, %p3, %p2;  not.pred %p4, %p4;  selp.u32 %r1, 1, 0, %p4; st.global.u32 [%rd0+128], %r1;
+)",
+                      33);
+  auto u64_at = [&](std::size_t i) { return v[i] | std::uint64_t{v[i + 1]} << 32; };
+  auto f64_at = [&](std::size_t i) { return std::bit_cast<double>(u64_at(i)); };
+  CHECK(f64_at(0) == -149.0);
+  CHECK(static_cast<std::int32_t>(v[2]) == -2048);  // toward zero
+  CHECK(v[3] == 0x7fffffffu);                       // 1e300 saturates
+  CHECK(v[4] == fb(-2.0f));
+  CHECK(u64_at(6) == 1023u);
+  CHECK(u64_at(8) == 0x3fd5555555555555ull);
+  CHECK(u64_at(10) == 0x3e20000000200000ull);  // (1 + 2^-30)^2 - 1 = 2^-29 + 2^-60, one rounding
+  CHECK(f64_at(12) == 2.0);                    // min/max return the operand that is not NaN
+  CHECK(f64_at(14) == 0.25);
+  CHECK(v[16] == fb(-1.0f));
+  CHECK(v[17] == 1);  // NaN >= inf is unordered: true for geu
+  CHECK(v[18] == 0);
+  CHECK(f64_at(20) == 1.5);
+  CHECK(static_cast<std::int32_t>(v[22]) == -7);
+  CHECK(u64_at(24) == 0x100000005ull);
+  CHECK(f64_at(26) == std::ldexp(1.0, -23));  // an f64 built from its exponent field
+  CHECK(u64_at(30) == static_cast<std::uint64_t>(-5));
+  CHECK(v[32] == 0);
+}
+
+TEST_CASE("red.global.min.u64 keeps the least key whatever order the threads arrive in", "[emulator][instr]") {
+  // gather's index check: (position << 32) | index from many threads; the lowest position wins.
+  EmuRun run(emu_kernel(R"(
+  setp.ne.u32 %p1, %r0, 0;
+  @!%p1 st.global.u64 [%rd0], -1;
+  bar.sync 0;
+  sub.u32 %r1, 200, %r0;
+  cvt.u64.u32 %rd5, %r1;
+  shl.b64 %rd5, %rd5, 32;
+  cvt.u64.u32 %rd6, %r0;
+  or.b64 %rd5, %rd5, %rd6;
+  red.global.min.u64 [%rd0], %rd5;
+)"));
+  auto out = run.buffer<std::uint64_t>(1);
+  auto in = run.buffer<std::uint32_t>(1);
+  auto r = run.launch("t", {1}, {96}, out.ptr(), in.ptr());
+  INFO(r.report);
+  REQUIRE(r.result == CUDA_SUCCESS);
+  CHECK(out[0] == ((std::uint64_t{200 - 95} << 32) | 95u));
+}
+
 TEST_CASE("f16, bf16 and packed x2 arithmetic", "[emulator][instr]") {
   const auto v = run1(R"(
   mov.b16 %h1, 0x3c00;

@@ -72,6 +72,82 @@ struct HostCopy {
   }
 };
 
+// Page-locked 8-byte words for the device-side checks below, kept for reuse: cuMemAllocHost and
+// cuMemFreeHost cost far more than a gather (and freeing may wait for the device), so words are
+// allocated in chunks once and then handed out and back without a driver call. Shared by the
+// backend and the checks in flight, which may outlive it.
+class PinnedWords {
+ public:
+  explicit PinnedWords(const DriverApi& api) : api_(api) {}
+  PinnedWords(const PinnedWords&) = delete;
+  PinnedWords& operator=(const PinnedWords&) = delete;
+  ~PinnedWords() {
+    for (void* c : chunks_) api_.cuMemFreeHost(c);
+  }
+  // `count` words into `out`; a failed allocation's result (the caller's context must be current).
+  CUresult take(std::size_t count, std::vector<std::uint64_t*>& out) {
+    std::lock_guard lock(mu_);
+    while (free_.size() < count) {
+      void* chunk = nullptr;
+      if (const CUresult r = api_.cuMemAllocHost(&chunk, chunk_words * sizeof(std::uint64_t)); r != CUDA_SUCCESS)
+        return r;
+      chunks_.push_back(chunk);
+      for (std::size_t i = 0; i < chunk_words; ++i) free_.push_back(static_cast<std::uint64_t*>(chunk) + i);
+    }
+    out.assign(free_.end() - static_cast<std::ptrdiff_t>(count), free_.end());
+    free_.resize(free_.size() - count);
+    return CUDA_SUCCESS;
+  }
+  void give_back(const std::vector<std::uint64_t*>& words) {
+    std::lock_guard lock(mu_);
+    free_.insert(free_.end(), words.begin(), words.end());
+  }
+
+ private:
+  static constexpr std::size_t chunk_words = 512;
+  const DriverApi& api_;
+  std::mutex mu_;
+  std::vector<void*> chunks_;
+  std::vector<std::uint64_t*> free_;
+};
+
+// The device-side input checks of one submission's launches (gather's indices, cuda_launch.hpp's
+// IndexCheck): after each checking launch its slot is copied on the stream into a page-locked word
+// here, before any later launch can reuse the slot; once the stream has passed the submission, the
+// first word that is not clean is the submission's error, naming its entry. Held by the completion
+// (nothing of the submission's tensors), its words given back once read.
+struct IndexChecks {
+  struct Check {
+    OpKind op;
+    std::size_t position;  // the recorded entry's position, of `recorded`
+    std::int64_t rows;
+  };
+  std::shared_ptr<PinnedWords> pool;
+  std::vector<std::uint64_t*> words;  // one per checking entry: checks[i] reads words[i]
+  std::vector<Check> checks;
+  std::size_t recorded = 1;
+  Device device;
+
+  IndexChecks() = default;
+  IndexChecks(const IndexChecks&) = delete;
+  IndexChecks& operator=(const IndexChecks&) = delete;
+  ~IndexChecks() {
+    if (pool) pool->give_back(words);
+  }
+  // The first failed check as the error its entry raises ("[gather] on cuda:0: index 7 at position
+  // 2 is outside the table's rows [0, 5)"), or null. Only once the stream has passed the copies.
+  std::exception_ptr error() const {
+    for (std::size_t i = 0; i < checks.size(); ++i) {
+      if (auto why = index_check_failure(*words[i], checks[i].rows)) {
+        const detail::Entry entry{detail::OpCall{checks[i].op, {}, Tensor(), NoParams{}, {}}};  // its name
+        return std::make_exception_ptr(
+            detail::entry_error(entry, checks[i].position, recorded, Error(ErrorCode::invalid_argument, *why), device));
+      }
+    }
+    return nullptr;
+  }
+};
+
 // A submission in flight and its completion, held by the backend until the stream has passed it.
 // The completion holds only its event: a Storage -> writer -> submission -> Storage cycle would
 // keep memory alive when nobody reads the result.
@@ -136,11 +212,23 @@ std::string checker_report(bool emulated) {
   return report.empty() ? std::string() : ": " + report;
 }
 
+// `checks`: the submission's device-side input checks, read when the event has passed. `upstream`:
+// earlier completions on this stream the work read from that may still fail that way (their
+// kernels ran, their checks are not read yet): their failure is this work's too, as a failed
+// dependency's is.
 class CudaCompletion final : public detail::Completion {
  public:
   CudaCompletion(const DriverApi& api, CUcontext ctx, CUevent event, std::shared_ptr<ForeignWaits> foreign,
-                 bool emulated)
-      : api_(api), ctx_(ctx), event_(event), foreign_(std::move(foreign)), emulated_(emulated) {}
+                 bool emulated, std::shared_ptr<IndexChecks> checks = nullptr,
+                 std::vector<std::shared_ptr<detail::Completion>> upstream = {}, std::string what = {})
+      : api_(api),
+        ctx_(ctx),
+        event_(event),
+        foreign_(std::move(foreign)),
+        emulated_(emulated),
+        checks_(std::move(checks)),
+        upstream_(std::move(upstream)),
+        what_(std::move(what)) {}
   ~CudaCompletion() override {
     if (event_) {
       api_.cuCtxSetCurrent(ctx_);
@@ -182,6 +270,11 @@ class CudaCompletion final : public detail::Completion {
     std::lock_guard<std::mutex> lock(mu_);
     return error_;
   }
+  // Whether the work may still fail for a reason its event does not carry (a device-side check).
+  bool may_fail_at_completion() {
+    std::lock_guard<std::mutex> lock(mu_);
+    return checks_ || !upstream_.empty();
+  }
 
  private:
   void finish_locked(CUresult r, const char* call) {
@@ -191,6 +284,14 @@ class CudaCompletion final : public detail::Completion {
       std::lock_guard lock(foreign->mu);
       error_ = foreign->error;  // an input from another device failed: this work's result is void
     }
+    if (r == CUDA_SUCCESS && !error_ && !upstream_.empty()) {
+      // Earlier on the stream: their events have passed too. (Each only ever locks older ones.)
+      for (const auto& u : upstream_) u->poll();
+      error_ = detail::failed_dependency(upstream_, what_.c_str());
+    }
+    if (r == CUDA_SUCCESS && !error_ && checks_) error_ = checks_->error();
+    upstream_.clear();
+    checks_.reset();  // the stream has written its words: they can serve other checks
     if (r != CUDA_SUCCESS) {
       error_ = std::make_exception_ptr(Error(ErrorCode::driver_error, std::string("[cuda] the device reported ") +
                                                                           result_name(&api_, r) + " from " + call +
@@ -204,6 +305,9 @@ class CudaCompletion final : public detail::Completion {
   CUevent event_;
   std::shared_ptr<ForeignWaits> foreign_;
   bool emulated_;
+  std::shared_ptr<IndexChecks> checks_;
+  std::vector<std::shared_ptr<detail::Completion>> upstream_;
+  std::string what_;
   std::mutex mu_;
   bool done_ = false;
   std::exception_ptr error_;
@@ -313,7 +417,13 @@ class CudaBackend final : public detail::Backend {
         s->position.push_back(i);
       }
     }
-    if (s->entries.size() > 1 && !sync_each_launch_) s->signature = detail::signature_of(s->entries, storage_key);
+    // A replayed graph would copy its checks into the first run's words: such a submission runs
+    // entry by entry every time.
+    bool checked = false;
+    for (const auto& e : s->entries)
+      if (const auto* call = std::get_if<detail::OpCall>(&e)) checked = checked || checks_on_device(*call);
+    if (s->entries.size() > 1 && !sync_each_launch_ && !checked)
+      s->signature = detail::signature_of(s->entries, storage_key);
     return s;
   }
 
@@ -324,9 +434,13 @@ class CudaBackend final : public detail::Backend {
                                              std::span<const std::shared_ptr<detail::Completion>> waits,
                                              bool caller_waits) override {
     auto& s = static_cast<CudaSubmission&>(*submission);
-    std::vector<std::shared_ptr<detail::Completion>> pending;
+    std::vector<std::shared_ptr<detail::Completion>> pending, upstream;
     for (const auto& w : waits) {
-      if (dynamic_cast<CudaCompletion*>(w.get())) continue;  // ordered by the stream already
+      if (auto* c = dynamic_cast<CudaCompletion*>(w.get())) {  // ordered by the stream already
+        // (may_fail_at_completion first: most never can, and then no driver call is made)
+        if (c->may_fail_at_completion() && !c->poll()) upstream.push_back(w);
+        continue;
+      }
       if (!caller_waits && !w->poll()) {
         pending.push_back(w);
         continue;
@@ -373,26 +487,32 @@ class CudaBackend final : public detail::Backend {
         }
     }
     DeviceState::Recorded* rec = s.signature.empty() || staging ? nullptr : &recorded_entry(d, s.signature);
+    std::shared_ptr<IndexChecks> checks;
     try {
+      checks = index_checks(s, index);
       if (rec && rec->exec) {
         replay(d, *rec);
       } else if (rec && rec->runs > 0) {
         capture(d, s, *rec, i);  // the second run: recorded as a graph, then launched
         replay(d, *rec);
       } else {
-        for (; i < s.entries.size(); ++i) enqueue(d, s.entries[i], staging.get());
+        for (; i < s.entries.size(); ++i) enqueue(d, s.entries[i], staging.get(), checks.get(), s.position[i]);
         if (rec) ++rec->runs;
       }
     } catch (const Error& e) {
-      // Host functions already queued may still copy into the staging buffers: let them finish.
-      if (staging) api_.cuStreamSynchronize(d.stream);
+      // Host functions and copies already queued may still write the staging buffers and the
+      // checks' words: let them finish.
+      if (staging || checks) api_.cuStreamSynchronize(d.stream);
       return detail::completed(std::make_exception_ptr(detail::entry_error(
           s.entries[s.serves[i]], s.position[i], s.recorded, e, Device{DeviceKind::cuda, index})));
     }
     CUevent event = nullptr;
     check(api_.cuEventCreate(&event, CU_EVENT_DISABLE_TIMING), "cuEventCreate", "submit");
     check(api_.cuEventRecord(event, d.stream), "cuEventRecord", "submit");
-    auto done = std::make_shared<CudaCompletion>(api_, d.context, event, std::move(foreign), provider_.emulated);
+    if (checks && checks->checks.empty()) checks.reset();  // no checking launch had work
+    auto done = std::make_shared<CudaCompletion>(
+        api_, d.context, event, std::move(foreign), provider_.emulated, std::move(checks), std::move(upstream),
+        s.entries.empty() ? std::string("cuda") : detail::entry_name(s.entries[s.serves.front()]));
     in_flight_.push_back({done, std::shared_ptr<detail::Submission>(std::move(submission)), std::move(staging)});
     return done;
   }
@@ -435,14 +555,36 @@ class CudaBackend final : public detail::Backend {
     check_driver(&api_, r, what, call);
   }
 
+  // The page-locked words for the device-side checks of the submission's entries (one per entry
+  // whose kernel checks), or null when none does.
+  std::shared_ptr<IndexChecks> index_checks(const CudaSubmission& s, int index) {
+    std::size_t count = 0;
+    for (const auto& e : s.entries)
+      if (const auto* call = std::get_if<detail::OpCall>(&e); call && checks_on_device(*call)) ++count;
+    if (count == 0) return nullptr;
+    auto checks = std::make_shared<IndexChecks>();
+    check(pinned_words_->take(count, checks->words), "cuMemAllocHost", "submit");
+    checks->pool = pinned_words_;
+    checks->recorded = s.recorded;
+    checks->device = Device{DeviceKind::cuda, index};
+    return checks;
+  }
 
-
-  void enqueue(DeviceState& d, const detail::Entry& e, PinnedStaging* staging = nullptr) {
+  // `checks` and `position` (the recorded entry's position): where a checking launch's result goes.
+  void enqueue(DeviceState& d, const detail::Entry& e, PinnedStaging* staging = nullptr, IndexChecks* checks = nullptr,
+               std::size_t position = 0) {
     switch (e.index()) {
       case 0: {
         const auto& call = std::get<detail::OpCall>(e);
-        launch(api_, d.stream, DeviceShape{d.sm, d.multiprocessors}, call, d.kernels);
-        if (sync_each_launch_) check(api_.cuStreamSynchronize(d.stream), "cuStreamSynchronize", op_info(call.op).name);
+        const char* name = op_info(call.op).name;
+        if (auto c = launch(api_, d.stream, DeviceShape{d.sm, d.multiprocessors}, call, d.kernels)) {
+          if (!checks || checks->checks.size() >= checks->words.size())
+            throw Error(ErrorCode::internal, std::string("[") + name + "] a device-side check has no word to go to");
+          std::uint64_t* word = checks->words[checks->checks.size()];
+          check(api_.cuMemcpyDtoHAsync(word, c->slot, sizeof *word, d.stream), "cuMemcpyDtoHAsync", name);
+          checks->checks.push_back({call.op, position, c->rows});
+        }
+        if (sync_each_launch_) check(api_.cuStreamSynchronize(d.stream), "cuStreamSynchronize", name);
         return;
       }
       case 1: {
@@ -552,6 +694,7 @@ class CudaBackend final : public detail::Backend {
   std::vector<DeviceState> devices_;
   mutable std::mutex mu_;
   std::deque<InFlight> in_flight_;
+  std::shared_ptr<PinnedWords> pinned_words_ = std::make_shared<PinnedWords>(api_);
   std::uint64_t use_clock_ = 0;
   TransferStats stats_;
   const bool sync_each_launch_ = [] {

@@ -82,11 +82,18 @@ CUdeviceptr DeviceKernels::rope_frequencies(const DriverApi& api, CUstream strea
   return rope_.emplace(key, std::move(t)).first->second.device;
 }
 
+CUdeviceptr DeviceKernels::index_check_slot(const DriverApi& api) {
+  if (!index_check_slot_) TRINE_CU(&api, "gather", cuMemAlloc, &index_check_slot_, sizeof(std::uint64_t));
+  return index_check_slot_;
+}
+
 void DeviceKernels::release(const DriverApi& api) noexcept {
   for (auto& [key, l] : loaded_) api.cuModuleUnload(l.module);
   loaded_.clear();
   if (dot_partials_) api.cuMemFree(dot_partials_);
   dot_partials_ = 0;
+  if (index_check_slot_) api.cuMemFree(index_check_slot_);
+  index_check_slot_ = 0;
   for (auto& [k, t] : rope_) api.cuMemFree(t.device);
   rope_.clear();
 }
@@ -133,8 +140,20 @@ bool can_launch(const detail::OpCall& call, int sm) {
 
 void require_kernels() { kernels::table(); }
 
-void launch(const DriverApi& api, CUstream stream, const DeviceShape& device, const detail::OpCall& call,
-            DeviceKernels& kernels) {
+std::optional<std::string> index_check_failure(std::uint64_t word, std::int64_t rows) {
+  if (word == index_check_clean) return std::nullopt;
+  const auto index = static_cast<std::int32_t>(static_cast<std::uint32_t>(word));
+  return "index " + std::to_string(index) + " at position " + std::to_string(word >> 32) +
+         " is outside the table's rows [0, " + std::to_string(rows) + ")";
+}
+
+bool checks_on_device(const detail::OpCall& call) {
+  const OpKernel* k = kernels::table().ops.find(call.op);
+  return k && k->checks_on_device;
+}
+
+std::optional<IndexCheck> launch(const DriverApi& api, CUstream stream, const DeviceShape& device,
+                                 const detail::OpCall& call, DeviceKernels& kernels) {
   const int sm = device.sm;
   const char* name = op_info(call.op).name;
   auto steps = plan(call, sm, Resources{&api, stream, &kernels}, false);
@@ -142,6 +161,9 @@ void launch(const DriverApi& api, CUstream stream, const DeviceShape& device, co
   if (steps->zero_output) {
     TRINE_CU(&api, name, cuMemsetD8Async, Args::device_ptr(call.output), 0,
              static_cast<std::size_t>(call.output.numel()) * dtype_size(call.output.dtype()), stream);
+  }
+  if (steps->index_check) {  // clean (all ones) until the kernel finds a bad index
+    TRINE_CU(&api, name, cuMemsetD8Async, steps->index_check->slot, 0xff, sizeof(std::uint64_t), stream);
   }
   for (auto& p : steps->launches) {
     const kernels::Generator& gen = *p.generator;
@@ -157,6 +179,7 @@ void launch(const DriverApi& api, CUstream stream, const DeviceShape& device, co
     TRINE_CU(&api, name, cuLaunchKernel, f, g.grid[0], g.grid[1], g.grid[2], g.block[0], g.block[1], g.block[2],
              g.dynamic_shared_bytes, stream, params.data(), nullptr);
   }
+  return steps->index_check;
 }
 
 }  // namespace trine::cuda

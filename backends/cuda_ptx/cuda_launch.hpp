@@ -2,7 +2,9 @@
 // parameters, its grid; and the modules loaded per context.
 #pragma once
 
+#include <cstdint>
 #include <map>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -33,6 +35,10 @@ class DeviceKernels {
   // inv_freq[i] = base^(-2i/D) in f64, computed here as the cpu backend does, uploaded once on
   // `stream` (the host copy stays alive with the table).
   CUdeviceptr rope_frequencies(const DriverApi& api, CUstream stream, std::int64_t d, float base);
+  // gather's index check: one u64 the kernel leaves the first bad index in (IndexCheck), allocated
+  // by the first call. Launches on the device's one stream run in order, so every gather uses it:
+  // each sets it, runs, and has it copied out before the next can.
+  CUdeviceptr index_check_slot(const DriverApi& api);
   void release(const DriverApi& api) noexcept;
 
  private:
@@ -46,6 +52,7 @@ class DeviceKernels {
   };
   std::map<std::string, Loaded> loaded_;
   CUdeviceptr dot_partials_ = 0;
+  CUdeviceptr index_check_slot_ = 0;
   std::map<std::pair<std::int64_t, float>, Table> rope_;
 };
 
@@ -66,8 +73,24 @@ struct DeviceShape {
   int sm = 0;               // compute capability x 10 + minor
   int multiprocessors = 1;  // grid-stride kernels launch a few CTAs per SM, not one per 256 elements
 };
+// An input checked on the device (gather's indices must lie in [0, rows)): after the launches,
+// the u64 at `slot` holds (position << 32) | index of the lowest position holding a bad index, or
+// all ones (index_check_clean) when every index is good. The kernel never reads outside the table.
+struct IndexCheck {
+  CUdeviceptr slot = 0;
+  std::int64_t rows = 0;
+};
+inline constexpr std::uint64_t index_check_clean = ~std::uint64_t{0};
+// The error a check's word reports, or nullopt when it is clean: "index i at position p is outside
+// the table's rows [0, V)" (the op and device are the caller's to add).
+std::optional<std::string> index_check_failure(std::uint64_t word, std::int64_t rows);
+// Whether the call's kernel checks an input on the device (launch then returns an IndexCheck).
+bool checks_on_device(const detail::OpCall& call);
+
 // Enqueues the call's kernel(s) on `stream`. Throws Error(driver_error) naming the op and the call.
-void launch(const DriverApi& api, CUstream stream, const DeviceShape& device, const detail::OpCall& call,
-            DeviceKernels& kernels);
+// A call whose kernel checks an input on the device returns the check: the caller copies its slot
+// out on the stream before anything else can launch there, and reads it once the work is done.
+std::optional<IndexCheck> launch(const DriverApi& api, CUstream stream, const DeviceShape& device,
+                                 const detail::OpCall& call, DeviceKernels& kernels);
 
 }  // namespace trine::cuda

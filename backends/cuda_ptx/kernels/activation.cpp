@@ -2,23 +2,18 @@
 // polynomial) and the limits at +-inf (silu(-inf) = 0, gelu(-inf) = 0).
 #include "backends/cuda_ptx/kernels/activation.hpp"
 
+#include "backends/cuda_ptx/kernels/math.hpp"
+
 #include <array>
 
 namespace trine::cuda::kernels {
 namespace {
 
-// Horner evaluation of c[0] + c[1] t + c[2] t^2 + ...
-template <std::size_t N>
-Reg<F32> poly(Kernel& k, Reg<F32> t, const std::array<float, N>& c) {
-  Reg<F32> acc = mov<F32>(k, c[N - 1]);
-  for (std::size_t i = N - 1; i-- > 0;) acc = fma(k, acc, V<F32>(t), V<F32>(c[i]));
-  return acc;
-}
-
 // exp(x) - 1 without the cancellation near 0 (elu's negative branch).
 Reg<F32> expm1_f32(Kernel& k, Reg<F32> x) {
   // Taylor to x^8 for |x| < 0.5 (next term < 1e-8 relative there).
-  Reg<F32> p = poly<8>(k, x, {1.0f, 1.0f / 2, 1.0f / 6, 1.0f / 24, 1.0f / 120, 1.0f / 720, 1.0f / 5040, 1.0f / 40320});
+  Reg<F32> p =
+      horner<F32, 8>(k, x, {1.0f, 1.0f / 2, 1.0f / 6, 1.0f / 24, 1.0f / 120, 1.0f / 720, 1.0f / 5040, 1.0f / 40320});
   Reg<F32> small = mul(k, x, V<F32>(p));
   Reg<F32> large = sub(k, exp_f32(k, x), V<F32>(1.0f));
   Reg<Pred> is_small = setp(k, Cmp::lt, abs(k, x), V<F32>(0.5f));
@@ -41,7 +36,7 @@ Reg<F32> tanh_f32(Kernel& k, Reg<F32> x) {
   // Small |x|: odd Taylor series (|x| < 0.25, error < 1e-8 relative). Otherwise
   // (1 - e)/(1 + e) with e = exp(-2|x|), sign restored.
   Reg<F32> x2 = mul(k, x, V<F32>(x));
-  Reg<F32> p = poly<5>(k, x2, {1.0f, -1.0f / 3, 2.0f / 15, -17.0f / 315, 62.0f / 2835});
+  Reg<F32> p = horner<F32, 5>(k, x2, {1.0f, -1.0f / 3, 2.0f / 15, -17.0f / 315, 62.0f / 2835});
   Reg<F32> small = mul(k, x, V<F32>(p));
   Reg<F32> ax = abs(k, x);
   Reg<F32> e = exp_f32(k, mul(k, ax, V<F32>(-2.0f)));
@@ -59,9 +54,9 @@ Reg<F32> gelu_erf(Kernel& k, Reg<F32> x) {
   Reg<F32> z = mul(k, x, V<F32>(0.70710678118654752f));
   Reg<F32> w = abs(k, z);
   Reg<F32> t = rcp_rn(k, fma(k, w, V<F32>(0.5f), V<F32>(1.0f)));
-  Reg<F32> p = poly<10>(k, t,
-                        {-1.26551223f, 1.00002368f, 0.37409196f, 0.09678418f, -0.18628806f, 0.27886807f, -1.13520398f,
-                         1.48851587f, -0.82215223f, 0.17087277f});
+  Reg<F32> p = horner<F32, 10>(k, t,
+                               {-1.26551223f, 1.00002368f, 0.37409196f, 0.09678418f, -0.18628806f, 0.27886807f,
+                                -1.13520398f, 1.48851587f, -0.82215223f, 0.17087277f});
   Reg<F32> exponent = sub(k, p, V<F32>(mul(k, w, V<F32>(w))));
   Reg<F32> erfc = mul(k, t, V<F32>(exp_f32(k, exponent)));
   Reg<Pred> negative = setp(k, Cmp::lt, z, V<F32>(0.0f));
@@ -104,6 +99,14 @@ Reg<F32> activation(Kernel& k, Activation act, Reg<F32> x, Reg<F32> alpha, Reg<F
       Reg<F32> lo = selp<F32>(k, alpha, x, setp(k, Cmp::lt, x, V<F32>(alpha)));
       return selp<F32>(k, beta, lo, setp(k, Cmp::gt, lo, V<F32>(beta)));
     }
+    // math.cpp: each within the op table's 2 eps by construction, error budgets there
+    case Activation::exp: return exp_accurate(k, x);
+    case Activation::log: return log_accurate(k, x);
+    case Activation::sqrt: return sqrt_rn(k, x);  // correctly rounded
+    case Activation::rsqrt: return rsqrt_accurate(k, x);
+    case Activation::abs: return abs(k, x);
+    case Activation::neg: return neg(k, x);
+    case Activation::pow: return pow_accurate(k, x, alpha);  // alpha: the exponent
   }
   return x;
 }

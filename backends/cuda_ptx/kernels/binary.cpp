@@ -1,5 +1,7 @@
-// add/sub/mul/div with numpy broadcasting: the output is contiguous, each input is read through
-// element strides over the output's (collapsed, at most 4) dims, 0 where it broadcasts.
+// add/sub/mul/div/minimum/maximum and where(cond, a, b) with numpy broadcasting: the output is
+// contiguous, each input is read through element strides over the output's (collapsed, at most 4)
+// dims, 0 where it broadcasts.
+#include <algorithm>
 #include <vector>
 
 #include "backends/cuda_ptx/kernels/common.hpp"
@@ -12,52 +14,76 @@ constexpr int block_threads = 256;
 
 struct BinaryConfig {
   std::string_view name;
-  OpKind op;       // add, sub, mul or div
-  bool broadcast;  // read through the strides (bcast), or a[i], b[i] (contig)
+  OpKind op;              // add, sub, mul, div, minimum, maximum, or where
+  bool broadcast;         // read through the strides (bcast), or each input at i (contig)
+  Elem cond = Elem::f32;  // where: how the condition is stored (f32 or i32)
 };
 constexpr BinaryConfig configs[] = {
-    {"add_contig", OpKind::add, false}, {"add_bcast", OpKind::add, true},  //
-    {"sub_contig", OpKind::sub, false}, {"sub_bcast", OpKind::sub, true},  //
-    {"mul_contig", OpKind::mul, false}, {"mul_bcast", OpKind::mul, true},  //
-    {"div_contig", OpKind::div, false}, {"div_bcast", OpKind::div, true},
+    {"add_contig", OpKind::add, false},
+    {"add_bcast", OpKind::add, true},
+    {"sub_contig", OpKind::sub, false},
+    {"sub_bcast", OpKind::sub, true},
+    {"mul_contig", OpKind::mul, false},
+    {"mul_bcast", OpKind::mul, true},
+    {"div_contig", OpKind::div, false},
+    {"div_bcast", OpKind::div, true},
+    {"minimum_contig", OpKind::minimum, false},
+    {"minimum_bcast", OpKind::minimum, true},
+    {"maximum_contig", OpKind::maximum, false},
+    {"maximum_bcast", OpKind::maximum, true},
+    {"where_f32_contig", OpKind::where, false, Elem::f32},
+    {"where_f32_bcast", OpKind::where, true, Elem::f32},
+    {"where_i32_contig", OpKind::where, false, Elem::i32},
+    {"where_i32_bcast", OpKind::where, true, Elem::i32},
 };
 
 std::string generate(std::size_t config, Target target) {
   const BinaryConfig& cfg = config_at(configs, config, "binary");
+  const bool where = cfg.op == OpKind::where;
+  const std::vector<std::string> inputs =
+      where ? std::vector<std::string>{"c", "a", "b"} : std::vector<std::string>{"a", "b"};
   Kernel k(kernel_name("binary", cfg.name), target);
   k.set_max_threads(block_threads);
-  Ptr<Global, F32> a = param_ptr<F32>(k, "a");
-  Ptr<Global, F32> b = param_ptr<F32>(k, "b");
+  std::vector<Reg<U64>> base;
+  for (const std::string& name : inputs) base.push_back(global_ptr<U32>(k, param<U64>(k, name)).base);
   Ptr<Global, F32> y = param_ptr<F32>(k, "y");
   Reg<U64> n = param<U64>(k, "n");
   std::array<Reg<U64>, 3> dims;  // output dims 1..3 (dim 0 is what remains)
   for (int d = 0; d < 3; ++d) dims[d] = param<U64>(k, "d" + std::to_string(d + 1));
-  std::array<Reg<U64>, 4> a_strides, b_strides;  // two's complement element strides
-  for (int d = 0; d < 4; ++d) a_strides[d] = bitcast<U64>(k, param<S64>(k, "a_s" + std::to_string(d)));
-  for (int d = 0; d < 4; ++d) b_strides[d] = bitcast<U64>(k, param<S64>(k, "b_s" + std::to_string(d)));
+  std::vector<std::array<Reg<U64>, 4>> strides(inputs.size());  // two's complement element strides
+  for (std::size_t in = 0; in < inputs.size(); ++in)
+    for (int d = 0; d < 4; ++d) strides[in][d] = bitcast<U64>(k, param<S64>(k, inputs[in] + "_s" + std::to_string(d)));
   grid_stride(k, n, [&](Reg<U64> i) {
-    Reg<U64> ia = i, ib = i;
+    std::vector<Reg<U64>> at(inputs.size(), i);
     if (cfg.broadcast) {
       // i -> (i0, i1, i2, i3), innermost first; offsets wrap modulo 2^64, so negative strides work.
       Reg<U64> rest = i;
-      ia = mov<U64>(k, 0u);
-      ib = mov<U64>(k, 0u);
+      for (auto& a : at) a = mov<U64>(k, 0u);
       for (int d = 3; d >= 0; --d) {
         Reg<U64> idx = rest;
         if (d > 0) {
           idx = rem(k, rest, V<U64>(dims[d - 1]));
           rest = div(k, rest, V<U64>(dims[d - 1]));
         }
-        ia = fma(k, idx, V<U64>(a_strides[d]), V<U64>(ia));
-        ib = fma(k, idx, V<U64>(b_strides[d]), V<U64>(ib));
+        for (std::size_t in = 0; in < inputs.size(); ++in) at[in] = fma(k, idx, V<U64>(strides[in][d]), V<U64>(at[in]));
       }
     }
-    Reg<F32> va = ld(k, element(k, a, ia));
-    Reg<F32> vb = ld(k, element(k, b, ib));
-    Reg<F32> r = cfg.op == OpKind::add   ? add(k, va, V<F32>(vb))
-                 : cfg.op == OpKind::sub ? sub(k, va, V<F32>(vb))
-                 : cfg.op == OpKind::mul ? mul(k, va, V<F32>(vb))
-                                         : div(k, va, V<F32>(vb));  // div.rn: IEEE, x/0 = inf, 0/0 = NaN
+    auto value = [&](std::size_t in) { return ld(k, element(k, Ptr<Global, F32>{base[in], 0}, at[in])); };
+    Reg<F32> r;
+    if (where) {
+      // Nonzero: any bit set but an f32's sign (-0 is zero, NaN is not).
+      Reg<U32> bits = ld(k, element(k, Ptr<Global, U32>{base[0], 0}, at[0]));
+      if (cfg.cond == Elem::f32) bits = and_(k, bits, V<U32>(0x7fffffffu));
+      r = selp<F32>(k, value(1), value(2), setp(k, Cmp::ne, bits, V<U32>(0u)));
+    } else {
+      Reg<F32> va = value(0), vb = value(1);
+      r = cfg.op == OpKind::add       ? add(k, va, V<F32>(vb))
+          : cfg.op == OpKind::sub     ? sub(k, va, V<F32>(vb))
+          : cfg.op == OpKind::mul     ? mul(k, va, V<F32>(vb))
+          : cfg.op == OpKind::div     ? div(k, va, V<F32>(vb))  // div.rn: IEEE, x/0 = inf, 0/0 = NaN
+          : cfg.op == OpKind::minimum ? min_nan(k, va, vb)
+                                      : max_nan(k, va, vb);  // maximum
+    }
     st(k, element(k, y, i), V<F32>(r));
   });
   return module_text(k);
@@ -71,17 +97,23 @@ Launch geometry(std::size_t, std::span<const std::int64_t> sizes) {
 }
 
 const Generator& binary_generator() {
-  static const Generator g{"binary",
-                           {OpKind::add, OpKind::sub, OpKind::mul, OpKind::div},
-                           config_names(configs),
-                           generate,
-                           "a: f32*, b: f32*, y: f32* (contiguous output), n: u64 output elements, d1, d2, d3: u64 "
-                           "(output dims 1..3 after collapsing to 4 dims, 1 where unused; never 0), a_s0..a_s3, "
-                           "b_s0..b_s3: s64 element strides (0 where broadcast); *_contig reads a[i], b[i] and ignores "
-                           "the dims and strides",
-                           "sizes = {n}; block 256; grid min(ceil(n/256), 8192), grid-stride",
-                           geometry,
-                           true};
+  static const Generator g = [] {
+    std::vector<OpKind> ops;
+    for (const BinaryConfig& c : configs)
+      if (std::find(ops.begin(), ops.end(), c.op) == ops.end()) ops.push_back(c.op);
+    return Generator{"binary",
+                     ops,
+                     config_names(configs),
+                     generate,
+                     "a: f32*, b: f32* (where_*: c: f32* or i32* first, true where nonzero), y: f32* (contiguous "
+                     "output), n: u64 output elements, d1, d2, d3: u64 (output dims 1..3 after collapsing to 4 dims, "
+                     "1 where unused; never 0), then per input (c_s0..c_s3,) a_s0..a_s3, b_s0..b_s3: s64 element "
+                     "strides (0 where broadcast); *_contig reads each input at i and ignores the dims and strides; "
+                     "minimum/maximum give NaN when either input is NaN",
+                     "sizes = {n}; block 256; grid min(ceil(n/256), 8192), grid-stride",
+                     geometry,
+                     true};
+  }();
   return g;
 }
 
@@ -89,20 +121,22 @@ std::optional<Steps> plan(const OpCall& c, int, const Resources&, bool) {
   const i64 n_out = c.output.numel();
   Steps steps;
   if (n_out == 0) return steps;
-  std::array<i64, 4> d{}, sa{}, sb{};
-  if (!collapse4(c, d, sa, sb)) return std::nullopt;
-  const bool dense =
-      c.inputs[0].shape() == c.output.shape() && c.inputs[1].shape() == c.output.shape() && contiguous_inputs(c);
-  const std::size_t config =
-      config_index(configs, "binary", [&](const BinaryConfig& b) { return b.op == c.op && b.broadcast == !dense; });
+  std::array<i64, 4> d{};
+  std::array<std::array<i64, 4>, 3> strides{};
+  if (!collapse4(c, d, strides)) return std::nullopt;
+  bool dense = contiguous_inputs(c);
+  for (const Tensor& t : c.inputs) dense = dense && t.shape() == c.output.shape();
+  const Elem cond = c.op == OpKind::where ? elem_of(c.inputs[0].dtype()) : Elem::f32;
+  const std::size_t config = config_index(configs, "binary", [&](const BinaryConfig& b) {
+    return b.op == c.op && b.broadcast == !dense && b.cond == cond;
+  });
   Plan& pl = steps.add(binary_generator(), config, {n_out});
-  pl.args.add_ptr(c.inputs[0]);
-  pl.args.add_ptr(c.inputs[1]);
+  for (const Tensor& t : c.inputs) pl.args.add_ptr(t);
   pl.args.add_ptr(c.output);
   pl.args.add(static_cast<std::uint64_t>(n_out));
   for (int i = 1; i < 4; ++i) pl.args.add(static_cast<std::uint64_t>(d[static_cast<std::size_t>(i)]));
-  for (i64 s : sa) pl.args.add(s);
-  for (i64 s : sb) pl.args.add(s);
+  for (std::size_t in = 0; in < c.inputs.size(); ++in)
+    for (i64 s : strides[in]) pl.args.add(s);
   return steps;
 }
 
@@ -110,7 +144,7 @@ std::optional<Steps> plan(const OpCall& c, int, const Resources&, bool) {
 
 void register_binary(CudaOps& r) {
   r.generators.push_back(&binary_generator());
-  for (OpKind op : {OpKind::add, OpKind::sub, OpKind::mul, OpKind::div}) r.ops.add(op, OpKernel{plan});
+  for (OpKind op : binary_generator().ops) r.ops.add(op, OpKernel{plan});
 }
 
 }  // namespace trine::cuda::kernels

@@ -30,6 +30,13 @@ Reg<F32> max_nan(Kernel& k, Reg<F32> a, Reg<F32> b) {
   return selp<F32>(k, nan, m, either_nan);
 }
 
+Reg<F32> min_nan(Kernel& k, Reg<F32> a, Reg<F32> b) {
+  Reg<Pred> either_nan = setp(k, Cmp::nan, a, V<F32>(b));
+  Reg<F32> m = min(k, a, V<F32>(b));
+  Reg<F32> nan = add(k, a, V<F32>(b));  // NaN whenever either is
+  return selp<F32>(k, nan, m, either_nan);
+}
+
 Reg<F32> warp_sum(Kernel& k, Reg<F32> v) {
   for (std::uint32_t offset = 16; offset >= 1; offset /= 2) {
     v = add(k, v, V<F32>(shfl(k, Shfl::bfly, v, offset)));
@@ -91,6 +98,7 @@ Reg<F32> load_f32(Kernel& k, Elem e, Reg<U64> base, Reg<U64> index) {
     case Elem::f32: return ld(k, element(k, Ptr<Global, F32>{base, 0}, index));
     case Elem::f16: return f16_to_f32(k, ld(k, element(k, Ptr<Global, F16>{base, 0}, index)));
     case Elem::bf16: return bf16_to_f32(k, ld(k, element(k, Ptr<Global, BF16>{base, 0}, index)));
+    case Elem::i32: return cvt<F32>(k, ld(k, element(k, Ptr<Global, S32>{base, 0}, index)), Round::rn);
   }
   throw Error(ErrorCode::internal, "[ptx] unknown element type");
 }
@@ -100,6 +108,8 @@ void store_f32(Kernel& k, Elem e, Reg<U64> base, Reg<U64> index, Reg<F32> v) {
     case Elem::f32: st(k, element(k, Ptr<Global, F32>{base, 0}, index), V<F32>(v)); return;
     case Elem::f16: st(k, element(k, Ptr<Global, F16>{base, 0}, index), V<F16>(f32_to_f16(k, v))); return;
     case Elem::bf16: st(k, element(k, Ptr<Global, BF16>{base, 0}, index), V<BF16>(f32_to_bf16(k, v))); return;
+    // toward zero, saturating at the i32 range, NaN to 0: what cvt.rzi.s32.f32 does
+    case Elem::i32: st(k, element(k, Ptr<Global, S32>{base, 0}, index), V<S32>(cvt<S32>(k, v, Round::rzi))); return;
   }
 }
 

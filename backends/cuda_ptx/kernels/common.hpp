@@ -2,6 +2,7 @@
 // NaN-propagating max, and f16/bf16 loads and stores through f32.
 #pragma once
 
+#include <array>
 #include <limits>
 #include <string>
 
@@ -25,8 +26,18 @@ void grid_stride(Kernel& k, Reg<U64> n, Body&& body) {
   for_range<U64>(k, start, n, step, body);
 }
 
-// max that returns NaN when either input is NaN (PTX max.f32 returns the other operand).
+// Horner evaluation of c[0] + c[1] t + c[2] t^2 + ... with one FMA per coefficient.
+template <FloatType T, std::size_t N>
+Reg<T> horner(Kernel& k, Reg<T> t, const std::array<typename T::imm, N>& c) {
+  Reg<T> acc = mov<T>(k, c[N - 1]);
+  for (std::size_t i = N - 1; i-- > 0;) acc = fma(k, acc, V<T>(t), V<T>(c[i]));
+  return acc;
+}
+
+// max and min that return NaN when either input is NaN (PTX max.f32 and min.f32 return the other
+// operand; their .NaN forms need sm_80).
 Reg<F32> max_nan(Kernel& k, Reg<F32> a, Reg<F32> b);
+Reg<F32> min_nan(Kernel& k, Reg<F32> a, Reg<F32> b);
 // Butterfly reductions over the 32 lanes of a warp: every lane ends with the result.
 Reg<F32> warp_sum(Kernel& k, Reg<F32> v);
 Reg<F32> warp_max_nan(Kernel& k, Reg<F32> v);
@@ -37,9 +48,10 @@ Reg<F32> exp_f32(Kernel& k, Reg<F32> x);
 // Natural log through lg2.approx.
 Reg<F32> log_f32(Kernel& k, Reg<F32> x);
 
-// Loads one element stored as e and widens it to f32 (exact).
+// Loads one element stored as e and widens it to f32 (exact; i32 rounds to nearest even).
 Reg<F32> load_f32(Kernel& k, Elem e, Reg<U64> base, Reg<U64> index);
-// Narrows v to e, rounding to nearest even (overflow to inf, NaN stays NaN), and stores it.
+// Narrows v to e, rounding to nearest even (overflow to inf, NaN stays NaN), and stores it; to i32:
+// toward zero, saturating, NaN to 0.
 void store_f32(Kernel& k, Elem e, Reg<U64> base, Reg<U64> index, Reg<F32> v);
 Reg<F32> f16_to_f32(Kernel& k, Reg<F16> h);
 Reg<F32> bf16_to_f32(Kernel& k, Reg<BF16> h);

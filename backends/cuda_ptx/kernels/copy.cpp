@@ -1,6 +1,9 @@
-// copy and cast (f32 <-> f16 <-> bf16, round to nearest even through f32, which is exact for the
-// widening half), and the strided gather that makes any view contiguous on the device.
+// Data movement: copy and cast (f32, f16, bf16 and i32, through f32, which is exact for every
+// widening and rounds once otherwise), the strided gather that makes any view contiguous on the
+// device, gather's row lookup with its index check, and concat's slab copies.
+#include <algorithm>
 #include <array>
+#include <cstdint>
 
 #include "backends/cuda_ptx/kernels/common.hpp"
 #include "backends/cuda_ptx/kernels/plan.hpp"
@@ -9,7 +12,10 @@ namespace trine::cuda::kernels {
 namespace {
 
 constexpr int block_threads = 256;
+constexpr int warps_per_block = block_threads / 32;
 constexpr int gather_dims = 6;
+
+// ---- cast: copy, strided gather, dtype conversion ----
 
 enum class Move {
   copy,     // contiguous, same dtype
@@ -22,30 +28,37 @@ struct CastConfig {
   int bytes;      // copy, gather: the element size (4 or 2)
   Elem from, to;  // convert
 };
+// i32 converts through f32: to f16/bf16 with two roundings, as the op defines it; from floats toward
+// zero, saturating, NaN to 0 (cvt.rzi.s32.f32).
 constexpr CastConfig configs[] = {
     {"copy_b32", Move::copy, 4, Elem::f32, Elem::f32},        {"copy_b16", Move::copy, 2, Elem::f16, Elem::f16},
     {"gather_b32", Move::gather, 4, Elem::f32, Elem::f32},    {"gather_b16", Move::gather, 2, Elem::f16, Elem::f16},
     {"f32_to_f16", Move::convert, 0, Elem::f32, Elem::f16},   {"f32_to_bf16", Move::convert, 0, Elem::f32, Elem::bf16},
     {"f16_to_f32", Move::convert, 0, Elem::f16, Elem::f32},   {"f16_to_bf16", Move::convert, 0, Elem::f16, Elem::bf16},
     {"bf16_to_f32", Move::convert, 0, Elem::bf16, Elem::f32}, {"bf16_to_f16", Move::convert, 0, Elem::bf16, Elem::f16},
+    {"f32_to_i32", Move::convert, 0, Elem::f32, Elem::i32},   {"f16_to_i32", Move::convert, 0, Elem::f16, Elem::i32},
+    {"bf16_to_i32", Move::convert, 0, Elem::bf16, Elem::i32}, {"i32_to_f32", Move::convert, 0, Elem::i32, Elem::f32},
+    {"i32_to_f16", Move::convert, 0, Elem::i32, Elem::f16},   {"i32_to_bf16", Move::convert, 0, Elem::i32, Elem::bf16},
 };
+
+// y[i] = x[i] for elements of 4 or 2 bytes, addresses computed by the caller.
+void move_element(Kernel& k, int bytes, Reg<U64> x, Reg<U64> src, Reg<U64> y, Reg<U64> dst) {
+  if (bytes == 4) {
+    st(k, element(k, Ptr<Global, U32>{y, 0}, dst), V<U32>(ld(k, element(k, Ptr<Global, U32>{x, 0}, src))));
+  } else {
+    st(k, element(k, Ptr<Global, U16>{y, 0}, dst), V<U16>(ld(k, element(k, Ptr<Global, U16>{x, 0}, src))));
+  }
+}
 
 std::string generate_cast(std::size_t config, Target target) {
   const CastConfig& cfg = config_at(configs, config, "cast");
   Kernel k(kernel_name("cast", cfg.name), target);
   k.set_max_threads(block_threads);
-  Reg<U64> x = param<U64>(k, "x");
-  Reg<U64> y = param<U64>(k, "y");
+  Reg<U64> x = global_ptr<U32>(k, param<U64>(k, "x")).base;
+  Reg<U64> y = global_ptr<U32>(k, param<U64>(k, "y")).base;
   Reg<U64> n = param<U64>(k, "n");
   if (cfg.move == Move::copy) {
-    Ptr<Global, U32> x32 = global_ptr<U32>(k, x), y32 = global_ptr<U32>(k, y);
-    Ptr<Global, U16> x16 = global_ptr<U16>(k, x), y16 = global_ptr<U16>(k, y);
-    grid_stride(k, n, [&](Reg<U64> i) {
-      if (cfg.bytes == 4)
-        st(k, element(k, y32, i), V<U32>(ld(k, element(k, x32, i))));
-      else
-        st(k, element(k, y16, i), V<U16>(ld(k, element(k, x16, i))));
-    });
+    grid_stride(k, n, [&](Reg<U64> i) { move_element(k, cfg.bytes, x, i, y, i); });
     return module_text(k);
   }
   if (cfg.move == Move::gather) {
@@ -55,8 +68,6 @@ std::string generate_cast(std::size_t config, Target target) {
     for (int d = 0; d < gather_dims - 1; ++d) dims[d] = param<U64>(k, "d" + std::to_string(d + 1));
     std::array<Reg<U64>, gather_dims> strides;
     for (int d = 0; d < gather_dims; ++d) strides[d] = bitcast<U64>(k, param<S64>(k, "s" + std::to_string(d)));
-    Ptr<Global, U32> x32 = global_ptr<U32>(k, x), y32 = global_ptr<U32>(k, y);
-    Ptr<Global, U16> x16 = global_ptr<U16>(k, x), y16 = global_ptr<U16>(k, y);
     grid_stride(k, n, [&](Reg<U64> i) {
       Reg<U64> rest = i;
       Reg<U64> src = mov<U64>(k, 0u);
@@ -68,15 +79,11 @@ std::string generate_cast(std::size_t config, Target target) {
         }
         src = fma(k, idx, V<U64>(strides[d]), V<U64>(src));
       }
-      if (cfg.bytes == 4)
-        st(k, element(k, y32, i), V<U32>(ld(k, element(k, x32, src))));
-      else
-        st(k, element(k, y16, i), V<U16>(ld(k, element(k, x16, src))));
+      move_element(k, cfg.bytes, x, src, y, i);
     });
     return module_text(k);
   }
-  Reg<U64> gx = global_ptr<F32>(k, x).base, gy = global_ptr<F32>(k, y).base;
-  grid_stride(k, n, [&](Reg<U64> i) { store_f32(k, cfg.to, gy, i, load_f32(k, cfg.from, gx, i)); });
+  grid_stride(k, n, [&](Reg<U64> i) { store_f32(k, cfg.to, y, i, load_f32(k, cfg.from, x, i)); });
   return module_text(k);
 }
 
@@ -101,8 +108,151 @@ const Generator& cast_generator() {
   return g;
 }
 
+// ---- gather: rows of a table picked by i32 indices ----
+
+struct GatherConfig {
+  std::string_view name;
+  int bytes;  // the table's element size
+};
+constexpr GatherConfig gather_configs[] = {{"b32", 4}, {"b16", 2}};
+
+// One warp per output row: every lane reads the row's index; a good index copies the table's row,
+// a bad one (outside [0, rows), negative ones included) writes zeros, reads nothing of
+// the table, and leaves (position << 32) | index in `check` by an atomic min, so the lowest bad
+// position wins whatever order the warps run in (IndexCheck).
+std::string generate_gather(std::size_t config, Target target) {
+  const GatherConfig& cfg = config_at(gather_configs, config, "gather");
+  Kernel k(kernel_name("gather", cfg.name), target);
+  k.set_max_threads(block_threads);
+  Reg<U64> table = global_ptr<U32>(k, param<U64>(k, "table")).base;
+  Ptr<Global, S32> indices = param_ptr<S32>(k, "indices");
+  Reg<U64> y = global_ptr<U32>(k, param<U64>(k, "y")).base;
+  Ptr<Global, U64> check = param_ptr<U64>(k, "check");
+  Reg<U64> n = param<U64>(k, "n");
+  Reg<U32> d = param<U32>(k, "d");
+  Reg<U64> rows = param<U64>(k, "rows");
+  Reg<U32> tid = special(k, Special::tid_x);
+  Reg<U32> lane = and_(k, tid, V<U32>(31u));
+  Reg<U64> first =
+      add(k, mul_wide(k, special(k, Special::ctaid_x), V<U32>(warps_per_block)), V<U64>(to_u64(k, shr(k, tid, 5u))));
+  Reg<U64> stride = mul_wide(k, special(k, Special::nctaid_x), V<U32>(warps_per_block));
+  Reg<U64> d64 = to_u64(k, d);
+  for_range<U64>(k, first, n, stride, [&](Reg<U64> row) {  // warp-uniform
+    Reg<S32> index = ld(k, element(k, indices, row));
+    Reg<U64> at = bitcast<U64>(k, cvt<S64>(k, index));  // a negative index wraps past any row count
+    Reg<Pred> inside = setp(k, Cmp::lt, at, V<U64>(rows));
+    Reg<U64> src = mul(k, at, V<U64>(d64));
+    Reg<U64> dst = mul(k, row, V<U64>(d64));
+    for_range<U32>(k, lane, d, 32u, [&](Reg<U32> col) {
+      Reg<U64> c = to_u64(k, col);
+      if (cfg.bytes == 4) {
+        Ptr<Global, U32> from = element(k, Ptr<Global, U32>{table, 0}, add(k, src, V<U64>(c)));
+        Reg<U32> v = mov<U32>(k, 0u);
+        {
+          Kernel::Guard g(k, inside, false);
+          ld_to(k, v, from);
+        }
+        st(k, element(k, Ptr<Global, U32>{y, 0}, add(k, dst, V<U64>(c))), V<U32>(v));
+      } else {
+        Ptr<Global, U16> from = element(k, Ptr<Global, U16>{table, 0}, add(k, src, V<U64>(c)));
+        Reg<U16> v = mov<U16>(k, 0u);
+        {
+          Kernel::Guard g(k, inside, false);
+          ld_to(k, v, from);
+        }
+        st(k, element(k, Ptr<Global, U16>{y, 0}, add(k, dst, V<U64>(c))), V<U16>(v));
+      }
+    });
+    Reg<U64> bad = or_(k, shl(k, row, 32u), V<U64>(to_u64(k, bitcast<U32>(k, index))));
+    Reg<Pred> report = and_(k, not_(k, inside), V<Pred>(setp(k, Cmp::eq, lane, V<U32>(0u))));
+    Kernel::Guard g(k, report, false);
+    red(k, Reduction::min, check, V<U64>(bad));
+  });
+  return module_text(k);
+}
+
+Launch gather_geometry(std::size_t, std::span<const std::int64_t> sizes) {
+  Launch l;
+  l.block = {block_threads, 1, 1};
+  l.grid = {blocks_for(size_at(sizes, 0), warps_per_block), 1, 1};
+  return l;
+}
+
+const Generator& gather_generator() {
+  static const Generator g{
+      "gather",
+      {OpKind::gather},
+      config_names(gather_configs),
+      generate_gather,
+      "table: pointer to [rows, d] (contiguous; b32: 4-byte elements, b16: 2-byte), indices: s32* "
+      "[n], y: pointer to [n, d], check: u64* (all ones before the launch; the lowest bad position "
+      "p and its index i leave (p << 32) | i), n: u64 < 2^32, d: u32, rows: u64",
+      "sizes = {n, d}; block 256, one warp per output row; grid ceil(n/8) (max 65535, rows beyond "
+      "loop)",
+      gather_geometry};
+  return g;
+}
+
+// ---- concat: each input copied into its slab of the output ----
+
+struct ConcatConfig {
+  std::string_view name;
+  int bytes;  // the element size
+};
+constexpr ConcatConfig concat_configs[] = {{"b32", 4}, {"b16", 2}};
+
+// The output seen as [outer, row_out] and the input as [outer, row_in]: y[o, offset + j] = x[o, j].
+// Rows over the grid's y, columns over its x: no division per element.
+std::string generate_concat(std::size_t config, Target target) {
+  const ConcatConfig& cfg = config_at(concat_configs, config, "concat");
+  Kernel k(kernel_name("concat", cfg.name), target);
+  k.set_max_threads(block_threads);
+  Reg<U64> x = global_ptr<U32>(k, param<U64>(k, "x")).base;
+  Reg<U64> y = global_ptr<U32>(k, param<U64>(k, "y")).base;
+  Reg<U64> outer = param<U64>(k, "outer");
+  Reg<U64> row_in = param<U64>(k, "row_in");
+  Reg<U64> row_out = param<U64>(k, "row_out");
+  Reg<U64> offset = param<U64>(k, "offset");
+  Reg<U64> first_col = global_thread_u64(k);
+  Reg<U64> col_step = grid_threads_u64(k);
+  Reg<U64> first_row = to_u64(k, special(k, Special::ctaid_y));
+  Reg<U64> row_step = to_u64(k, special(k, Special::nctaid_y));
+  for_range<U64>(k, first_row, outer, row_step, [&](Reg<U64> o) {
+    Reg<U64> src = mul(k, o, V<U64>(row_in));
+    Reg<U64> dst = fma(k, o, V<U64>(row_out), V<U64>(offset));
+    for_range<U64>(k, first_col, row_in, col_step, [&](Reg<U64> j) {
+      move_element(k, cfg.bytes, x, add(k, src, V<U64>(j)), y, add(k, dst, V<U64>(j)));
+    });
+  });
+  return module_text(k);
+}
+
+Launch concat_geometry(std::size_t, std::span<const std::int64_t> sizes) {
+  Launch l;
+  l.block = {block_threads, 1, 1};
+  const std::uint32_t rows = blocks_for(size_at(sizes, 0), 1, 1024);
+  l.grid = {blocks_for(size_at(sizes, 1), block_threads, std::max<std::int64_t>(1, 8192 / rows)), rows, 1};
+  return l;
+}
+
+const Generator& concat_generator() {
+  static const Generator g{"concat",
+                           {OpKind::concat},
+                           config_names(concat_configs),
+                           generate_concat,
+                           "x: pointer to [outer, row_in] (contiguous; b32: 4-byte elements, b16: 2-byte), y: pointer "
+                           "to [outer, row_out], outer, row_in, row_out: u64, offset: u64 (where x's slab starts in "
+                           "a row of y)",
+                           "sizes = {outer, row_in}; block 256; grid (min(ceil(row_in/256), 8192/grid.y), min(outer, "
+                           "1024)), both loop",
+                           concat_geometry};
+  return g;
+}
+
+// ---- plans ----
+
 // copy and cast: a contiguous copy or conversion, or a strided view copied by the gather kernel.
-std::optional<Steps> plan(const OpCall& c, int, const Resources&, bool gathered) {
+std::optional<Steps> plan_cast(const OpCall& c, int, const Resources&, bool gathered) {
   const i64 n_out = c.output.numel();
   Steps steps;
   if (n_out == 0) return steps;
@@ -134,11 +284,65 @@ std::optional<Steps> plan(const OpCall& c, int, const Resources&, bool gathered)
   return steps;
 }
 
+std::optional<Steps> plan_gather(const OpCall& c, int, const Resources& res, bool gathered) {
+  if (!contiguous_inputs(c, gathered)) return std::nullopt;
+  const Tensor &table = c.inputs[0], &indices = c.inputs[1];
+  const i64 n = indices.dim(0), d = table.dim(1);
+  // positions are reported in 32 bits; a row's columns are counted in 32
+  if (n > UINT32_MAX || d > UINT32_MAX) return std::nullopt;
+  Steps steps;
+  if (n == 0) return steps;
+  steps.index_check = IndexCheck{res.kernels ? res.kernels->index_check_slot(*res.api) : 0, table.dim(0)};
+  const std::size_t config = config_index(gather_configs, "gather", [&](const GatherConfig& g) {
+    return g.bytes == static_cast<int>(dtype_size(table.dtype()));
+  });
+  Plan& pl = steps.add(gather_generator(), config, {n, d});
+  pl.args.add_ptr(table);
+  pl.args.add_ptr(indices);
+  pl.args.add_ptr(c.output);
+  pl.args.add<CUdeviceptr>(steps.index_check->slot);
+  pl.args.add(static_cast<std::uint64_t>(n));
+  pl.args.add(static_cast<std::uint32_t>(d));
+  pl.args.add(static_cast<std::uint64_t>(table.dim(0)));
+  return steps;
+}
+
+// One launch per input with anything in it, into its slab of each output row.
+std::optional<Steps> plan_concat(const OpCall& c, int, const Resources&, bool gathered) {
+  if (!contiguous_inputs(c, gathered)) return std::nullopt;
+  i64 outer, total, inner;
+  split(c.output.shape(), std::get<AxisParams>(c.params).axis, outer, total, inner);
+  Steps steps;
+  if (c.output.numel() == 0) return steps;
+  const std::size_t config = config_index(concat_configs, "concat", [&](const ConcatConfig& e) {
+    return e.bytes == static_cast<int>(dtype_size(c.output.dtype()));
+  });
+  const int axis = std::get<AxisParams>(c.params).axis;
+  i64 offset = 0;
+  for (const Tensor& x : c.inputs) {
+    const i64 row_in = x.dim(axis) * inner;
+    if (row_in == 0) continue;
+    Plan& pl = steps.add(concat_generator(), config, {outer, row_in});
+    pl.args.add_ptr(x);
+    pl.args.add_ptr(c.output);
+    pl.args.add(static_cast<std::uint64_t>(outer));
+    pl.args.add(static_cast<std::uint64_t>(row_in));
+    pl.args.add(static_cast<std::uint64_t>(total * inner));
+    pl.args.add(static_cast<std::uint64_t>(offset));
+    offset += row_in;
+  }
+  return steps;
+}
+
 }  // namespace
 
 void register_copy(CudaOps& r) {
   r.generators.push_back(&cast_generator());
-  for (OpKind op : {OpKind::copy, OpKind::cast}) r.ops.add(op, OpKernel{plan});
+  r.generators.push_back(&gather_generator());
+  r.generators.push_back(&concat_generator());
+  for (OpKind op : {OpKind::copy, OpKind::cast}) r.ops.add(op, OpKernel{plan_cast});
+  r.ops.add(OpKind::gather, OpKernel{plan_gather, nullptr, true});
+  r.ops.add(OpKind::concat, OpKernel{plan_concat});
 }
 
 }  // namespace trine::cuda::kernels

@@ -36,6 +36,15 @@ Reg<F32> load_f32_if(Kernel& k, Elem e, Reg<U64> base, Reg<U64> index, Reg<Pred>
       }
       return bf16_to_f32(k, h);
     }
+    case Elem::i32: {  // no matmul takes i32 (ops.def); here for the switch's completeness
+      Ptr<Global, S32> p = element(k, Ptr<Global, S32>{base, 0}, index);
+      Reg<S32> v = mov<S32>(k, 0);
+      {
+        Kernel::Guard g(k, inside, false);
+        ld_to(k, v, p);
+      }
+      return cvt<F32>(k, v, Round::rn);
+    }
   }
   throw Error(ErrorCode::internal, "[ptx] unknown element type");
 }

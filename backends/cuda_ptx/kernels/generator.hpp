@@ -19,7 +19,7 @@
 namespace trine::cuda::kernels {
 
 // The storage dtype of a kernel's tensor input.
-enum class Elem { f32, f16, bf16 };
+enum class Elem { f32, f16, bf16, i32 };
 
 struct Launch {
   std::array<std::uint32_t, 3> grid{1, 1, 1};

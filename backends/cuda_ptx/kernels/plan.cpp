@@ -2,6 +2,8 @@
 // list derived from it, and the helpers the families' plans share.
 #include "backends/cuda_ptx/kernels/plan.hpp"
 
+#include <algorithm>
+
 namespace trine::cuda {
 
 namespace kernels {
@@ -57,28 +59,39 @@ bool collapse6(const Tensor& t, std::array<i64, 6>& d, std::array<i64, 6>& s) {
   return true;
 }
 
-bool collapse4(const OpCall& c, std::array<i64, 4>& d, std::array<i64, 4>& sa, std::array<i64, 4>& sb) {
+bool collapse4(const OpCall& c, std::array<i64, 4>& d, std::array<std::array<i64, 4>, 3>& strides) {
   const Shape& os = c.output.shape();
-  const Tensor av = c.inputs[0].broadcast_to(os), bv = c.inputs[1].broadcast_to(os);
-  std::vector<std::array<i64, 3>> dims;  // size, a stride, b stride
-  for (int i = 0; i < os.rank(); ++i)
-    if (os[i] != 1) dims.push_back({os[i], av.strides()[i], bv.strides()[i]});
+  const std::size_t inputs = std::min<std::size_t>(c.inputs.size(), 3);
+  std::array<Tensor, 3> views;
+  for (std::size_t k = 0; k < inputs; ++k) views[k] = c.inputs[k].broadcast_to(os);
+  struct Dim {
+    i64 size;
+    std::array<i64, 3> stride;
+  };
+  std::vector<Dim> dims;
+  for (int i = 0; i < os.rank(); ++i) {
+    if (os[i] == 1) continue;
+    Dim dim{os[i], {0, 0, 0}};
+    for (std::size_t k = 0; k < inputs; ++k) dim.stride[k] = views[k].strides()[i];
+    dims.push_back(dim);
+  }
   for (std::size_t i = dims.size(); i-- > 1;) {
-    auto& outer = dims[i - 1];
-    const auto& inner = dims[i];
-    if (outer[1] == inner[1] * inner[0] && outer[2] == inner[2] * inner[0]) {
-      outer = {outer[0] * inner[0], inner[1], inner[2]};
+    Dim& outer = dims[i - 1];
+    const Dim& inner = dims[i];
+    bool merge = true;
+    for (std::size_t k = 0; k < inputs; ++k) merge = merge && outer.stride[k] == inner.stride[k] * inner.size;
+    if (merge) {
+      outer = {outer.size * inner.size, inner.stride};
       dims.erase(dims.begin() + static_cast<std::ptrdiff_t>(i));
     }
   }
   if (dims.size() > 4) return false;
   d = {1, 1, 1, 1};
-  sa = sb = {0, 0, 0, 0};
+  for (auto& s : strides) s = {0, 0, 0, 0};
   const std::size_t pad = 4 - dims.size();
   for (std::size_t i = 0; i < dims.size(); ++i) {
-    d[pad + i] = dims[i][0];
-    sa[pad + i] = dims[i][1];
-    sb[pad + i] = dims[i][2];
+    d[pad + i] = dims[i].size;
+    for (std::size_t k = 0; k < 3; ++k) strides[k][pad + i] = dims[i].stride[k];
   }
   return true;
 }
@@ -96,6 +109,7 @@ kernels::Elem elem_of(DType t) noexcept {
     case DType::f32: return kernels::Elem::f32;
     case DType::f16: return kernels::Elem::f16;
     case DType::bf16: return kernels::Elem::bf16;
+    case DType::i32: return kernels::Elem::i32;
   }
   return kernels::Elem::f32;
 }

@@ -61,6 +61,8 @@ struct Plan {
 struct Steps {
   std::vector<Plan> launches;
   bool zero_output = false;  // an empty sum: the output is zeros
+  // gather: the launches check the indices on the device (cuda_launch.hpp, IndexCheck).
+  std::optional<IndexCheck> index_check;
 
   Plan& add(const kernels::Generator& generator, std::size_t config, std::vector<i64> sizes) {
     launches.push_back(Plan{&generator, config, std::move(sizes), {}});
@@ -68,8 +70,8 @@ struct Steps {
   }
 };
 
-// Device state a plan may need: dot's partial sums, rope's tables. Null when only asking whether
-// a kernel exists (supports()).
+// Device state a plan may need: dot's partial sums, rope's tables, gather's index check. Null when
+// only asking whether a kernel exists (supports()).
 struct Resources {
   const DriverApi* api = nullptr;
   CUstream stream = nullptr;
@@ -85,6 +87,9 @@ struct OpKernel {
   // For an op with known limits: why `plan` refuses a call past them, in words, or nullopt for a
   // call within them (the generic reasons then apply). Null for an op without such limits.
   std::optional<std::string> (*limits)(const OpCall& call) = nullptr;
+  // Its launches check an input on the device (gather's indices) and may fail the call when the
+  // work completes (Steps::index_check): the backend reads the check back after them.
+  bool checks_on_device = false;
 };
 
 // What the family files fill: every op's kernel or refusal, and the generators their plans launch
@@ -116,9 +121,10 @@ bool contiguous_inputs(const OpCall& c, bool gathered = false);
 // A view's dims and element strides with size-1 dims dropped and mergeable neighbours merged, at
 // most 6 (leading 1s added): what the gather kernel addresses. False when more remain.
 bool collapse6(const Tensor& t, std::array<i64, 6>& d, std::array<i64, 6>& s);
-// Output dims and both inputs' strides, size-1 dims dropped and mergeable neighbours merged, at
-// most 4 dims (leading 1s added): what the binary kernel addresses.
-bool collapse4(const OpCall& c, std::array<i64, 4>& d, std::array<i64, 4>& sa, std::array<i64, 4>& sb);
+// Output dims and every input's strides (2 or 3 inputs, each broadcast to the output; the rest
+// left 0), size-1 dims dropped and mergeable neighbours merged, at most 4 dims (leading 1s added):
+// what the binary kernel addresses.
+bool collapse4(const OpCall& c, std::array<i64, 4>& d, std::array<std::array<i64, 4>, 3>& strides);
 // [outer, n, inner] around `axis`.
 void split(const Shape& s, int axis, i64& outer, i64& n, i64& inner);
 // How a tensor of dtype t is stored, as configurations say it.

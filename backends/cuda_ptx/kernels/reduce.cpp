@@ -1,6 +1,6 @@
-// sum/mean/max over one axis of x viewed as [outer, r, inner]: "row" configs (inner == 1) give each
-// row to a warp and reduce with shuffles; "col" configs (inner > 1) give each output to a thread,
-// whose neighbours read neighbouring addresses.
+// sum/mean/max/argmax over one axis of x viewed as [outer, r, inner]: "row" configs (inner == 1)
+// give each row to a warp and reduce with shuffles; "col" configs (inner > 1) give each output to a
+// thread, whose neighbours read neighbouring addresses. argmax carries the index beside the value.
 #include "backends/cuda_ptx/kernels/common.hpp"
 #include "backends/cuda_ptx/kernels/plan.hpp"
 
@@ -12,20 +12,85 @@ constexpr int warps_per_block = block_threads / 32;
 
 struct ReduceConfig {
   std::string_view name;
-  OpKind op;  // sum, mean or max
+  OpKind op;  // sum, mean, max or argmax
   bool row;   // inner == 1: a warp per row
 };
 constexpr ReduceConfig configs[] = {
-    {"sum_row", OpKind::sum, true},  {"mean_row", OpKind::mean, true},  {"max_row", OpKind::max, true},
-    {"sum_col", OpKind::sum, false}, {"mean_col", OpKind::mean, false}, {"max_col", OpKind::max, false},
+    {"sum_row", OpKind::sum, true},       {"mean_row", OpKind::mean, true},      {"max_row", OpKind::max, true},
+    {"sum_col", OpKind::sum, false},      {"mean_col", OpKind::mean, false},     {"max_col", OpKind::max, false},
+    {"argmax_row", OpKind::argmax, true}, {"argmax_col", OpKind::argmax, false},
 };
 
 Reg<F32> combine(Kernel& k, OpKind op, Reg<F32> a, Reg<F32> b) {
   return op == OpKind::max ? max_nan(k, a, b) : add(k, a, V<F32>(b));
 }
 
+// argmax's order: (v, i) beats (w, j) when v > w, when v is NaN and w is not, or when they are the
+// same (equal, or both NaN) and i < j. It is total, so its maximum, the first index of the largest
+// value (of the first NaN where there is one), is the same whatever order the reduction combines in.
+Reg<Pred> beats(Kernel& k, Reg<F32> v, Reg<U32> i, Reg<F32> w, Reg<U32> j) {
+  Reg<Pred> v_nan = setp(k, Cmp::nan, v, V<F32>(v));
+  Reg<Pred> w_nan = setp(k, Cmp::nan, w, V<F32>(w));
+  Reg<Pred> same = or_(k, setp(k, Cmp::eq, v, V<F32>(w)), V<Pred>(and_(k, v_nan, V<Pred>(w_nan))));
+  Reg<Pred> first = and_(k, same, V<Pred>(setp(k, Cmp::lt, i, V<U32>(j))));
+  Reg<Pred> nan_over_number = and_(k, v_nan, V<Pred>(not_(k, w_nan)));
+  return or_(k, or_(k, setp(k, Cmp::gt, v, V<F32>(w)), V<Pred>(nan_over_number)), V<Pred>(first));
+}
+
+// (best, at) = the better of itself and (v, i).
+void take_better(Kernel& k, Reg<F32> best, Reg<U32> at, Reg<F32> v, Reg<U32> i) {
+  Reg<Pred> better = beats(k, v, i, best, at);
+  assign(k, best, V<F32>(selp<F32>(k, v, best, better)));
+  assign(k, at, V<U32>(selp<U32>(k, i, at, better)));
+}
+
+std::string generate_argmax(const ReduceConfig& cfg, Target target) {
+  Kernel k(kernel_name("reduce", cfg.name), target);
+  k.set_max_threads(block_threads);
+  Ptr<Global, F32> x = param_ptr<F32>(k, "x");
+  Ptr<Global, U32> y = param_ptr<U32>(k, "y");  // i32 indices, all below 2^31
+  Reg<U64> outer = param<U64>(k, "outer");
+  Reg<U32> r = param<U32>(k, "r");
+  Reg<U64> inner = param<U64>(k, "inner");
+  // Nothing seen yet: -inf at index r, which every element beats (-inf ones by their index).
+  const float none = -std::numeric_limits<float>::infinity();
+  if (cfg.row) {
+    Reg<U32> tid = special(k, Special::tid_x);
+    Reg<U32> lane = and_(k, tid, V<U32>(31u));
+    Reg<U64> first =
+        add(k, mul_wide(k, special(k, Special::ctaid_x), V<U32>(warps_per_block)), V<U64>(to_u64(k, shr(k, tid, 5u))));
+    Reg<U64> stride = mul_wide(k, special(k, Special::nctaid_x), V<U32>(warps_per_block));
+    for_range<U64>(k, first, outer, stride, [&](Reg<U64> row) {  // warp-uniform
+      Reg<U64> base = mul(k, row, V<U64>(to_u64(k, r)));
+      Reg<F32> best = mov<F32>(k, none);
+      Reg<U32> at = mov<U32>(k, r);
+      for_range<U32>(k, lane, r, 32u, [&](Reg<U32> j) {
+        take_better(k, best, at, ld(k, element(k, x, add(k, base, V<U64>(to_u64(k, j))))), j);
+      });
+      for (std::uint32_t offset = 16; offset >= 1; offset /= 2)
+        take_better(k, best, at, shfl(k, Shfl::bfly, best, offset), shfl(k, Shfl::bfly, at, offset));
+      Kernel::Guard g(k, setp(k, Cmp::eq, lane, V<U32>(0u)), false);
+      st(k, element(k, y, row), V<U32>(at));
+    });
+  } else {
+    Reg<U64> n_out = mul(k, outer, V<U64>(inner));
+    grid_stride(k, n_out, [&](Reg<U64> o) {
+      Reg<U64> i = rem(k, o, V<U64>(inner));
+      Reg<U64> base = fma(k, sub(k, o, V<U64>(i)), V<U64>(to_u64(k, r)), V<U64>(i));  // (o/inner)*r*inner + i
+      Reg<F32> best = mov<F32>(k, none);
+      Reg<U32> at = mov<U32>(k, r);
+      for_range<U32>(k, 0u, r, 1u, [&](Reg<U32> j) {
+        take_better(k, best, at, ld(k, element(k, x, fma(k, to_u64(k, j), V<U64>(inner), V<U64>(base)))), j);
+      });
+      st(k, element(k, y, o), V<U32>(at));
+    });
+  }
+  return module_text(k);
+}
+
 std::string generate(std::size_t config, Target target) {
   const ReduceConfig& cfg = config_at(configs, config, "reduce");
+  if (cfg.op == OpKind::argmax) return generate_argmax(cfg, target);
   const OpKind op = cfg.op;
   Kernel k(kernel_name("reduce", cfg.name), target);
   k.set_max_threads(block_threads);
@@ -85,11 +150,12 @@ Launch geometry(std::size_t config, std::span<const std::int64_t> sizes) {
 const Generator& reduce_generator() {
   static const Generator g{
       "reduce",
-      {OpKind::sum, OpKind::mean, OpKind::max},
+      {OpKind::sum, OpKind::mean, OpKind::max, OpKind::argmax},
       config_names(configs),
       generate,
-      "x: f32* (contiguous [outer, r, inner]), y: f32* [outer, inner], outer: u64, r: u32, inner: u64 "
-      "(_row configs need inner == 1); max propagates NaN",
+      "x: f32* (contiguous [outer, r, inner]), y: f32* [outer, inner] (argmax: i32*), outer: u64, r: u32 "
+      "(argmax: below 2^31), inner: u64 (_row configs need inner == 1); max propagates NaN; argmax gives the "
+      "first index of the largest value, or of the first NaN",
       "sizes = {outer, r, inner}; block 256; _row: one warp per row, grid ceil(outer/8) (max 65535, "
       "rows beyond loop); _col: one thread per output, grid min(ceil(outer*inner/256), 8192)",
       geometry};
@@ -101,7 +167,7 @@ std::optional<Steps> plan(const OpCall& c, int, const Resources&, bool gathered)
   if (!contiguous_inputs(c, gathered)) return std::nullopt;
   i64 outer, r, inner;
   split(c.inputs[0].shape(), std::get<ReduceParams>(c.params).axis, outer, r, inner);
-  if (r > UINT32_MAX) return std::nullopt;
+  if (r > (c.op == OpKind::argmax ? INT32_MAX : UINT32_MAX)) return std::nullopt;  // argmax's are i32
   Steps steps;
   steps.launches.push_back(reduce_plan(c.op, inner == 1, {outer, r, inner}));
   Plan& pl = steps.launches.back();
@@ -123,7 +189,7 @@ Plan reduce_plan(OpKind op, bool row, std::vector<i64> sizes) {
 
 void register_reduce(CudaOps& r) {
   r.generators.push_back(&reduce_generator());
-  for (OpKind op : {OpKind::sum, OpKind::mean, OpKind::max}) r.ops.add(op, OpKernel{plan});
+  for (OpKind op : {OpKind::sum, OpKind::mean, OpKind::max, OpKind::argmax}) r.ops.add(op, OpKernel{plan});
 }
 
 }  // namespace trine::cuda::kernels

@@ -278,6 +278,14 @@ requires((N == 2 || N == 4) && !std::is_same_v<S, Param>) void st_v(Kernel& k, c
   k.emit(detail::op({"st", S::name, N == 2 ? "v2" : "v4", detail::mem_suffix<T>()}), {k.address(p), list + "}"});
 }
 
+// Atomic reduction into memory, no result returned (red): *p = op(*p, v).
+enum class Reduction { add, min, max };
+std::string_view reduction_name(Reduction r) noexcept;
+template <StateSpace S, IntType T>
+requires(!std::is_same_v<S, Param> && T::bytes >= 4) void red(Kernel& k, Reduction r, const Ptr<S, T>& p, V<T> v) {
+  k.emit(detail::op({"red", S::name, reduction_name(r), T::ptx}), {k.address(p), k.text(v)});
+}
+
 // ---- pointers ----
 // A kernel parameter: declared in call order, loaded at this point of the body.
 template <MemType T>

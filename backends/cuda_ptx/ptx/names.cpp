@@ -65,6 +65,15 @@ std::string_view special_name(Special s) noexcept {
   return "?";
 }
 
+std::string_view reduction_name(Reduction r) noexcept {
+  switch (r) {
+    case Reduction::add: return "add";
+    case Reduction::min: return "min";
+    case Reduction::max: return "max";
+  }
+  return "?";
+}
+
 std::string_view shfl_name(Shfl m) noexcept {
   switch (m) {
     case Shfl::up: return "up";
