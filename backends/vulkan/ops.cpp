@@ -125,7 +125,8 @@ void record_strided(Recorder& rec, const Tensor& a, const Tensor& b, const Tenso
   const TensorRef ra = ref_of(a), rb = ref_of(b);
   p.a_off = ra.offset, p.b_off = rb.offset;
   // y's offset is 0: outputs and temporaries are fresh allocations.
-  rec.dispatch("binary", {bind_in(ra), bind_in(rb), bind_out(y)}, &p, sizeof(p), elementwise_groups(n, k_strided_elems),
+  rec.dispatch(act_shader(act, "binary", "binary_f64"), {bind_in(ra), bind_in(rb), bind_out(y)}, &p, sizeof(p),
+               elementwise_groups(n, k_strided_elems),
                {k_elementwise_group, k_strided_elems, op_code(op), op_code(act)});
 }
 

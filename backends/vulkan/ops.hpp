@@ -77,6 +77,14 @@ constexpr std::uint32_t k_elementwise_group = 256;
 inline std::uint64_t elementwise_groups(std::uint64_t n, std::uint32_t elems) {
   return (n + k_elementwise_group * elems - 1) / (k_elementwise_group * elems);
 }
+// The shaders that call activate() (binary, unary, unary_vec4) are built twice: `plain`, and
+// `plain`_f64, whose pow computes in double (shaders/common.glsl). pow dispatches the variant only
+// (its limits ask for shaderFloat64: Limits::float64), every other activation the plain shader,
+// which asks nothing of the device.
+inline const char* act_shader(OpKind act, const char* plain, const char* f64) {
+  return act == OpKind::pow ? f64 : plain;
+}
+
 // y (contiguous, numel of out) = act(a op b) with a and b read through broadcast strides
 // (binary.comp). op: add, sub, mul, div, or copy for a alone; act: an activation, scale, or copy
 // for the identity.
