@@ -75,6 +75,7 @@ std::uint32_t dtype_code(DType t) {
     case DType::f32: return 0;
     case DType::f16: return 1;
     case DType::bf16: return 2;
+    case DType::i32: return 3;
   }
   return 0;
 }

@@ -53,7 +53,7 @@ inline std::uint32_t op_code(OpKind op) { return static_cast<std::uint32_t>(op);
 bool inputs_f32(const detail::OpCall& call);
 bool inputs_fit_u32(const detail::OpCall& call);
 
-// The shaders' dtype codes (matmul.comp, copy.comp): 0 f32, 1 f16, 2 bf16.
+// The shaders' dtype codes (matmul.comp, copy.comp): 0 f32, 1 f16, 2 bf16, 3 i32 (copy.comp only).
 std::uint32_t dtype_code(DType t);
 
 // A tensor's memory as a shader sees it: the allocation, the first element, and the bytes a
