@@ -228,6 +228,17 @@ TEST_CASE("vulkan: long reductions are split, never cut short by the driver's lo
   check(OpKind::gemv, mv, GemvParams{false}, label(mv, "split"));
 }
 
+TEST_CASE("vulkan: where over more dims than its shader holds walks the outer ones", "[vulkan]") {
+  require_vulkan();
+  // broadcasts alternating along 8 dims: no two neighbouring dims merge
+  std::vector<Tensor> in{Tensor::random({2, 1, 2, 1, 2, 1, 2, 1}, seq(), -1.0f, 2.0f, DType::i32, k_vk),
+                         input({1, 3, 1, 3, 1, 3, 1, 3}), input({2, 3, 2, 3, 2, 3, 2, 3})};
+  check(OpKind::where, in, NoParams{}, label(in, "rank 8"));
+  std::vector<Tensor> views{input({2, 1, 2, 1, 2, 1, 2, 3}, -1.0f, 1.0f, Layout::transposed),
+                            input({1, 3, 1, 3, 1, 3, 1, 3}, -1.0f, 1.0f, Layout::strided), input({3})};
+  check(OpKind::where, views, NoParams{}, label(views, "rank 8 views"));
+}
+
 TEST_CASE("vulkan: what the driver's loop limit keeps from running is refused clearly", "[vulkan]") {
   require_vulkan();
   if (capabilities().find("shader loops cut") == std::string::npos) {

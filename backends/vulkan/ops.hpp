@@ -86,8 +86,8 @@ inline const char* act_shader(OpKind act, const char* plain, const char* f64) {
 }
 
 // y (contiguous, numel of out) = act(a op b) with a and b read through broadcast strides
-// (binary.comp). op: add, sub, mul, div, or copy for a alone; act: an activation, scale, or copy
-// for the identity.
+// (binary.comp). op: add, sub, mul, div, minimum, maximum, or copy for a alone; act: an activation,
+// scale, or copy for the identity.
 void record_strided(Recorder& rec, const Tensor& a, const Tensor& b, const TensorRef& y, const Shape& out, OpKind op,
                     OpKind act, float alpha, float beta);
 
