@@ -223,9 +223,20 @@ TEST_CASE("vulkan: long reductions are split, never cut short by the driver's lo
   REQUIRE(mean(ones, 0).item() == 1.0f);
   REQUIRE(dot(ones, ones).item() == static_cast<float>(n));
   std::vector<Tensor> in{input({3, 9'000'001})};
-  for (OpKind op : {OpKind::sum, OpKind::max}) check(op, in, ReduceParams{-1, false}, label(in, "split"));
+  for (OpKind op : {OpKind::sum, OpKind::max, OpKind::argmax})
+    check(op, in, ReduceParams{-1, false}, label(in, "split"));
   std::vector<Tensor> mv{input({2, 1 << 23}), input({1 << 23})};
   check(OpKind::gemv, mv, GemvParams{false}, label(mv, "split"));
+  // argmax's chunks meet as (value, index) pairs: a tie across chunks keeps the first index, and a
+  // NaN in a later chunk wins over a larger value in an earlier one
+  std::vector<float> row(5'000'000, 1.0f);
+  row[3'000'000] = row[4'500'000] = 2.0f;
+  CHECK(argmax(Tensor::from(row, {1, 5'000'000}, DType::f32, k_vk), -1).to_vector<std::int32_t>() ==
+        std::vector<std::int32_t>{3'000'000});
+  row[100] = 3.0f;
+  row[4'200'000] = std::numeric_limits<float>::quiet_NaN();
+  CHECK(argmax(Tensor::from(row, {5'000'000}, DType::f32, k_vk), 0).to_vector<std::int32_t>() ==
+        std::vector<std::int32_t>{4'200'000});
 }
 
 TEST_CASE("vulkan: where over more dims than its shader holds walks the outer ones", "[vulkan]") {

@@ -120,13 +120,14 @@ inline std::uint64_t row_loop(std::uint32_t n) {
 }
 
 // y[o] = the reduction over k of x viewed as a contiguous [outer, n, inner] (o runs over outer x
-// inner): op 0 sum, 1 mean, 2 max, 3 sum of x * v[k] (dot, gemv).
+// inner): op 0 sum, 1 mean, 2 max, 3 sum of x * v[k] (dot, gemv), 4 argmax (y i32: the first index
+// of the largest, or of the first NaN).
 void record_reduction(Recorder& rec, const TensorRef& x, const TensorRef* v, const TensorRef& y, std::uint32_t outer,
                       std::uint32_t n, std::uint32_t inner, std::uint32_t op);
 
 // What record_reduction binds and loops, for the same arguments (x_range and v_range: the bytes of
 // the bindings of x and v, v_range 0 when there is no v).
 void limits_reduction(Limits& l, std::uint64_t x_range, std::uint64_t v_range, const Tensor& y, std::uint32_t outer,
-                      std::uint32_t n, std::uint32_t inner);
+                      std::uint32_t n, std::uint32_t inner, std::uint32_t op);
 
 }  // namespace trine::vulkan

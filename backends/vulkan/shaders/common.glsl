@@ -12,6 +12,17 @@ uint linear_group() { return gl_WorkGroupID.x + gl_NumWorkGroups.x * gl_WorkGrou
 // NaN wins: max propagates NaN, as the op table says.
 float nan_max(float a, float b) { return (isnan(a) || a > b) ? a : b; }
 
+// argmax's order: whether (v, i) beats (w, j), a value and its index. NaN beats every number, a
+// larger value a smaller one, and between equal values (or two NaNs) the lower index wins. A total
+// order: whatever tree or order the candidates meet in, the winner is the first index of the
+// largest value (or of the first NaN), so the result does not depend on how workgroups run.
+bool arg_better(float v, uint i, float w, uint j) {
+  bool vn = isnan(v), wn = isnan(w);
+  if (vn != wn) return vn;
+  if (!vn && v != w) return v > w;
+  return i < j;
+}
+
 // tanh from exp(-2|x|): never overflows (the naive (e^2x - 1)/(e^2x + 1) gives inf/inf past |x| ~ 44);
 // a short series near 0, where 1 - t would cancel.
 float stable_tanh(float x) {
