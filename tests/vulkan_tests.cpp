@@ -250,6 +250,36 @@ TEST_CASE("vulkan: where over more dims than its shader holds walks the outer on
   check(OpKind::where, views, NoParams{}, label(views, "rank 8 views"));
 }
 
+TEST_CASE("vulkan: gather's out-of-range index fails its batch entry, in a replayed batch too", "[vulkan]") {
+  require_vulkan();
+  Batch batch(k_vk);
+  const std::vector<float> table{0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14};
+  const std::vector<float> good{4, 0, 2, 2}, bad{0, 7, 1, -2};
+  Tensor t = batch.upload(table, {5, 3});
+  Tensor i = batch.upload(good, {4}, DType::i32);
+  BatchRead out = batch.read(relu(gather(t, i)));
+  batch.run();
+  CHECK(out.get() == std::vector<float>{12, 13, 14, 0, 1, 2, 6, 7, 8, 6, 7, 8});
+  const auto replays = transfer_stats(k_vk).replays;
+  try {
+    batch.run({table, bad});  // the same recording again, the words the device reports set anew
+    FAIL("an index outside the table passed");
+  } catch (const Error& e) {
+    INFO(e.what());
+    CHECK(e.code() == ErrorCode::invalid_argument);
+    CHECK_THAT(e.what(), Catch::Contains("[gather] batch entry 3 of 5: index 7 at position 1 is outside the "
+                                         "table's rows [0, 5)"));
+    REQUIRE(e.entry().has_value());
+    CHECK(e.entry()->index == 2);
+  }
+  CHECK(transfer_stats(k_vk).replays == replays + 1);
+  // the device works afterwards
+  const Tensor rows =
+      gather(Tensor::from(table, {5, 3}, DType::f32, k_vk), Tensor::from(std::vector<std::int32_t>{1}, {1}, k_vk));
+  CHECK(rows.to_vector() == std::vector<float>{3, 4, 5});
+  require_no_validation_messages();
+}
+
 TEST_CASE("vulkan: what the driver's loop limit keeps from running is refused clearly", "[vulkan]") {
   require_vulkan();
   if (capabilities().find("shader loops cut") == std::string::npos) {

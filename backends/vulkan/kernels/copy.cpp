@@ -1,7 +1,10 @@
-// copy and cast on Vulkan: a contiguous copy is a buffer copy; a strided f32 one goes through
-// binary.comp (as its a-alone operation), and casts and strided copies of the other dtypes through
-// copy.comp, which converts between f32, f16, bf16 and i32 bit-exactly over any input strides (an
-// i32 copy moves its words as f32 bits: no conversion touches them).
+// copy, cast and gather on Vulkan. copy: a contiguous one is a buffer copy; a strided f32 one goes
+// through binary.comp (as its a-alone operation), and casts and strided copies of the other dtypes
+// through copy.comp, which converts between f32, f16, bf16 and i32 bit-exactly over any input
+// strides (an i32 copy moves its words as f32 bits: no conversion touches them). gather:
+// copy_gather.comp, which reports an index outside the table through Recorder::report_words.
+#include <string>
+
 #include "backends/vulkan/ops.hpp"
 
 namespace trine::vulkan {
@@ -67,11 +70,71 @@ void record_cast_op(Recorder& rec, const detail::OpCall& call) {
   record_cast(rec, x, ref_of(call.output), dtype_code(x.dtype()), dtype_code(std::get<CastParams>(call.params).dtype));
 }
 
+// ---- gather ----
+
+constexpr std::uint32_t k_gather_elems = 4;
+
+struct GatherPush {
+  std::uint32_t n, d, v, t_off, t_rs, t_cs, i_off, i_str, half;
+};
+
+// 32-bit words of y the gather writes, one per invocation (two 16-bit elements each), or one per
+// index when there are no columns (the indices are checked all the same).
+std::uint64_t gather_words(std::uint64_t n, std::uint64_t d, bool half) {
+  if (d == 0) return n;
+  return half ? (n * d + 1) / 2 : n * d;
+}
+
+void limits_gather(Limits& l, const detail::OpCall& call) {
+  if (call.inputs[1].numel() == 0) return;  // no indices: nothing recorded
+  l.temporary(8);                           // report_words(2)
+  l.bind(call.inputs[0], "the table");
+  l.bind(call.inputs[1], "the indices");
+  l.bind(call.output, "the output");
+  l.bind(8, "the error report");
+}
+
+void record_gather(Recorder& rec, const detail::OpCall& call) {
+  const Tensor &table = call.inputs[0], &idx = call.inputs[1], &y = call.output;
+  if (idx.numel() == 0) return;
+  const std::int64_t rows = table.shape()[0];
+  // err[0]: the lowest position whose index is outside the table, err[1]: that index
+  // (copy_gather.comp); read when the work completes, and the call's error if any.
+  Allocation* err = rec.report_words(2, [rows](std::span<const std::uint32_t> w) -> std::optional<Error> {
+    if (w[0] == 0xFFFFFFFFu) return std::nullopt;
+    return Error(ErrorCode::invalid_argument, "index " + std::to_string(static_cast<std::int32_t>(w[1])) +
+                                                  " at position " + std::to_string(w[0]) +
+                                                  " is outside the table's rows [0, " + std::to_string(rows) + ")");
+  });
+  const bool half = dtype_size(table.dtype()) == 2;
+  const TensorRef rt = ref_of(table), ri = ref_of(idx), ry = ref_of(y);
+  GatherPush p{static_cast<std::uint32_t>(idx.numel()),
+               static_cast<std::uint32_t>(table.shape()[1]),
+               static_cast<std::uint32_t>(rows),
+               rt.offset,
+               static_cast<std::uint32_t>(table.strides()[0]),
+               static_cast<std::uint32_t>(table.strides()[1]),
+               ri.offset,
+               static_cast<std::uint32_t>(idx.strides()[0]),
+               half};
+  const std::uint64_t words = gather_words(p.n, p.d, half);
+  const Binding be{err, true};
+  rec.dispatch("copy_gather", {bind_in(rt), bind_in(ri), bind_out(ry), be}, &p, sizeof(p),
+               elementwise_groups(words, k_gather_elems), {k_elementwise_group, k_gather_elems, 0});
+  // One invocation: the first bad position's index into err[1] (one bad row is any of its many
+  // invocations, so the gather itself cannot tell which index to keep). y's binding gets err too:
+  // the synchronization validation counts a binding the shader can write as written, and the
+  // recorder orders y's readers after the gather only.
+  rec.dispatch("copy_gather", {bind_in(rt), bind_in(ri), be, be}, &p, sizeof(p), 1, {1, 1, 1});
+}
+
 }  // namespace
 
 void register_copy(VulkanOps& r) {
   r.add(OpKind::copy, {supports_copy, limits_copy, record_copy});
   r.add(OpKind::cast, {supports_copy, limits_cast, record_cast_op});
+  // gather takes every dtype: it moves elements as they are
+  r.add(OpKind::gather, {supports_copy, limits_gather, record_gather});
 }
 
 }  // namespace trine::vulkan
