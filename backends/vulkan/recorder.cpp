@@ -230,6 +230,19 @@ void Recorder::copy(Allocation* src, std::size_t src_offset, Allocation* dst, st
   ++commands_;
 }
 
+void Recorder::copy(Allocation* src, Allocation* dst, std::span<const Region> regions) {
+  std::vector<vk::BufferCopy> copies;
+  copies.reserve(regions.size());
+  for (const Region& r : regions)
+    if (r.bytes) copies.emplace_back(src->guard + r.src_offset, dst->guard + r.dst_offset, r.bytes);
+  if (copies.empty()) return;
+  begin_if_needed();
+  const Binding b[] = {{src, false}, {dst, true}};
+  access(b);
+  state_->cb().copyBuffer(*src->buffer, *dst->buffer, copies);
+  ++commands_;
+}
+
 // Through the memory cache, like a tensor's memory: reused, counted and released in one place.
 Allocation* Recorder::cached(std::size_t bytes, detail::MemoryKind kind) {
   const Device device{DeviceKind::vulkan, ctx_.index()};

@@ -52,6 +52,12 @@ class Recorder {
                 std::uint64_t groups, std::initializer_list<std::uint32_t> spec = {});
   // Device-side copy of `bytes` from src's data at src_offset to dst's data at dst_offset.
   void copy(Allocation* src, std::size_t src_offset, Allocation* dst, std::size_t dst_offset, std::size_t bytes);
+  // Device-side copies of several regions of src's data into dst's, as one command (no barriers
+  // between them: the regions of dst must not overlap). Offsets in bytes, any alignment.
+  struct Region {
+    std::size_t src_offset, dst_offset, bytes;
+  };
+  void copy(Allocation* src, Allocation* dst, std::span<const Region> regions);
   // A buffer of `bytes` that lives until the submission completes.
   Allocation* temporary(std::size_t bytes);
   // A host-visible, mapped buffer of `bytes` that lives until the submission completes.

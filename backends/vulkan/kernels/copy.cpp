@@ -1,9 +1,12 @@
-// copy, cast and gather on Vulkan. copy: a contiguous one is a buffer copy; a strided f32 one goes
-// through binary.comp (as its a-alone operation), and casts and strided copies of the other dtypes
-// through copy.comp, which converts between f32, f16, bf16 and i32 bit-exactly over any input
+// copy, cast, gather and concat on Vulkan. copy: a contiguous one is a buffer copy; a strided f32
+// one goes through binary.comp (as its a-alone operation), and casts and strided copies of the other
+// dtypes through copy.comp, which converts between f32, f16, bf16 and i32 bit-exactly over any input
 // strides (an i32 copy moves its words as f32 bits: no conversion touches them). gather:
 // copy_gather.comp, which reports an index outside the table through Recorder::report_words.
+// concat: each input into its slab of the output, by buffer copies where it is contiguous in long
+// runs, else by copy_concat.comp.
 #include <string>
+#include <vector>
 
 #include "backends/vulkan/ops.hpp"
 
@@ -128,13 +131,103 @@ void record_gather(Recorder& rec, const detail::OpCall& call) {
   rec.dispatch("copy_gather", {bind_in(rt), bind_in(ri), be, be}, &p, sizeof(p), 1, {1, 1, 1});
 }
 
+// ---- concat ----
+
+constexpr std::uint32_t k_concat_elems = 4;
+// A contiguous input whose rows of the slab are at least this long is copied by the transfer
+// commands (one region per row), which move memory faster than a shader does on lavapipe.
+constexpr std::uint64_t k_concat_copy_bytes = 256;
+
+struct ConcatPush {
+  std::uint32_t n, rank, x_off, half, slab, row, at, pad;
+  std::uint32_t dims[8], str[8];
+};
+
+// The output viewed as [outer, row] around the axis: input k's rows of `slab` elements each go to
+// the columns from `at` (the slabs before it) of each row.
+struct ConcatSplit {
+  std::uint64_t outer = 1, inner = 1, row = 0;
+};
+ConcatSplit concat_split(const detail::OpCall& call) {
+  const Tensor& y = call.output;
+  const int axis = std::get<AxisParams>(call.params).axis, a = axis < 0 ? axis + y.rank() : axis;
+  ConcatSplit s;
+  for (int i = 0; i < a; ++i) s.outer *= static_cast<std::uint64_t>(y.shape()[i]);
+  for (int i = a + 1; i < y.rank(); ++i) s.inner *= static_cast<std::uint64_t>(y.shape()[i]);
+  s.row = static_cast<std::uint64_t>(y.shape()[a]) * s.inner;
+  return s;
+}
+
+std::uint64_t axis_len(const detail::OpCall& call, const Tensor& x) {
+  const int a = std::get<AxisParams>(call.params).axis;
+  return static_cast<std::uint64_t>(x.shape()[a < 0 ? a + x.rank() : a]);
+}
+
+bool concat_by_copies(const Tensor& x, std::uint64_t slab) {
+  return x.is_contiguous() && slab * dtype_size(x.dtype()) >= k_concat_copy_bytes;
+}
+
+void limits_concat(Limits& l, const detail::OpCall& call) {
+  if (call.output.numel() == 0) return;
+  const ConcatSplit s = concat_split(call);
+  for (const Tensor& x : call.inputs) {
+    const std::uint64_t slab = axis_len(call, x) * s.inner;
+    if (x.numel() == 0 || concat_by_copies(x, slab)) continue;
+    l.bind(x, "an input");
+    l.bind(call.output, "the output");
+  }
+}
+
+void record_concat(Recorder& rec, const detail::OpCall& call) {
+  const Tensor& y = call.output;
+  if (y.numel() == 0) return;
+  const ConcatSplit s = concat_split(call);
+  const TensorRef ry = ref_of(y);
+  const std::size_t esz = dtype_size(y.dtype());
+  std::uint64_t at = 0;
+  for (const Tensor& x : call.inputs) {
+    std::uint64_t slab = axis_len(call, x) * s.inner, outer = s.outer;
+    const std::uint64_t first = at;
+    at += slab;
+    if (x.numel() == 0) continue;
+    if (concat_by_copies(x, slab)) {
+      const TensorRef rx = ref_of(x);
+      std::vector<Recorder::Region> regions;
+      for (std::uint64_t o = 0; o < outer; ++o)
+        regions.push_back({(rx.offset + o * slab) * esz, (o * s.row + first) * esz, slab * esz});
+      rec.copy(rx.alloc, ry.alloc, regions);
+      continue;
+    }
+    // An input that fills every row of the output (the others are empty) is one run: its rows are
+    // next to each other, and copy_concat.comp's 16-bit words must not straddle two of its rows.
+    if (slab == s.row) slab *= outer, outer = 1;
+    ConcatPush p{};
+    p.n = static_cast<std::uint32_t>(x.numel());
+    p.rank = static_cast<std::uint32_t>(x.rank());
+    const TensorRef rx = ref_of(x);
+    p.x_off = rx.offset;
+    p.half = esz == 2;
+    p.slab = static_cast<std::uint32_t>(slab);
+    p.row = static_cast<std::uint32_t>(s.row);
+    p.at = static_cast<std::uint32_t>(first);
+    for (int i = 0; i < x.rank(); ++i) {
+      p.dims[i] = static_cast<std::uint32_t>(x.shape()[i]);
+      p.str[i] = static_cast<std::uint32_t>(x.strides()[i]);
+    }
+    const std::uint64_t items = p.half ? outer * (slab / 2 + 1) : outer * slab;
+    rec.dispatch("copy_concat", {bind_in(rx), bind_out(ry)}, &p, sizeof(p), elementwise_groups(items, k_concat_elems),
+                 {k_elementwise_group, k_concat_elems});
+  }
+}
+
 }  // namespace
 
 void register_copy(VulkanOps& r) {
   r.add(OpKind::copy, {supports_copy, limits_copy, record_copy});
   r.add(OpKind::cast, {supports_copy, limits_cast, record_cast_op});
-  // gather takes every dtype: it moves elements as they are
+  // gather and concat take every dtype: they move elements as they are
   r.add(OpKind::gather, {supports_copy, limits_gather, record_gather});
+  r.add(OpKind::concat, {supports_copy, limits_concat, record_concat});
 }
 
 }  // namespace trine::vulkan
