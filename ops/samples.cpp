@@ -563,6 +563,13 @@ void concat_cases(std::vector<Sample>& out) {
   add({in({8, 127, 64}, -1, 1, L::contiguous, DType::f16), in({8, 1, 64}, -1, 1, L::contiguous, DType::f16)}, 1,
       "f16 KV-cache append");
   add({ints({5, 7}, -100, 100), ints({5, 2}, -100, 100)}, 1, "i32");
+  // 16-bit elements at odd places: words of the output that two inputs share, views, and one input
+  // filling the output
+  add({in({3, 5}, -1, 1, L::contiguous, DType::f16), in({3, 2}, -1, 1, L::transposed, DType::f16),
+       in({3, 3}, -1, 1, L::strided, DType::f16)},
+      1, "f16 of odd widths, views");
+  add({in({7, 5}, -1, 1, L::strided, DType::bf16), in({7, 0}, -1, 1, L::contiguous, DType::bf16)}, -1,
+      "bf16 strided, filling the output");
   add({view({33, 31}, L::transposed), view({33, 9}, L::strided), in({33, 1})}, -1, "views");
   std::vector<Input> many;
   for (int i = 0; i < 40; ++i) many.push_back(in({3, 1 + i % 4}));

@@ -223,9 +223,61 @@ TEST_CASE("vulkan: long reductions are split, never cut short by the driver's lo
   REQUIRE(mean(ones, 0).item() == 1.0f);
   REQUIRE(dot(ones, ones).item() == static_cast<float>(n));
   std::vector<Tensor> in{input({3, 9'000'001})};
-  for (OpKind op : {OpKind::sum, OpKind::max}) check(op, in, ReduceParams{-1, false}, label(in, "split"));
+  for (OpKind op : {OpKind::sum, OpKind::max, OpKind::argmax})
+    check(op, in, ReduceParams{-1, false}, label(in, "split"));
   std::vector<Tensor> mv{input({2, 1 << 23}), input({1 << 23})};
   check(OpKind::gemv, mv, GemvParams{false}, label(mv, "split"));
+  // argmax's chunks meet as (value, index) pairs: a tie across chunks keeps the first index, and a
+  // NaN in a later chunk wins over a larger value in an earlier one
+  std::vector<float> row(5'000'000, 1.0f);
+  row[3'000'000] = row[4'500'000] = 2.0f;
+  CHECK(argmax(Tensor::from(row, {1, 5'000'000}, DType::f32, k_vk), -1).to_vector<std::int32_t>() ==
+        std::vector<std::int32_t>{3'000'000});
+  row[100] = 3.0f;
+  row[4'200'000] = std::numeric_limits<float>::quiet_NaN();
+  CHECK(argmax(Tensor::from(row, {5'000'000}, DType::f32, k_vk), 0).to_vector<std::int32_t>() ==
+        std::vector<std::int32_t>{4'200'000});
+}
+
+TEST_CASE("vulkan: where over more dims than its shader holds walks the outer ones", "[vulkan]") {
+  require_vulkan();
+  // broadcasts alternating along 8 dims: no two neighbouring dims merge
+  std::vector<Tensor> in{Tensor::random({2, 1, 2, 1, 2, 1, 2, 1}, seq(), -1.0f, 2.0f, DType::i32, k_vk),
+                         input({1, 3, 1, 3, 1, 3, 1, 3}), input({2, 3, 2, 3, 2, 3, 2, 3})};
+  check(OpKind::where, in, NoParams{}, label(in, "rank 8"));
+  std::vector<Tensor> views{input({2, 1, 2, 1, 2, 1, 2, 3}, -1.0f, 1.0f, Layout::transposed),
+                            input({1, 3, 1, 3, 1, 3, 1, 3}, -1.0f, 1.0f, Layout::strided), input({3})};
+  check(OpKind::where, views, NoParams{}, label(views, "rank 8 views"));
+}
+
+TEST_CASE("vulkan: gather's out-of-range index fails its batch entry, in a replayed batch too", "[vulkan]") {
+  require_vulkan();
+  Batch batch(k_vk);
+  const std::vector<float> table{0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14};
+  const std::vector<float> good{4, 0, 2, 2}, bad{0, 7, 1, -2};
+  Tensor t = batch.upload(table, {5, 3});
+  Tensor i = batch.upload(good, {4}, DType::i32);
+  BatchRead out = batch.read(relu(gather(t, i)));
+  batch.run();
+  CHECK(out.get() == std::vector<float>{12, 13, 14, 0, 1, 2, 6, 7, 8, 6, 7, 8});
+  const auto replays = transfer_stats(k_vk).replays;
+  try {
+    batch.run({table, bad});  // the same recording again, the words the device reports set anew
+    FAIL("an index outside the table passed");
+  } catch (const Error& e) {
+    INFO(e.what());
+    CHECK(e.code() == ErrorCode::invalid_argument);
+    CHECK_THAT(e.what(), Catch::Contains("[gather] batch entry 3 of 5: index 7 at position 1 is outside the "
+                                         "table's rows [0, 5)"));
+    REQUIRE(e.entry().has_value());
+    CHECK(e.entry()->index == 2);
+  }
+  CHECK(transfer_stats(k_vk).replays == replays + 1);
+  // the device works afterwards
+  const Tensor rows =
+      gather(Tensor::from(table, {5, 3}, DType::f32, k_vk), Tensor::from(std::vector<std::int32_t>{1}, {1}, k_vk));
+  CHECK(rows.to_vector() == std::vector<float>{3, 4, 5});
+  require_no_validation_messages();
 }
 
 TEST_CASE("vulkan: what the driver's loop limit keeps from running is refused clearly", "[vulkan]") {

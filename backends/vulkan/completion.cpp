@@ -1,9 +1,11 @@
-// VulkanCompletion: waits on the timeline semaphore, then runs the host copies and frees the
-// submission's command buffer, temporaries and storage references, once.
+// VulkanCompletion: waits on the timeline semaphore, then runs the host copies, reads what the
+// device reported (Recorder::report_words), and frees the submission's command buffer, temporaries
+// and storage references, once.
 #include "backends/vulkan/completion.hpp"
 
 #include <chrono>
 
+#include "backends/entries.hpp"
 #include "backends/vulkan/context.hpp"
 #include "trine/error.hpp"
 
@@ -54,6 +56,12 @@ bool VulkanCompletion::settle_locked(bool block, std::uint64_t timeout_ns) {
     if (!reached) return false;
     if (state_) complete_state(*state_);
     error_ = late_error_;
+    // What the device reported wrong (gather's index outside its table) fails the submission as
+    // the entry's error, named as a failure while recording would be (vulkan_backend.cpp's run).
+    if (auto r = state_ && !error_ ? reported(*state_) : std::nullopt; r && r->entry < keep_.size()) {
+      error_ = std::make_exception_ptr(detail::entry_error(keep_[r->entry], r->entry, keep_.size(), r->error,
+                                                           Device{DeviceKind::vulkan, ctx_.index()}));
+    }
   } catch (const Error& e) {
     ctx_.mark_lost();
     error_ = std::current_exception();

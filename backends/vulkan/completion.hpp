@@ -1,6 +1,8 @@
 // The completion of one Vulkan submission: a value of the device's timeline semaphore, plus the
-// host copies that run once the device reaches it. It may start out pending (the submission waits
-// in the submit thread for work of another backend) and gets its value when submitted.
+// host copies that run once the device reaches it and the errors the device reported
+// (Recorder::report_words: an entry's error, named as entry_error names it). It may start out
+// pending (the submission waits in the submit thread for work of another backend) and gets its
+// value when submitted.
 #pragma once
 
 #include <atomic>
@@ -23,7 +25,8 @@ class VulkanCompletion final : public detail::Completion {
   ~VulkanCompletion() override;
 
   // Submitted as timeline `value`; `state` and `keep` (the entries: storage references) are
-  // released when the device has finished; `late_error` (validation messages) is its error then.
+  // released when the device has finished; `late_error` (validation messages) is its error then,
+  // else the first error the device reported, as the entry of `keep` that recorded it.
   void submitted(std::uint64_t value, Recorder::StatePtr state, std::vector<detail::Entry> keep,
                  std::exception_ptr late_error);
   // Finished without device work: the host steps in `state` run now.

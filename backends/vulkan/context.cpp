@@ -176,6 +176,7 @@ DeviceCaps read_caps(const vk::raii::PhysicalDevice& pd) {
   const auto& f11 = feats.get<vk::PhysicalDeviceVulkan11Features>();
   const auto& f12 = feats.get<vk::PhysicalDeviceVulkan12Features>();
   c.robust_access = f10.robustBufferAccess;
+  c.float64 = f10.shaderFloat64;
   c.timeline = f12.timelineSemaphore;
   c.f16 = f12.shaderFloat16;
   c.int8 = f12.shaderInt8;
@@ -213,18 +214,17 @@ DeviceCaps read_caps(const vk::raii::PhysicalDevice& pd) {
 
 std::string capability_line(const DeviceCaps& c) {
   auto mib = [](std::uint64_t b) { return std::to_string(b >> 20) + " MiB"; };
-  return std::string("type=") + vk::to_string(c.type) +
-         (c.software ? " (software)" : "") +
-         "; vulkan " + version_str(c.api_version) + "; subgroup " + std::to_string(c.subgroup_size) + " (" +
-         subgroup_ops_str(c.subgroup_ops) + "), reductions " + (c.subgroup_reductions ? "on" : "off") + "; shared " + std::to_string(c.shared_memory / 1024) +
-         " KiB; workgroup <= " + std::to_string(c.max_workgroup_invocations) + " [" +
-         std::to_string(c.max_workgroup_size[0]) + "," + std::to_string(c.max_workgroup_size[1]) + "," +
+  return std::string("type=") + vk::to_string(c.type) + (c.software ? " (software)" : "") + "; vulkan " +
+         version_str(c.api_version) + "; subgroup " + std::to_string(c.subgroup_size) + " (" +
+         subgroup_ops_str(c.subgroup_ops) + "), reductions " + (c.subgroup_reductions ? "on" : "off") + "; shared " +
+         std::to_string(c.shared_memory / 1024) + " KiB; workgroup <= " + std::to_string(c.max_workgroup_invocations) +
+         " [" + std::to_string(c.max_workgroup_size[0]) + "," + std::to_string(c.max_workgroup_size[1]) + "," +
          std::to_string(c.max_workgroup_size[2]) + "], count <= [" + std::to_string(c.max_workgroup_count[0]) + "," +
          std::to_string(c.max_workgroup_count[1]) + "," + std::to_string(c.max_workgroup_count[2]) +
          "]; maxStorageBufferRange " + mib(c.max_storage_buffer_range) + "; largest allocation " +
          mib(c.max_allocation_size) + "; heap " + mib(c.heap_bytes) +
-         (c.host_coherent ? " host-visible coherent" : " device-local") + "; f16 " + (c.f16 ? "yes" : "no") +
-         ", int8 " + (c.int8 ? "yes" : "no") + "; robustBufferAccess " +
+         (c.host_coherent ? " host-visible coherent" : " device-local") + "; f16 " + (c.f16 ? "yes" : "no") + ", f64 " +
+         (c.float64 ? "yes" : "no") + ", int8 " + (c.int8 ? "yes" : "no") + "; robustBufferAccess " +
          (!c.robust_access   ? "absent"
           : c.gpu_validation ? "off (GPU-assisted validation checks every access)"
                              : "on") +
@@ -245,6 +245,7 @@ DeviceContext::DeviceContext(const vk::raii::PhysicalDevice& physical, const Dev
   // errors only on a device without robustness (with it, as warnings a layer setting can mute).
   vk::PhysicalDeviceFeatures2 f10;
   f10.features.robustBufferAccess = caps_.robust_access && !caps_.gpu_validation;
+  f10.features.shaderFloat64 = caps_.float64;
   vk::PhysicalDeviceVulkan12Features f12;
   f12.timelineSemaphore = VK_TRUE;
   f10.pNext = &f12;

@@ -67,6 +67,9 @@ struct DeviceCaps {
   bool subgroup_usable = false;  // what the device has, whatever the choice
   bool timeline = false;
   bool f16 = false, int8 = false, storage16 = false, storage8 = false;
+  // shaderFloat64, enabled on the device where present: pow's double-precision shaders need it
+  // (kernels/unary.cpp refuses pow without it).
+  bool float64 = false;
   std::uint32_t queue_family = 0;
   // Loop iterations one invocation may run before the driver silently cuts the loop short (0: no
   // such limit). llvmpipe (lavapipe) stops every shader loop near 65535 iterations to guard against

@@ -32,6 +32,15 @@ std::uint64_t Limits::contiguous_f32(const Tensor& t, const char* what) {
   return bound_bytes(n * 4);
 }
 
+void Limits::float64(const char* what) {
+  if (done_ || caps_.float64) return;
+  done_ = true;
+  why_ = std::string(what) +
+         " computes its logarithm and exponential in double precision (f32 cannot reach its error "
+         "bound), and vulkan:" +
+         std::to_string(index_) + " (" + caps_.name + ") has no shaderFloat64: run it on the cpu";
+}
+
 bool Limits::over_loop_budget(std::uint64_t iterations) const noexcept {
   return caps_.loop_budget != 0 && iterations > caps_.loop_budget;
 }

@@ -37,6 +37,9 @@ class Limits {
   // What contiguous_f32(t) records (a strided t is copied into a temporary): returns the bytes of
   // the binding the op then makes of the result.
   std::uint64_t contiguous_f32(const Tensor& t, const char* what);
+  // The call's shaders compute in double, which the device must have (shaderFloat64); `what` names
+  // the op in a refusal.
+  void float64(const char* what);
   // One shader invocation looping `iterations` times; `what` describes the case in a refusal
   // ("a row of 8388608"). Only read on refusal, so callers pass a lambda returning the string.
   template <class Describe>

@@ -75,6 +75,7 @@ std::uint32_t dtype_code(DType t) {
     case DType::f32: return 0;
     case DType::f16: return 1;
     case DType::bf16: return 2;
+    case DType::i32: return 3;
   }
   return 0;
 }
@@ -125,7 +126,8 @@ void record_strided(Recorder& rec, const Tensor& a, const Tensor& b, const Tenso
   const TensorRef ra = ref_of(a), rb = ref_of(b);
   p.a_off = ra.offset, p.b_off = rb.offset;
   // y's offset is 0: outputs and temporaries are fresh allocations.
-  rec.dispatch("binary", {bind_in(ra), bind_in(rb), bind_out(y)}, &p, sizeof(p), elementwise_groups(n, k_strided_elems),
+  rec.dispatch(act_shader(act, "binary", "binary_f64"), {bind_in(ra), bind_in(rb), bind_out(y)}, &p, sizeof(p),
+               elementwise_groups(n, k_strided_elems),
                {k_elementwise_group, k_strided_elems, op_code(op), op_code(act)});
 }
 
@@ -174,12 +176,15 @@ bool rows_per_invocation(const DeviceCaps& caps, std::uint64_t rows, std::uint64
   return caps.software && rows >= 256 && (caps.loop_budget == 0 || loop <= caps.loop_budget);
 }
 
+// The bytes of one chunk's partial result: a value, and for argmax its index too.
+std::uint64_t partial_bytes(std::uint32_t op) { return op == 4 ? 8 : 4; }
+
 void limits_reduction(Limits& l, std::uint64_t x_range, std::uint64_t v_range, const Tensor& y, std::uint32_t outer,
-                      std::uint32_t n, std::uint32_t inner) {
+                      std::uint32_t n, std::uint32_t inner, std::uint32_t op) {
   const std::uint64_t outputs = std::uint64_t{outer} * inner;
   if (outputs == 0) return;  // no dispatch
   const std::uint64_t chunk_len = chunk_len_for(l.caps(), n);
-  const std::uint64_t partial = n > chunk_len ? outputs * ((n + chunk_len - 1) / chunk_len) * 4 : 0;
+  const std::uint64_t partial = n > chunk_len ? outputs * ((n + chunk_len - 1) / chunk_len) * partial_bytes(op) : 0;
   if (partial) l.temporary(partial);  // allocated before the dispatches
   l.bind(x_range, "input 0");
   if (v_range) l.bind(v_range, "input 1");
@@ -189,7 +194,8 @@ void limits_reduction(Limits& l, std::uint64_t x_range, std::uint64_t v_range, c
 
 // Records y[o] = reduce over k of x[o, k] (times v[k] for op 3); x contiguous as [outer, n, inner].
 // An axis longer than one workgroup may loop over (the device's loop budget) is cut into chunks,
-// each reduced into a temporary, and the partial results reduced by a second dispatch.
+// each reduced into a temporary, and the partial results reduced by a second dispatch (argmax's:
+// the chunks' values, then their indices, reduced as pairs by reduce.comp's op 5).
 void record_reduction(Recorder& rec, const TensorRef& x, const TensorRef* v, const TensorRef& y, std::uint32_t outer,
                       std::uint32_t n, std::uint32_t inner, std::uint32_t op) {
   const std::uint64_t chunk_len = chunk_len_for(rec.caps(), n);
@@ -208,14 +214,15 @@ void record_reduction(Recorder& rec, const TensorRef& x, const TensorRef* v, con
     return;
   }
   const auto chunks = static_cast<std::uint32_t>((n + chunk_len - 1) / chunk_len);
-  Allocation* partial = rec.temporary(static_cast<std::size_t>(outputs * chunks * 4));  // bound whole
+  Allocation* partial = rec.temporary(static_cast<std::size_t>(outputs * chunks * partial_bytes(op)));  // bound whole
   ReducePush p1{
       outer, n, inner, x.offset, v ? v->offset : 0, first_op, 0, chunks, static_cast<std::uint32_t>(chunk_len), 1.0f};
   rec.dispatch(reduction_shader(rec.caps(), "reduce", "reduce_subgroup"),
                {bind_in(x), bind_in(v ? *v : x), {partial, true}}, &p1, sizeof(p1), outputs * chunks,
                {k_reduce_group, first_op});
-  const std::uint32_t second_op = op == 2 ? 2 : 0;
-  ReducePush p2{static_cast<std::uint32_t>(outputs), chunks, 1, 0, 0, second_op, y.offset, 1, chunks, scale};
+  const std::uint32_t second_op = op == 2 ? 2 : op == 4 ? 5 : 0;
+  const auto indices_at = static_cast<std::uint32_t>(op == 4 ? outputs * chunks : 0);  // op 5 reads them as v
+  ReducePush p2{static_cast<std::uint32_t>(outputs), chunks, 1, 0, indices_at, second_op, y.offset, 1, chunks, scale};
   rec.dispatch(reduction_shader(rec.caps(), "reduce", "reduce_subgroup"),
                {{partial, false}, {partial, false}, bind_out(y)}, &p2, sizeof(p2), outputs,
                {k_reduce_group, second_op});

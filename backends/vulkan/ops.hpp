@@ -53,7 +53,7 @@ inline std::uint32_t op_code(OpKind op) { return static_cast<std::uint32_t>(op);
 bool inputs_f32(const detail::OpCall& call);
 bool inputs_fit_u32(const detail::OpCall& call);
 
-// The shaders' dtype codes (matmul.comp, copy.comp): 0 f32, 1 f16, 2 bf16.
+// The shaders' dtype codes (matmul.comp, copy.comp): 0 f32, 1 f16, 2 bf16, 3 i32 (copy.comp only).
 std::uint32_t dtype_code(DType t);
 
 // A tensor's memory as a shader sees it: the allocation, the first element, and the bytes a
@@ -77,9 +77,17 @@ constexpr std::uint32_t k_elementwise_group = 256;
 inline std::uint64_t elementwise_groups(std::uint64_t n, std::uint32_t elems) {
   return (n + k_elementwise_group * elems - 1) / (k_elementwise_group * elems);
 }
+// The shaders that call activate() (binary, unary, unary_vec4) are built twice: `plain`, and
+// `plain`_f64, whose pow computes in double (shaders/common.glsl). pow dispatches the variant only
+// (its limits ask for shaderFloat64: Limits::float64), every other activation the plain shader,
+// which asks nothing of the device.
+inline const char* act_shader(OpKind act, const char* plain, const char* f64) {
+  return act == OpKind::pow ? f64 : plain;
+}
+
 // y (contiguous, numel of out) = act(a op b) with a and b read through broadcast strides
-// (binary.comp). op: add, sub, mul, div, or copy for a alone; act: an activation, scale, or copy
-// for the identity.
+// (binary.comp). op: add, sub, mul, div, minimum, maximum, or copy for a alone; act: an activation,
+// scale, or copy for the identity.
 void record_strided(Recorder& rec, const Tensor& a, const Tensor& b, const TensorRef& y, const Shape& out, OpKind op,
                     OpKind act, float alpha, float beta);
 
@@ -112,13 +120,14 @@ inline std::uint64_t row_loop(std::uint32_t n) {
 }
 
 // y[o] = the reduction over k of x viewed as a contiguous [outer, n, inner] (o runs over outer x
-// inner): op 0 sum, 1 mean, 2 max, 3 sum of x * v[k] (dot, gemv).
+// inner): op 0 sum, 1 mean, 2 max, 3 sum of x * v[k] (dot, gemv), 4 argmax (y i32: the first index
+// of the largest, or of the first NaN).
 void record_reduction(Recorder& rec, const TensorRef& x, const TensorRef* v, const TensorRef& y, std::uint32_t outer,
                       std::uint32_t n, std::uint32_t inner, std::uint32_t op);
 
 // What record_reduction binds and loops, for the same arguments (x_range and v_range: the bytes of
 // the bindings of x and v, v_range 0 when there is no v).
 void limits_reduction(Limits& l, std::uint64_t x_range, std::uint64_t v_range, const Tensor& y, std::uint32_t outer,
-                      std::uint32_t n, std::uint32_t inner);
+                      std::uint32_t n, std::uint32_t inner, std::uint32_t op);
 
 }  // namespace trine::vulkan

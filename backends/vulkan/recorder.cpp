@@ -67,8 +67,19 @@ struct Recorder::State {
     void* dst;
     std::size_t bytes;
   };
-  std::vector<HostCopy> before;                  // host uploads into mapped memory, run before each submission
-  std::vector<HostCopy> after;                   // host copies out of mapped memory, run once the device has finished
+  std::vector<HostCopy> before;  // host uploads into mapped memory, run before each submission
+  std::vector<HostCopy> after;   // host copies out of mapped memory, run once the device has finished
+  // report_words: what the device wrote (a temporary), and where the host reads it (the same when
+  // mapped, else a staging copy finish() records)
+  struct Report {
+    Allocation* words;
+    Allocation* host;
+    std::size_t count;
+    std::size_t entry;
+    WordsCheck check;
+  };
+  std::vector<Report> reports;
+  std::size_t entry = 0;                         // set_entry
   std::unordered_map<VkBuffer, Hazard> hazards;  // of the open command buffer
   bool open = false;                             // cb() is being recorded
   bool cut = false;                              // the next command starts a new command buffer
@@ -219,6 +230,19 @@ void Recorder::copy(Allocation* src, std::size_t src_offset, Allocation* dst, st
   ++commands_;
 }
 
+void Recorder::copy(Allocation* src, Allocation* dst, std::span<const Region> regions) {
+  std::vector<vk::BufferCopy> copies;
+  copies.reserve(regions.size());
+  for (const Region& r : regions)
+    if (r.bytes) copies.emplace_back(src->guard + r.src_offset, dst->guard + r.dst_offset, r.bytes);
+  if (copies.empty()) return;
+  begin_if_needed();
+  const Binding b[] = {{src, false}, {dst, true}};
+  access(b);
+  state_->cb().copyBuffer(*src->buffer, *dst->buffer, copies);
+  ++commands_;
+}
+
 // Through the memory cache, like a tensor's memory: reused, counted and released in one place.
 Allocation* Recorder::cached(std::size_t bytes, detail::MemoryKind kind) {
   const Device device{DeviceKind::vulkan, ctx_.index()};
@@ -266,12 +290,29 @@ void Recorder::readback_host(Allocation* src, std::size_t offset, void* dst, std
   if (bytes) state_->after.push_back({src->data() + offset, dst, bytes});
 }
 
+void Recorder::set_entry(std::size_t index) noexcept { state_->entry = index; }
+
+Allocation* Recorder::report_words(std::size_t words, WordsCheck check) {
+  Allocation* a = temporary(words * 4);
+  begin_if_needed();
+  const Binding b[] = {{a, true}};
+  access(b);
+  state_->cb().fillBuffer(*a->buffer, a->guard, words * 4, 0xFFFFFFFFu);
+  ++commands_;
+  state_->reports.push_back({a, a->mapped ? a : nullptr, words, state_->entry, std::move(check)});
+  return a;
+}
+
 void Recorder::cut() { state_->cut = state_->open; }
 
 void Recorder::finish() {
   State& s = *state_;
   if (!s.open || s.finished) return;
-  // Device writes become visible to host reads after the timeline signal is observed.
+  for (State::Report& r : s.reports) {  // words the host cannot map: read through staging
+    if (r.host) continue;
+    r.host = staging(r.count * 4);
+    copy(r.words, 0, r.host, 0, r.count * 4);
+  }  // Device writes become visible to host reads after the timeline signal is observed.
   vk::MemoryBarrier after(vk::AccessFlagBits::eShaderWrite | vk::AccessFlagBits::eTransferWrite,
                           vk::AccessFlagBits::eHostRead);
   s.cb().pipelineBarrier(k_device_stages, vk::PipelineStageFlagBits::eHost, {}, after, {}, {});
@@ -294,7 +335,15 @@ void complete_state(Recorder::State& state) noexcept {
   for (const auto& c : state.after) std::memcpy(c.dst, c.src, c.bytes);
 }
 
-bool has_host_steps(const Recorder::State& state) noexcept { return !state.after.empty(); }
+std::optional<ReportedError> reported(const Recorder::State& state) {
+  for (const auto& r : state.reports) {
+    const auto* words = reinterpret_cast<const std::uint32_t*>(r.host->data());
+    if (auto e = r.check(std::span<const std::uint32_t>(words, r.count))) return ReportedError{r.entry, std::move(*e)};
+  }
+  return std::nullopt;
+}
+
+bool has_host_steps(const Recorder::State& state) noexcept { return !state.after.empty() || !state.reports.empty(); }
 
 std::size_t command_buffer_count(const Recorder::State& state) noexcept { return state.used; }
 

@@ -1,14 +1,18 @@
-// What the op files record with: dispatches of embedded shaders over storage buffers, buffer copies
-// and temporaries, with the barriers between them computed here from what each command reads and
-// writes. No Vulkan headers: the op files stay quick to compile.
+// What the op files record with: dispatches of embedded shaders over storage buffers, buffer copies,
+// temporaries and the words shaders report errors in, with the barriers between them computed here
+// from what each command reads and writes. No Vulkan headers: the op files stay quick to compile.
 #pragma once
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <initializer_list>
 #include <memory>
+#include <optional>
 #include <span>
 #include <vector>
+
+#include "trine/error.hpp"
 
 namespace trine::detail {
 enum class MemoryKind;
@@ -48,6 +52,12 @@ class Recorder {
                 std::uint64_t groups, std::initializer_list<std::uint32_t> spec = {});
   // Device-side copy of `bytes` from src's data at src_offset to dst's data at dst_offset.
   void copy(Allocation* src, std::size_t src_offset, Allocation* dst, std::size_t dst_offset, std::size_t bytes);
+  // Device-side copies of several regions of src's data into dst's, as one command (no barriers
+  // between them: the regions of dst must not overlap). Offsets in bytes, any alignment.
+  struct Region {
+    std::size_t src_offset, dst_offset, bytes;
+  };
+  void copy(Allocation* src, Allocation* dst, std::span<const Region> regions);
   // A buffer of `bytes` that lives until the submission completes.
   Allocation* temporary(std::size_t bytes);
   // A host-visible, mapped buffer of `bytes` that lives until the submission completes.
@@ -68,6 +78,20 @@ class Recorder {
   // dst <- src's bytes at offset, copied on the host from the mapped memory once the submission
   // completes (a readback that ends the submission needs no staging on host-visible memory).
   void readback_host(Allocation* src, std::size_t offset, void* dst, std::size_t bytes);
+
+  // The entry of the submission that the commands recorded from now on belong to (the backend says
+  // before recording each), so that an error the device reports (report_words) names it.
+  void set_entry(std::size_t index) noexcept;
+  // `words` 32-bit words in which a call's shaders report what only the device can see is wrong
+  // (gather's first index outside its table): set to 0xFFFFFFFF here, at this point of every
+  // submission of the recording (replays included), and read by the host once the submission has
+  // completed (through a staging copy that finish() records where the device's memory is not
+  // mapped). `check` turns the words into the call's error, or nothing when all went well; the
+  // submission then fails with it as the current entry's error (reported(), which the completion
+  // asks). A submission with such words has host steps: work that depends on it waits on the host,
+  // and so sees the failure, rather than on the device.
+  using WordsCheck = std::function<std::optional<Error>(std::span<const std::uint32_t> words)>;
+  Allocation* report_words(std::size_t words, WordsCheck check);
 
   bool empty() const noexcept { return commands_ == 0; }
   // Ends the current command buffer at the next command, which goes into a new one, submitted
@@ -101,6 +125,14 @@ class Recorder {
 std::uint64_t submit_state(Recorder::State& state, std::uint64_t wait_value);
 // Runs the host copies of a completed submission. Never throws.
 void complete_state(Recorder::State& state) noexcept;
+// The first error the device reported in a completed submission (Recorder::report_words), with the
+// index of the entry that recorded it.
+struct ReportedError {
+  std::size_t entry;
+  Error error;
+};
+std::optional<ReportedError> reported(const Recorder::State& state);
+// Whether the host has work left once the device is done (copies out, reported words).
 bool has_host_steps(const Recorder::State& state) noexcept;
 // How many command buffers the state submits, and the bytes of temporaries it holds.
 std::size_t command_buffer_count(const Recorder::State& state) noexcept;

@@ -77,20 +77,33 @@ foreach(src ${TRINE_VULKAN_SHADERS})
     COMMENT "glslc + spirv-val: ${name}.comp"
     VERBATIM)
   list(APPEND TRINE_VULKAN_SPV ${spv})
-  # The workgroup reductions again with subgroup operations (workgroup_reduce.glsl), for devices
-  # that have them: <name>_subgroup.
+  # Variants, each <name>_<suffix> built with -D<define>=1: the workgroup reductions with subgroup
+  # operations (workgroup_reduce.glsl), for devices that have them; the shaders calling activate()
+  # with pow in double (common.glsl), for devices with shaderFloat64 (the plain shaders must not
+  # declare the Float64 capability, or no pipeline of theirs could be made on a device without it).
+  set(variants)
   if(name MATCHES "^(reduce|softmax|norm)$")
-    set(spv_sg ${CMAKE_CURRENT_BINARY_DIR}/shaders/${name}_subgroup.spv)
-    add_custom_command(OUTPUT ${spv_sg}
-      COMMAND ${CMAKE_COMMAND} -E make_directory ${CMAKE_CURRENT_BINARY_DIR}/shaders
-      COMMAND ${TRINE_GLSLC} --target-env=vulkan1.2 -O -Werror -DTRINE_SUBGROUP=1 -I ${TRINE_VULKAN_DIR}/shaders
-            -I ${TRINE_VULKAN_GENERATED} -o ${spv_sg} ${src}
-      COMMAND ${TRINE_SPIRV_VAL} --target-env vulkan1.2 ${spv_sg}
-      DEPENDS ${src} ${TRINE_VULKAN_SHADER_INCLUDES}
-      COMMENT "glslc + spirv-val: ${name}.comp with subgroup operations"
-      VERBATIM)
-    list(APPEND TRINE_VULKAN_SPV ${spv_sg})
+    list(APPEND variants "subgroup:TRINE_SUBGROUP:with subgroup operations")
   endif()
+  if(name MATCHES "^(unary|unary_vec4|binary)$")
+    list(APPEND variants "f64:TRINE_FLOAT64:with pow in double")
+  endif()
+  foreach(variant ${variants})
+    string(REPLACE ":" ";" variant "${variant}")
+    list(GET variant 0 suffix)
+    list(GET variant 1 define)
+    list(GET variant 2 what)
+    set(spv_v ${CMAKE_CURRENT_BINARY_DIR}/shaders/${name}_${suffix}.spv)
+    add_custom_command(OUTPUT ${spv_v}
+      COMMAND ${CMAKE_COMMAND} -E make_directory ${CMAKE_CURRENT_BINARY_DIR}/shaders
+      COMMAND ${TRINE_GLSLC} --target-env=vulkan1.2 -O -Werror -D${define}=1 -I ${TRINE_VULKAN_DIR}/shaders
+            -I ${TRINE_VULKAN_GENERATED} -o ${spv_v} ${src}
+      COMMAND ${TRINE_SPIRV_VAL} --target-env vulkan1.2 ${spv_v}
+      DEPENDS ${src} ${TRINE_VULKAN_SHADER_INCLUDES}
+      COMMENT "glslc + spirv-val: ${name}.comp ${what}"
+      VERBATIM)
+    list(APPEND TRINE_VULKAN_SPV ${spv_v})
+  endforeach()
 endforeach()
 string(REPLACE ";" "|" TRINE_VULKAN_SPV_ARG "${TRINE_VULKAN_SPV}")
 set(TRINE_VULKAN_SHADERS_CPP ${CMAKE_CURRENT_BINARY_DIR}/vulkan_shaders.cpp)

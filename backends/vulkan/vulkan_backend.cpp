@@ -284,6 +284,7 @@ class VulkanBackend final : public detail::Backend {
             }
             work += op->cost.flops + op->cost.bytes;
           }
+          rec.set_entry(i);
           record(rec, entries[i], i < lead && wait_value == 0, i >= tail, counts);
         }
         rec.finish();

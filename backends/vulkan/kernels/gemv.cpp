@@ -10,8 +10,8 @@ void limits_gemv(Limits& l, const detail::OpCall& call) {
   const Tensor& a = call.inputs[0];
   const std::uint64_t ra = l.contiguous_f32(a, "input 0"), rx = l.contiguous_f32(call.inputs[1], "input 1");
   const auto rows = static_cast<std::uint32_t>(a.shape()[0]), cols = static_cast<std::uint32_t>(a.shape()[1]);
-  if (std::get<GemvParams>(call.params).trans) return limits_reduction(l, ra, rx, call.output, 1, rows, cols);
-  limits_reduction(l, ra, rx, call.output, rows, cols, 1);
+  if (std::get<GemvParams>(call.params).trans) return limits_reduction(l, ra, rx, call.output, 1, rows, cols, 3);
+  limits_reduction(l, ra, rx, call.output, rows, cols, 1, 3);
 }
 
 void record_gemv(Recorder& rec, const detail::OpCall& call) {
@@ -29,7 +29,7 @@ void record_gemv(Recorder& rec, const detail::OpCall& call) {
 void limits_dot(Limits& l, const detail::OpCall& call) {
   const std::uint64_t rx = l.contiguous_f32(call.inputs[0], "input 0");
   const std::uint64_t rv = l.contiguous_f32(call.inputs[1], "input 1");
-  limits_reduction(l, rx, rv, call.output, 1, static_cast<std::uint32_t>(call.inputs[0].numel()), 1);
+  limits_reduction(l, rx, rv, call.output, 1, static_cast<std::uint32_t>(call.inputs[0].numel()), 1, 3);
 }
 
 void record_dot(Recorder& rec, const detail::OpCall& call) {

@@ -2,6 +2,7 @@
 // on contiguous input, binary.comp's a-alone operation on strided input), and bias_act (binary.comp:
 // x + bias broadcast, then the activation). An activation's kernel is its case of activate() in
 // shaders/common.glsl, switched on the op's own code: a new TRINE_ACT row needs only that case.
+// pow runs the shaders' _f64 variants (act_shader), where the device has shaderFloat64.
 #include <algorithm>
 
 #include "backends/vulkan/context.hpp"
@@ -38,20 +39,21 @@ void record_unary_piece(Recorder& rec, const Binding& x, const Binding& y, std::
   std::uint64_t done = 0;
   if (x_off % 4 == 0 && n >= 4) {
     Unary4Push p4{static_cast<std::uint32_t>(n / 4), x_off / 4, 0, alpha, beta};
-    rec.dispatch("unary_vec4", {x, y}, &p4, sizeof(p4), elementwise_groups(n / 4, k_vec4_elems),
-                 {k_elementwise_group, k_vec4_elems, op_code(act)});
+    rec.dispatch(act_shader(act, "unary_vec4", "unary_vec4_f64"), {x, y}, &p4, sizeof(p4),
+                 elementwise_groups(n / 4, k_vec4_elems), {k_elementwise_group, k_vec4_elems, op_code(act)});
     done = n / 4 * 4;
   }
   if (done == n) return;
   UnaryPush p{static_cast<std::uint32_t>(n - done), x_off + static_cast<std::uint32_t>(done),
               static_cast<std::uint32_t>(done), alpha, beta};
-  rec.dispatch("unary", {x, y}, &p, sizeof(p), elementwise_groups(n - done, k_unary_elems),
-               {k_elementwise_group, k_unary_elems, op_code(act)});
+  rec.dispatch(act_shader(act, "unary", "unary_f64"), {x, y}, &p, sizeof(p),
+               elementwise_groups(n - done, k_unary_elems), {k_elementwise_group, k_unary_elems, op_code(act)});
 }
 
 // An activation or scale.
 void limits_act(Limits& l, const detail::OpCall& call) {
   const Tensor& x = call.inputs[0];
+  if (call.op == OpKind::pow) l.float64("pow");
   // Contiguous input binds in pieces: nothing to refuse.
   if (call.output.numel() == 0 || x.is_contiguous()) return;
   l.bind(x, "input 0");
@@ -86,6 +88,7 @@ void record_act(Recorder& rec, const detail::OpCall& call) {
 }
 
 void limits_bias_act(Limits& l, const detail::OpCall& call) {
+  if (std::get<BiasActParams>(call.params).act == Activation::pow) l.float64("bias_act with pow");
   if (call.output.numel() == 0) return;
   l.bind(call.inputs[0], "input 0");
   l.bind(call.inputs[1], "input 1");

@@ -1,5 +1,5 @@
 // Element-wise over any strides (rank <= 8): y = act(a op b) with numpy broadcasting as stride 0
-// (the binary family, and bias_act), or y = act(a) (OP_copy) for strided unary ops and the
+// (add ... div, minimum, maximum, and bias_act), or y = act(a) (OP_copy) for strided unary ops and the
 // contiguous copy of a strided view.
 #version 450
 #extension GL_GOOGLE_include_directive : require
@@ -9,7 +9,7 @@ layout(local_size_x_id = 0) in;
 layout(constant_id = 1) const uint ELEMS = 4;
 // The operation and activation are specialization constants, so each pipeline holds only its own
 // code (llvmpipe evaluates every case of a switch on a push constant).
-layout(constant_id = 2) const uint OP = OP_copy;  // OP_add, OP_sub, OP_mul, OP_div, or OP_copy: a alone
+layout(constant_id = 2) const uint OP = OP_copy;  // OP_add ... OP_div, OP_minimum, OP_maximum, or OP_copy: a alone
 layout(constant_id = 3) const uint ACT = OP_copy;  // activate()'s code
 
 layout(set = 0, binding = 0) readonly buffer A { float a[]; };
@@ -48,6 +48,18 @@ void main() {
       case OP_sub: v = va - b[bi]; break;
       case OP_mul: v = va * b[bi]; break;
       case OP_div: v = va / b[bi]; break;
+      // NaN from either side (GLSL's min and max may return either operand); otherwise the first
+      // operand unless the second is strictly beyond it, as std::min and std::max choose
+      case OP_minimum: {
+        float vb = b[bi];
+        v = isnan(va) || isnan(vb) ? va + vb : (vb < va ? vb : va);
+        break;
+      }
+      case OP_maximum: {
+        float vb = b[bi];
+        v = isnan(va) || isnan(vb) ? va + vb : (va < vb ? vb : va);
+        break;
+      }
       default: v = va; break;  // OP_copy
     }
     y[i] = activate(ACT, v, p.alpha, p.beta);

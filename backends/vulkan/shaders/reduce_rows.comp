@@ -1,4 +1,4 @@
-// reduce.comp's reductions (sum, max, sum of x * v[k]) with one invocation per output instead of
+// reduce.comp's reductions (sum, max, sum of x * v[k], argmax) with one invocation per output instead of
 // one workgroup: no shared memory and no barriers. For software devices (lavapipe), where a
 // barrier splits the shader into coroutines and the workgroup tree costs more than the row, and
 // where neighbouring invocations walking their own rows read memory a CPU caches well. Four
@@ -8,11 +8,11 @@
 #include "common.glsl"
 
 layout(local_size_x = 64) in;
-layout(constant_id = 0) const uint OP = 0;  // 0 sum, 2 max, 3 sum of x * v[k]
+layout(constant_id = 0) const uint OP = 0;  // 0 sum, 2 max, 3 sum of x * v[k], 4 argmax
 
 layout(set = 0, binding = 0) readonly buffer X { float x[]; };
 layout(set = 0, binding = 1) readonly buffer V { float v[]; };
-layout(set = 0, binding = 2) writeonly buffer Y { float y[]; };
+layout(set = 0, binding = 2) writeonly buffer Y { uint y[]; };  // floats or indices (argmax), as bits
 layout(push_constant) uniform Push {
   uint outer;
   uint n;
@@ -36,6 +36,19 @@ void main() {
   uint o = linear_group() * 64u + gl_LocalInvocationID.x;
   if (o >= p.outer * p.inner) return;
   uint base = p.x_off + (o / p.inner) * p.n * p.inner + (o % p.inner);
+  if (OP == 4u) {  // in order along the row: a later element wins only when strictly better
+    float best = -1.0 / 0.0;
+    uint at = 0xFFFFFFFFu;
+    for (uint k = 0u; k < p.n; ++k) {
+      float e = x[base + k * p.inner];
+      if (arg_better(e, k, best, at)) {
+        best = e;
+        at = k;
+      }
+    }
+    y[p.y_off + o] = at;
+    return;
+  }
   float id = OP == 2u ? -1.0 / 0.0 : 0.0;
   vec4 acc = vec4(id);
   uint n4 = p.n / 4u * 4u;
@@ -47,5 +60,5 @@ void main() {
   }
   for (uint k = n4; k < p.n; ++k) acc.x = combine(acc.x, x[base + k * p.inner], k);
   float r = OP == 2u ? nan_max(nan_max(acc.x, acc.y), nan_max(acc.z, acc.w)) : (acc.x + acc.y) + (acc.z + acc.w);
-  y[p.y_off + o] = r * p.scale;
+  y[p.y_off + o] = floatBitsToUint(r * p.scale);
 }

@@ -1,10 +1,11 @@
-// Workgroup-wide sum and max through shared memory (the includer defines WG, the workgroup size,
-// a power of two). Every invocation of the workgroup must call them, in the same order.
+// Workgroup-wide sum, max and argmax through shared memory (the includer defines WG, the workgroup
+// size, a power of two). Every invocation of the workgroup must call them, in the same order.
 // Compiled with TRINE_SUBGROUP (the includer then enables GL_KHR_shader_subgroup_arithmetic and
 // _vote; the build makes a <name>_subgroup variant): each subgroup reduces with subgroup
 // operations and the subgroups' partials meet in shared memory, two barriers in all.
 
 shared float red_[WG];
+shared uint redi_[WG];  // wg_argmax's indices
 
 #ifdef TRINE_SUBGROUP
 
@@ -27,6 +28,28 @@ float wg_max(float v) {
   for (uint i = 0u; i < gl_NumSubgroups; ++i) r = nan_max(r, red_[i]);
   barrier();
   return r;
+}
+
+// The workgroup's best (v, i) under arg_better, into v and i. Within a subgroup: the largest value
+// (NaN if any), then the lowest index holding it; the subgroups' winners meet in shared memory.
+void wg_argmax(inout float v, inout uint i) {
+  bool nan = subgroupAny(isnan(v));
+  float m = nan ? k_nan() : subgroupMax(v);  // subgroupMax leaves NaN undefined
+  uint at = subgroupMin((nan ? isnan(v) : v == m) ? i : 0xFFFFFFFFu);
+  if (subgroupElect()) {
+    red_[gl_SubgroupID] = m;
+    redi_[gl_SubgroupID] = at;
+  }
+  barrier();
+  v = -1.0 / 0.0;
+  i = 0xFFFFFFFFu;
+  for (uint s = 0u; s < gl_NumSubgroups; ++s) {
+    if (arg_better(red_[s], redi_[s], v, i)) {
+      v = red_[s];
+      i = redi_[s];
+    }
+  }
+  barrier();
 }
 
 #else
@@ -54,6 +77,24 @@ float wg_max(float v) {
   float r = red_[0];
   barrier();
   return r;
+}
+
+// The workgroup's best (v, i) under arg_better, into v and i.
+void wg_argmax(inout float v, inout uint i) {
+  uint t = gl_LocalInvocationID.x;
+  red_[t] = v;
+  redi_[t] = i;
+  barrier();
+  for (uint s = WG / 2u; s > 0u; s >>= 1u) {
+    if (t < s && arg_better(red_[t + s], redi_[t + s], red_[t], redi_[t])) {
+      red_[t] = red_[t + s];
+      redi_[t] = redi_[t + s];
+    }
+    barrier();
+  }
+  v = red_[0];
+  i = redi_[0];
+  barrier();
 }
 
 #endif
