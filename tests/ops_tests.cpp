@@ -247,3 +247,23 @@ TEST_CASE("a decode step's new ops agree sync, async and recorded in a batch", "
   CHECK(joined[2] == v1[0]);
   CHECK(joined[20] == v1[14]);
 }
+
+TEST_CASE("a batch whose run failed on a bad index runs again with good ones", "[ops][gather][batch_rerun]") {
+  const Device dev = test::test_device();
+  const Tensor table = Tensor::random({6, 4}, 15, -1.0f, 1.0f, DType::f32, dev);
+  Batch batch(dev);
+  const Tensor idx = batch.upload(std::vector<float>{0, 1}, {2}, DType::i32);
+  BatchRead out = batch.read(relu(gather(table, idx)));
+  // 7 is outside the table's 6 rows
+  CHECK_THROWS_WITH(batch.run({std::vector<float>{7, 1}}),
+                    Catch::Contains("index 7 at position 0 is outside the table's rows [0, 6)"));
+  CHECK_THROWS_AS(out.get(), Error);
+  REQUIRE_NOTHROW(batch.run({std::vector<float>{5, 2}}));
+  const auto t = table.to_vector();
+  const auto got = out.get();
+  REQUIRE(got.size() == 8);
+  for (int j = 0; j < 4; ++j) {
+    CHECK(got[static_cast<std::size_t>(j)] == std::max(0.0f, t[static_cast<std::size_t>(20 + j)]));
+    CHECK(got[static_cast<std::size_t>(4 + j)] == std::max(0.0f, t[static_cast<std::size_t>(8 + j)]));
+  }
+}
