@@ -115,7 +115,8 @@ DType dtype_where(const Check& c, const NoParams&) {
     c.dtype_error(std::string("cond must be f32 or i32, got ") + dtype_name(c.at(0).dtype()));
   for (std::size_t i = 1; i < 3; ++i) {
     if (c.at(i).dtype() != DType::f32)
-      c.dtype_error("input " + std::to_string(i) + " must be f32, got " + dtype_name(c.at(i).dtype()) + " (cast it first)");
+      c.dtype_error("input " + std::to_string(i) + " must be f32, got " + dtype_name(c.at(i).dtype()) +
+                    " (cast it first)");
   }
   return DType::f32;
 }
@@ -150,7 +151,8 @@ Shape shape_same(const Check& c, const P& p) {
 template <class P>
 Shape shape_broadcast(const Check& c, const P&) {
   Shape out = c.at(0).shape();
-  for (std::size_t i = 1; i < c.in.size(); ++i) out = broadcast_shapes(c.name(), out, c.at(i).shape(), describe_call(c.in));
+  for (std::size_t i = 1; i < c.in.size(); ++i)
+    out = broadcast_shapes(c.name(), out, c.at(i).shape(), describe_call(c.in));
   return out;
 }
 
@@ -304,7 +306,8 @@ Shape shape_concat(const Check& c, const AxisParams& p) {
     for (int d = 0; fits && d < first.rank(); ++d) fits = d == a || t.dim(d) == first.dim(d);
     if (!fits) {
       c.shape_error("input " + std::to_string(i) + " " + t.shape().str() + " does not fit input 0 " +
-                    first.shape().str() + " along axis " + std::to_string(p.axis) + " (same rank, same dims but the axis)");
+                    first.shape().str() + " along axis " + std::to_string(p.axis) +
+                    " (same rank, same dims but the axis)");
     }
     out[a] += t.dim(a);
   }
@@ -328,38 +331,20 @@ Shape shape_reduce(const Check& c, const ReduceParams& p) {
 
 // ---- work rules: floating-point operations per call ----
 
-template <int per_output, class P>
-double flops_per_output(const Check& c, const P&, const Shape& out) {
-  return per_output * c.out_numel(out);
-}
-template <class P>
-double flops_0(const Check& c, const P& p, const Shape& out) {
-  return flops_per_output<0>(c, p, out);
-}
-template <class P>
-double flops_1(const Check& c, const P& p, const Shape& out) {
-  return flops_per_output<1>(c, p, out);
-}
-template <class P>
-double flops_2(const Check& c, const P& p, const Shape& out) {
-  return flops_per_output<2>(c, p, out);
-}
-template <class P>
-double flops_4(const Check& c, const P& p, const Shape& out) {
-  return flops_per_output<4>(c, p, out);
-}
-template <class P>
-double flops_5(const Check& c, const P& p, const Shape& out) {
-  return flops_per_output<5>(c, p, out);
-}
-template <class P>
-double flops_6(const Check& c, const P& p, const Shape& out) {
-  return flops_per_output<6>(c, p, out);
-}
-template <class P>
-double flops_8(const Check& c, const P& p, const Shape& out) {
-  return flops_per_output<8>(c, p, out);
-}
+// flops_N: N operations per output element (the element-wise ops and the row ops)
+#define TRINE_FLOPS_PER_OUTPUT(n)                                \
+  template <class P>                                             \
+  double flops_##n(const Check& c, const P&, const Shape& out) { \
+    return n * c.out_numel(out);                                 \
+  }
+TRINE_FLOPS_PER_OUTPUT(0)
+TRINE_FLOPS_PER_OUTPUT(1)
+TRINE_FLOPS_PER_OUTPUT(2)
+TRINE_FLOPS_PER_OUTPUT(4)
+TRINE_FLOPS_PER_OUTPUT(5)
+TRINE_FLOPS_PER_OUTPUT(6)
+TRINE_FLOPS_PER_OUTPUT(8)
+#undef TRINE_FLOPS_PER_OUTPUT
 
 double flops_matmul(const Check& c, const MatmulParams& p, const Shape& out) {
   const Tensor& a = c.at(0);
