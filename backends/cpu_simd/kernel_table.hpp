@@ -1,11 +1,11 @@
 // The cpu_simd kernel table: what one instruction set's translation units provide.
 //
 // Every entry is filled by the per-ISA object libraries (kernels/*.cpp compiled three times, once
-// with each ISA's flags; see isa.hpp). The portable part of the backend (cpu_backend.cpp, execute.cpp) validates
-// nothing: shapes were checked by the op table, and it hands kernels contiguous f32 data except
-// where an argument struct says strides. Kernels parallelise themselves on the shared pool
-// (thread_pool.hpp) and must be correct for every size, including 1 and sizes that are not a
-// multiple of the vector width. Semantics of each op: docs/ops.md.
+// with each ISA's flags; see isa.hpp): each family's file registers its ops' kernels, the glue from
+// a validated call to the kernel's arguments (execute.hpp's helpers make strided inputs contiguous
+// where a kernel wants them). Nothing re-validates: shapes were checked by the op table. Kernels
+// parallelise themselves on the shared pool (thread_pool.hpp) and must be correct for every size,
+// including 1 and sizes that are not a multiple of the vector width. Semantics: docs/ops.md.
 #pragma once
 
 #include <cstdint>

@@ -1,5 +1,5 @@
 // The BLIS loops around the micro-kernel (NC, KC, MC, NR, MR) over caller-supplied packing
-// functions, and the split of C into one rectangle per thread. Shared by gemm.cpp and conv2d.cpp.
+// functions, and the split of C into one rectangle per thread. Shared by matmul.cpp and conv2d.cpp.
 #pragma once
 
 #include <algorithm>

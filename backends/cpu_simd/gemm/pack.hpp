@@ -71,7 +71,7 @@ inline float load_as_f32(const void* base, i64 idx) {
 }
 
 // dst[0, n) = src[0, n) (D f16 or bf16) as f32, with the convert kernel's vector conversions
-// (kernels/convert.cpp). Exact: every f16 and bf16 value is an f32.
+// (kernels/copy.cpp). Exact: every f16 and bf16 value is an f32.
 template <DType D>
 inline void widen_run(const std::uint16_t* src, float* dst, i64 n) {
   static_assert(D != DType::f32);
