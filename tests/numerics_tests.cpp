@@ -1,10 +1,15 @@
 // Special values: softmax rows with -k_inf / all -k_inf / huge values, activations at +-k_inf and NaN,
-// as docs/ops.md documents them. Runs once per CPU ISA too.
+// as docs/ops.md documents them; norms of rows at the edges of the f32 range, on the device under
+// test (TRINE_TEST_DEVICE). Runs once per CPU ISA too.
 #include <catch2/catch.hpp>
 
+#include <cfloat>
 #include <cmath>
 #include <limits>
+#include <vector>
 
+#include "tests/harness.hpp"
+#include "trine/debug.hpp"
 #include "trine/trine.hpp"
 
 using namespace trine;
@@ -13,8 +18,13 @@ namespace {
 constexpr float k_inf = std::numeric_limits<float>::infinity();
 const float k_nan = std::numeric_limits<float>::quiet_NaN();
 
+// f32 values on the device under test.
+Tensor on_device(const std::vector<float>& x, const Shape& shape) {
+  return Tensor::from(x, shape, DType::f32, test::test_device());
+}
+
 std::vector<float> run(Tensor (*op)(const Tensor&), const std::vector<float>& x) {
-  return op(Tensor::from(x, Shape{static_cast<std::int64_t>(x.size())})).to_vector();
+  return op(on_device(x, Shape{static_cast<std::int64_t>(x.size())})).to_vector();
 }
 }  // namespace
 
@@ -24,8 +34,8 @@ TEST_CASE("softmax of a row containing -inf gives 0 there and stays exact elsewh
     std::vector<float> x(static_cast<std::size_t>(n), 0.0f);
     x[0] = -k_inf;
     x[static_cast<std::size_t>(n - 1)] = -k_inf;
-    auto y = softmax(Tensor::from(x, {1, n})).to_vector();
-    auto ly = log_softmax(Tensor::from(x, {1, n})).to_vector();
+    auto y = softmax(on_device(x, {1, n})).to_vector();
+    auto ly = log_softmax(on_device(x, {1, n})).to_vector();
     CHECK(y[0] == 0.0f);
     CHECK(y[static_cast<std::size_t>(n - 1)] == 0.0f);
     CHECK(ly[0] == -k_inf);
@@ -39,11 +49,11 @@ TEST_CASE("softmax of a row containing -inf gives 0 there and stays exact elsewh
 TEST_CASE("softmax of a row of all -k_inf is NaN (documented: 0/0, as numpy and PyTorch)", "[numerics]") {
   for (std::int64_t n : {1, 5, 40}) {
     std::vector<float> x(static_cast<std::size_t>(n), -k_inf);
-    for (float v : softmax(Tensor::from(x, {1, n})).to_vector()) CHECK(std::isnan(v));
-    for (float v : log_softmax(Tensor::from(x, {1, n})).to_vector()) CHECK(std::isnan(v));
+    for (float v : softmax(on_device(x, {1, n})).to_vector()) CHECK(std::isnan(v));
+    for (float v : log_softmax(on_device(x, {1, n})).to_vector()) CHECK(std::isnan(v));
   }
   // other rows of the same tensor are unaffected
-  auto y = softmax(Tensor::from(std::vector<float>{-k_inf, -k_inf, 0.0f, 0.0f}, {2, 2})).to_vector();
+  auto y = softmax(on_device(std::vector<float>{-k_inf, -k_inf, 0.0f, 0.0f}, {2, 2})).to_vector();
   CHECK(std::isnan(y[0]));
   CHECK(y[2] == 0.5f);
   CHECK(y[3] == 0.5f);
@@ -68,8 +78,8 @@ TEST_CASE("softmax and log_softmax: specials in rows of the cpu's pipelined and 
     x[3 * un + un - 17] = k_nan;                                  // row 3: a NaN makes the row NaN
     for (std::size_t j = 0; j < un; ++j) x[4 * un + j] = j % 3 == 0 ? 1e30f : -1e30f;  // row 4: huge
     x[6 * un + un / 2] = k_inf;                                                        // row 6: +inf makes the row NaN
-    const auto y = softmax(Tensor::from(x, {7, n})).to_vector();
-    const auto ly = log_softmax(Tensor::from(x, {7, n})).to_vector();
+    const auto y = softmax(on_device(x, {7, n})).to_vector();
+    const auto ly = log_softmax(on_device(x, {7, n})).to_vector();
     auto row = [&](const std::vector<float>& t, std::size_t r) {
       return std::vector<float>(t.begin() + static_cast<std::ptrdiff_t>(r * un),
                                 t.begin() + static_cast<std::ptrdiff_t>((r + 1) * un));
@@ -108,24 +118,24 @@ TEST_CASE("softmax and log_softmax: specials in rows of the cpu's pipelined and 
 
 TEST_CASE("softmax of large values (1e30) is finite and exact", "[numerics]") {
   std::vector<float> x = {1e30f, 1e30f, -1e30f, 1e30f};
-  auto y = softmax(Tensor::from(x, {1, 4})).to_vector();
+  auto y = softmax(on_device(x, {1, 4})).to_vector();
   CHECK(y[0] == Approx(1.0 / 3).epsilon(1e-6));
   CHECK(y[1] == Approx(1.0 / 3).epsilon(1e-6));
   CHECK(y[2] == 0.0f);
-  auto ly = log_softmax(Tensor::from(x, {1, 4})).to_vector();
+  auto ly = log_softmax(on_device(x, {1, 4})).to_vector();
   CHECK(ly[0] == Approx(-std::log(3.0)).epsilon(1e-6));
   CHECK(ly[2] == Approx(-2e30).epsilon(1e-6));
   for (float v : y) CHECK(std::isfinite(v));
   // along a non-last axis too
-  auto yc = softmax(Tensor::from(std::vector<float>{1e30f, 0.0f, 1e30f, 0.0f}, {2, 2}), 0).to_vector();
+  auto yc = softmax(on_device(std::vector<float>{1e30f, 0.0f, 1e30f, 0.0f}, {2, 2}), 0).to_vector();
   CHECK(yc[0] == 0.5f);
   CHECK(yc[1] == 0.5f);
 }
 
 TEST_CASE("softmax rows with NaN or +inf are NaN", "[numerics]") {
-  auto y = softmax(Tensor::from(std::vector<float>{0.0f, k_nan, 1.0f}, {1, 3})).to_vector();
+  auto y = softmax(on_device(std::vector<float>{0.0f, k_nan, 1.0f}, {1, 3})).to_vector();
   for (float v : y) CHECK(std::isnan(v));
-  auto z = softmax(Tensor::from(std::vector<float>{0.0f, k_inf, 1.0f}, {1, 3})).to_vector();
+  auto z = softmax(on_device(std::vector<float>{0.0f, k_inf, 1.0f}, {1, 3})).to_vector();
   for (float v : z) CHECK(std::isnan(v));
 }
 
@@ -156,8 +166,11 @@ TEST_CASE("gelu's specials in whole blocks, partial blocks and the tail", "[nume
     } else if (x[i] == -13.0f) {
       CHECK(y[i] <= 0.0f);  // -8e-38 exactly; the measure ignores differences below 2^-100
       CHECK(y[i] > -1.0e-36f);
-    } else if (std::isinf(x[i]) || std::abs(x[i]) > 13.0f) {
+    } else if (std::isinf(x[i]) || x[i] > 13.0f) {
       CHECK(y[i] == (x[i] > 0 ? x[i] : 0.0f));
+    } else if (x[i] < -13.0f) {  // below 2^-126: 0, or the subnormal (docs/ops.md: such results may flush)
+      CHECK(y[i] <= 0.0f);
+      CHECK(y[i] > -FLT_MIN);
     } else {
       CHECK(std::isfinite(y[i]));
     }
@@ -220,7 +233,7 @@ TEST_CASE("activations just inside the saturating range stay accurate", "[numeri
 }
 
 TEST_CASE("max reduction propagates NaN; division by zero is IEEE", "[numerics]") {
-  auto m = max(Tensor::from(std::vector<float>{1.0f, k_nan, 3.0f, 2.0f, 0.0f, 1.0f}, {2, 3}), -1).to_vector();
+  auto m = max(on_device(std::vector<float>{1.0f, k_nan, 3.0f, 2.0f, 0.0f, 1.0f}, {2, 3}), -1).to_vector();
   CHECK(std::isnan(m[0]));
   CHECK(m[1] == 2.0f);
   // rows of 1000 over the last axis: a NaN in the cpu's four-vector body, in its single-vector steps
@@ -233,7 +246,7 @@ TEST_CASE("max reduction propagates NaN; division by zero is IEEE", "[numerics]"
     r[2 * 1000 + 995] = k_nan;
     r[3 * 1000 + 998] = k_inf;
     for (std::size_t j = 0; j < 1000; ++j) r[4 * 1000 + j] = -k_inf;
-    const auto mr = max(Tensor::from(r, {5, 1000}), -1).to_vector();
+    const auto mr = max(on_device(r, {5, 1000}), -1).to_vector();
     CHECK(std::isnan(mr[0]));
     CHECK(std::isnan(mr[1]));
     CHECK(std::isnan(mr[2]));
@@ -246,7 +259,7 @@ TEST_CASE("max reduction propagates NaN; division by zero is IEEE", "[numerics]"
   for (std::size_t i = 0; i < x.size(); ++i) x[i] = static_cast<float>(i % 97);
   x[280 * 4100 + 3000] = k_nan;
   x[5 * 4100 + 4098] = k_nan;
-  const auto col = max(Tensor::from(x, {300, 4100}), 0).to_vector();
+  const auto col = max(on_device(x, {300, 4100}), 0).to_vector();
   for (std::size_t c = 0; c < 4100; ++c) {
     INFO("column " << c);
     if (c == 3000 || c == 4098) {
@@ -257,8 +270,104 @@ TEST_CASE("max reduction propagates NaN; division by zero is IEEE", "[numerics]"
       CHECK(col[c] == want);
     }
   }
-  auto d = div(Tensor::from(std::vector<float>{1.0f, -1.0f, 0.0f}, {3}), Tensor::zeros({3})).to_vector();
+  auto d = div(on_device(std::vector<float>{1.0f, -1.0f, 0.0f}, {3}), on_device({0.0f, 0.0f, 0.0f}, {3})).to_vector();
   CHECK(d[0] == k_inf);
   CHECK(d[1] == -k_inf);
   CHECK(std::isnan(d[2]));
+}
+
+namespace {
+
+std::vector<float> row_values(std::int64_t rows, std::int64_t n, float magnitude, float offset, std::uint64_t seed) {
+  std::vector<float> v(static_cast<std::size_t>(rows * n));
+  std::uint64_t s = seed;
+  for (auto& x : v) {
+    s = s * 6364136223846793005ull + 1442695040888963407ull;
+    const double u = static_cast<double>(s >> 11) / static_cast<double>(1ull << 53) * 2.0 - 1.0;  // [-1, 1)
+    x = static_cast<float>(offset + magnitude * u);
+  }
+  return v;
+}
+
+// Largest |got - want| over the output, relative to the largest |want| of the row.
+double worst_error(const std::vector<float>& got, const std::vector<double>& want, std::int64_t n) {
+  double worst = 0.0;
+  for (std::size_t r = 0; r * static_cast<std::size_t>(n) < want.size(); ++r) {
+    double scale = 0.0;
+    for (std::int64_t j = 0; j < n; ++j) scale = std::max(scale, std::abs(want[r * n + j]));
+    for (std::int64_t j = 0; j < n; ++j) {
+      const double e = std::abs(static_cast<double>(got[r * n + j]) - want[r * n + j]) / scale;
+      worst = std::max(worst, std::isnan(e) ? std::numeric_limits<double>::infinity() : e);
+    }
+  }
+  return worst;
+}
+
+std::vector<double> rmsnorm_double(const std::vector<float>& x, std::int64_t n, float eps) {
+  std::vector<double> y(x.size());
+  for (std::size_t r = 0; r * n < x.size(); ++r) {
+    double ms = 0.0;
+    for (std::int64_t j = 0; j < n; ++j) ms += static_cast<double>(x[r * n + j]) * x[r * n + j];
+    ms /= static_cast<double>(n);
+    const double rstd = 1.0 / std::sqrt(ms + eps);
+    for (std::int64_t j = 0; j < n; ++j) y[r * n + j] = x[r * n + j] * rstd;
+  }
+  return y;
+}
+
+std::vector<double> layernorm_double(const std::vector<float>& x, std::int64_t n, float eps) {
+  std::vector<double> y(x.size());
+  for (std::size_t r = 0; r * n < x.size(); ++r) {
+    double mean = 0.0, var = 0.0;
+    for (std::int64_t j = 0; j < n; ++j) mean += x[r * n + j];
+    mean /= static_cast<double>(n);
+    for (std::int64_t j = 0; j < n; ++j) var += (x[r * n + j] - mean) * (x[r * n + j] - mean);
+    var /= static_cast<double>(n);
+    const double rstd = 1.0 / std::sqrt(var + eps);
+    for (std::int64_t j = 0; j < n; ++j) y[r * n + j] = (x[r * n + j] - mean) * rstd;
+  }
+  return y;
+}
+
+}  // namespace
+
+TEST_CASE("rmsnorm and layernorm are right where squares leave the f32 range", "[numerics][norm]") {
+  struct Case {
+    float magnitude, offset, eps;
+  };
+  // Huge rows: x^2 overflows above 1.8e19 and a sum of 64 squares above 2.3e18. Tiny rows: x^2
+  // underflows (subnormal below 1e-19, zero below 1e-23); eps = the smallest float keeps them
+  // meaningful, since a normal eps would swamp their mean square.
+  const Case cases[] = {{2.3e18f, 0.0f, 1e-5f},     {1e19f, 0.0f, 1e-5f},     {4e19f, 0.0f, 1e-5f},
+                        {1e25f, 3e25f, 1e-5f},      {1e37f, 0.0f, 1e-5f},     {3e37f, 1e38f, 1e-6f},
+                        {1e-30f, 0.0f, 1e-5f},      {1e-30f, 0.0f, 1.4e-45f}, {3e-21f, 0.0f, 1.4e-45f},
+                        {1e-22f, 5e-22f, 1.4e-45f}, {1.0f, 0.0f, 1e-5f}};
+  const std::int64_t lengths[] = {1, 7, 33, 64, 1000};
+  for (const Case& c : cases) {
+    for (std::int64_t n : lengths) {
+      const std::int64_t rows = 3;
+      const auto x = row_values(rows, n, c.magnitude, c.offset, static_cast<std::uint64_t>(n) * 7919u);
+      const auto t = on_device(x, {rows, n});
+      INFO("magnitude " << c.magnitude << " offset " << c.offset << " eps " << c.eps << " n " << n << " on "
+                        << t.device().str() << " (cpu isa " << trine::debug::cpu_isa() << ")");
+      const auto rms = trine::rmsnorm(t, {}, c.eps).to_vector();
+      CHECK(worst_error(rms, rmsnorm_double(x, n, c.eps), n) < 1e-5);
+      if (n > 1) {
+        const auto ln = trine::layernorm(t, {}, {}, c.eps).to_vector();
+        CHECK(worst_error(ln, layernorm_double(x, n, c.eps), n) < 1e-5);
+      }
+    }
+  }
+}
+
+TEST_CASE("rmsnorm and layernorm keep infinities and NaN as before", "[numerics][norm]") {
+  const float inf = std::numeric_limits<float>::infinity();
+  const std::vector<float> x = {1.0f, inf, 2.0f, 3.0f, 1.0f, std::nanf(""), 2.0f, 3.0f};
+  const auto t = on_device(x, {2, 4});
+  const auto y = trine::rmsnorm(t).to_vector();
+  CHECK(y[0] == 0.0f);
+  CHECK(std::isnan(y[1]));
+  for (int j = 4; j < 8; ++j) CHECK(std::isnan(y[static_cast<std::size_t>(j)]));
+  const auto z = trine::layernorm(t).to_vector();
+  for (float v : z) CHECK(std::isnan(v));
 }

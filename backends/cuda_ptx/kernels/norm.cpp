@@ -1,8 +1,13 @@
 // layernorm and rmsnorm over the last axis: one warp per row. layernorm takes the mean first and
 // then the mean of squared deviations (two passes: no cancellation from E[x^2] - E[x]^2).
-// gamma and beta are optional: a null pointer means 1 and 0.
+// gamma and beta are optional: a null pointer means 1 and 0. A row whose squares leave the f32
+// range (|x| above ~1.8e19, a sum of squares above FLT_MAX, squares that underflow) is redone
+// scaled by a power of two, as the cpu kernels do, so the result is right wherever it is
+// representable.
 #include "backends/cuda_ptx/kernels/common.hpp"
 #include "backends/cuda_ptx/kernels/plan.hpp"
+
+#include <cfloat>
 
 namespace trine::cuda::kernels {
 namespace {
@@ -41,22 +46,64 @@ std::string generate(std::size_t config, Target target) {
   for_range<U64>(k, first, rows, stride, [&](Reg<U64> row) {
     Reg<U64> base = mul(k, row, V<U64>(to_u64(k, n)));
     auto at = [&](Reg<U32> j) { return add(k, base, V<U64>(to_u64(k, j))); };
-    Reg<F32> mean = mov<F32>(k, 0.0f);
-    if (layer) {
-      Reg<F32> acc = mov<F32>(k, 0.0f);
-      for_range<U32>(k, lane, n, 32u,
-                     [&](Reg<U32> j) { assign(k, acc, V<F32>(add(k, acc, V<F32>(ld(k, element(k, x, at(j))))))); });
-      mean = mul(k, warp_sum(k, acc), V<F32>(inv_n));
-    }
-    Reg<F32> sq = mov<F32>(k, 0.0f);
-    for_range<U32>(k, lane, n, 32u, [&](Reg<U32> j) {
-      Reg<F32> d = sub(k, ld(k, element(k, x, at(j))), V<F32>(mean));
-      assign(k, sq, V<F32>(fma(k, d, V<F32>(d), V<F32>(sq))));
-    });
-    Reg<F32> var = mul(k, warp_sum(k, sq), V<F32>(inv_n));
+    // x[j] times `pre`, a power of two (exact), or x[j] itself.
+    auto load = [&](Reg<U32> j, std::optional<Reg<F32>> pre) {
+      Reg<F32> v = ld(k, element(k, x, at(j)));
+      return pre ? mul(k, v, V<F32>(*pre)) : v;
+    };
+    // The row's mean (0 for rmsnorm) and mean square deviation, of x * pre.
+    auto moments = [&](std::optional<Reg<F32>> pre) {
+      Reg<F32> mean = mov<F32>(k, 0.0f);
+      if (layer) {
+        Reg<F32> acc = mov<F32>(k, 0.0f);
+        for_range<U32>(k, lane, n, 32u, [&](Reg<U32> j) { assign(k, acc, V<F32>(add(k, acc, V<F32>(load(j, pre))))); });
+        mean = mul(k, warp_sum(k, acc), V<F32>(inv_n));
+      }
+      Reg<F32> sq = mov<F32>(k, 0.0f);
+      for_range<U32>(k, lane, n, 32u, [&](Reg<U32> j) {
+        Reg<F32> d = sub(k, load(j, pre), V<F32>(mean));
+        assign(k, sq, V<F32>(fma(k, d, V<F32>(d), V<F32>(sq))));
+      });
+      return std::pair{mean, mul(k, warp_sum(k, sq), V<F32>(inv_n))};
+    };
+    auto [mean, var] = moments(std::nullopt);
+    Reg<F32> pre = mov<F32>(k, 1.0f);
     Reg<F32> inv_std = rcp_rn(k, sqrt_rn(k, add(k, var, V<F32>(eps))));
+
+    // Out of range (the warp's sums are the same in every lane: the branches are uniform): a
+    // variance that overflowed (inf or NaN) or whose squares may have underflowed (below 2^-100;
+    // a constant row too, which gives 0 either way). The row is redone times s = 2^-e, e the
+    // exponent of max|x| (s max|x| in [0.5, 1), s a normal float, so the products are exact), and
+    // 1/sqrt(var + eps) is 1/sqrt(var_s + eps s^2) with eps s^2 formed in f64, where it cannot
+    // leave the range. A row of zeros, infinities or NaN keeps the plain result, which is right.
+    Label done = k.new_label();
+    Reg<Pred> in_range =
+        and_(k, setp(k, Cmp::ge, var, V<F32>(0x1p-100f)), V<Pred>(setp(k, Cmp::le, var, V<F32>(FLT_MAX))));
+    bra_if(k, in_range, done);
+    Reg<F32> amax = mov<F32>(k, 0.0f);
+    for_range<U32>(k, lane, n, 32u,
+                   [&](Reg<U32> j) { assign(k, amax, V<F32>(max_nan(k, amax, abs(k, load(j, std::nullopt))))); });
+    amax = warp_max_nan(k, amax);
+    Reg<Pred> scalable =
+        and_(k, setp(k, Cmp::gt, amax, V<F32>(0.0f)), V<Pred>(setp(k, Cmp::le, amax, V<F32>(FLT_MAX))));
+    bra_if(k, scalable, done, true);
+    // max|x| = f 2^e, f in [0.5, 1): e = biased exponent - 126 (a subnormal max: 2^126, the largest
+    // power of two that keeps s max|x| within [2^-23, 1)); s's biased exponent 253 - biased, at least 1
+    // (max|x| >= 2^126: s = 2^-126, s max|x| in [1, 4)).
+    Reg<U32> biased = shr(k, bitcast<U32>(k, amax), 23u);
+    Reg<U32> s_biased = sub(k, mov<U32>(k, 253u), V<U32>(min(k, biased, V<U32>(252u))));
+    Reg<F32> s = bitcast<F32>(k, shl(k, s_biased, 23u));
+    auto [smean, svar] = moments(s);
+    Reg<F64> sd = cvt<F64>(k, s);
+    Reg<F64> spread = fma(k, cvt<F64>(k, eps), V<F64>(mul(k, sd, V<F64>(sd))), V<F64>(cvt<F64>(k, svar)));
+    Reg<F64> rstd = div(k, mov<F64>(k, 1.0), V<F64>(sqrt_rn(k, spread)));
+    assign(k, pre, V<F32>(s));
+    assign(k, mean, V<F32>(smean));
+    assign(k, inv_std, V<F32>(cvt<F32>(k, rstd, Round::rn)));
+    place(k, done);
+
     for_range<U32>(k, lane, n, 32u, [&](Reg<U32> j) {
-      Reg<F32> v = mul(k, sub(k, ld(k, element(k, x, at(j))), V<F32>(mean)), V<F32>(inv_std));
+      Reg<F32> v = mul(k, sub(k, load(j, pre), V<F32>(mean)), V<F32>(inv_std));
       Reg<F32> g = mov<F32>(k, 1.0f);
       {
         Kernel::Guard guard(k, has_gamma, false);
