@@ -111,6 +111,9 @@ void gemv_cases(std::vector<Sample>& out) {
   }
   out.push_back({{view({127, 255}, L::transposed), view({255}, L::strided)}, GemvParams{false}, "transposed view"});
   out.push_back({{in({2048, 4096}), in({4096})}, GemvParams{false}, "large"});
+  // K == 0: an empty sum is zero
+  out.push_back({{in({5, 0}), in({0})}, GemvParams{false}, "K = 0"});
+  out.push_back({{in({0, 5}), in({0})}, GemvParams{true}, "K = 0, trans"});
   // few long rows: K is split over the threads in blocks (row-major, column-major, strided A)
   for (Layout l : {L::contiguous, L::transposed, L::strided}) {
     for (bool trans : {false, true}) {

@@ -156,10 +156,14 @@ const Generator& gemv_generator() {
 std::optional<Steps> plan_gemv(const OpCall& c, int, const Resources&, bool gathered) {
   const auto& p = std::get<GemvParams>(c.params);
   const Tensor& a = c.inputs[0];
-  if (!contiguous_inputs(c, gathered) || a.dim(0) * a.dim(1) == 0 || a.dim(p.trans ? 0 : 1) > UINT32_MAX)
-    return std::nullopt;
   const i64 m = c.output.numel(), k = c.inputs[1].numel();
   Steps steps;
+  if (m == 0) return steps;
+  if (k == 0) {  // an empty sum: y is zeros, as the op defines it
+    steps.zero_output = true;
+    return steps;
+  }
+  if (!contiguous_inputs(c, gathered) || k > UINT32_MAX) return std::nullopt;
   const std::size_t config =
       config_index(gemv_configs, "gemv", [&](const GemvConfig& g) { return g.transposed == p.trans && !g.vec4; });
   Plan& pl = steps.add(gemv_generator(), config, {m, k});
