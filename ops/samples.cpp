@@ -75,6 +75,13 @@ void matmul_cases(std::vector<Sample>& out) {
   // batched with broadcast batch dims
   run({2, 3, 17, 9}, {9, 5}, {});
   run({2, 1, 7, 9}, {1, 4, 9, 6}, {});
+  // three to six batch dims, broadcast both ways (size-1 dims in either operand, and operands of
+  // different ranks), with dims that merge and dims that cannot
+  run({2, 1, 3, 5, 4}, {1, 2, 1, 4, 6}, {});
+  run({3, 1, 2, 1, 6, 7}, {2, 1, 2, 7, 5}, {});
+  run({2, 2, 1, 2, 1, 3, 4, 3}, {1, 2, 3, 1, 2, 1, 4, 5}, {true, false});
+  run({1, 2, 3, 2, 9, 4}, {2, 1, 1, 3, 2, 5, 4}, {false, true}, L::contiguous, L::transposed);
+  run({2, 3, 2, 3, 17, 8}, {8, 20}, {}, L::strided, L::contiguous, DType::f16, DType::f16);
   run({4, 31, 33}, {4, 33, 32}, {false, false}, L::transposed, L::contiguous);
   run({5, 33, 31}, {5, 7, 33}, {true, true});
   // f16 / bf16 inputs, f32 result

@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "backends/cuda_ptx/kernels/plan.hpp"
 #include "tensor/storage.hpp"
 #include "tests/harness.hpp"
 #include "trine/trine.hpp"
@@ -145,15 +146,46 @@ TEST_CASE("cuda: calls no kernel serves are refused, never wrong", "[cuda]") {
       CHECK(std::string(e.what()).find("cuda:0") != std::string::npos);
     }
   };
-  // head dims over 128 (the kernels keep a row per warp in registers), more than two batch dims
+  // head dims over 128 (the kernels keep a row per warp in registers)
   unsupported([] { attention(in({1, 4, 160}, 57), in({1, 4, 160}, 58), in({1, 4, 160}, 59)); });
   try {
     attention(in({1, 4, 160}, 57), in({1, 4, 160}, 58), in({1, 4, 160}, 59));
   } catch (const Error& e) {
     CHECK_THAT(e.what(), Catch::Contains("head dims up to 128"));  // the backend says why
   }
-  unsupported([] { matmul(in({2, 2, 2, 3, 4}, 60), in({4, 5}, 61)); });
   CHECK(relu(in({4}, 62)).numel() == 4);  // the device works after
+}
+
+TEST_CASE("cuda: calls past the grid's limits launch in pieces that cover them", "[cuda]") {
+  // Planned, never launched: views that broadcast one row stand for the inputs and the output, so
+  // nothing large is allocated. grid.y and grid.z hold at most 65535 blocks, grid.x 2^31 - 1.
+  auto plan_of = [](OpKind op, std::vector<Tensor> in, const Shape& out, const OpParams& p) {
+    const detail::OpCall call{op, std::move(in), Tensor::zeros({1}).broadcast_to(out), p, {}};
+    const cuda::OpKernel* kernel = cuda::kernels::table().ops.find(op);
+    REQUIRE(kernel);
+    auto steps = kernel->plan(call, 80, cuda::Resources{}, true);
+    REQUIRE(steps);
+    for (const auto& l : steps->launches) {
+      const cuda::kernels::Launch g = l.generator->geometry(l.config, l.sizes);
+      CHECK(g.grid[0] <= 2147483647u);
+      CHECK(g.grid[1] <= 65535u);
+      CHECK(g.grid[2] <= 65535u);
+    }
+    return std::move(*steps);
+  };
+  auto row = [](const Shape& s) { return Tensor::zeros({1}).broadcast_to(s); };
+  // matmul: 70000 batch elements (grid.z), and 2^23 rows (grid.y: 65535 blocks of 16 rows at most)
+  auto batches = plan_of(OpKind::matmul, {row({70000, 2, 8}), row({8, 3})}, {70000, 2, 3}, MatmulParams{});
+  std::int64_t total = 0;
+  for (const auto& l : batches.launches) total += l.sizes[0];
+  CHECK(total == 70000);
+  auto rows = plan_of(OpKind::matmul, {row({1 << 23, 8}), row({8, 1})}, {1 << 23, 1}, MatmulParams{});
+  total = 0;
+  for (const auto& l : rows.launches) {
+    CHECK(l.sizes[1] <= 65535 * 16);
+    total += l.sizes[0] * l.sizes[1];
+  }
+  CHECK(total == 1 << 23);
 }
 
 TEST_CASE("cuda: a batch is one submission with one upload and one readback; async chains", "[cuda]") {

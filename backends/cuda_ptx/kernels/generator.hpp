@@ -66,6 +66,9 @@ std::string kernel_name(std::string_view family, std::string_view config);
 // Helpers the generators share.
 [[noreturn]] void unknown_config(std::string_view family, std::size_t config, std::size_t count);
 std::uint32_t blocks_for(std::int64_t work, std::int64_t per_block, std::int64_t cap = 65535);
+// A launch's grid: x up to 2^31 - 1 blocks, y and z up to 65535 (every target trine builds for).
+inline constexpr std::int64_t max_grid_x = 2147483647;
+inline constexpr std::int64_t max_grid_yz = 65535;
 // sizes[i], or 1 where the caller passed fewer sizes (a geometry rule never reads past the span).
 std::int64_t size_at(std::span<const std::int64_t> sizes, std::size_t i) noexcept;
 

@@ -119,7 +119,7 @@ Launch geometry_simple(std::size_t, std::span<const std::int64_t> s) {
   // sizes = {batch, m, n, k}
   Launch l;
   l.block = {16, 16, 1};
-  l.grid = {blocks_for(size_at(s, 2), 16), blocks_for(size_at(s, 1), 16), std::uint32_t(size_at(s, 0))};
+  l.grid = {blocks_for(size_at(s, 2), 16, max_grid_x), blocks_for(size_at(s, 1), 16), std::uint32_t(size_at(s, 0))};
   return l;
 }
 
@@ -127,7 +127,7 @@ Launch geometry_tiled(std::size_t config, std::span<const std::int64_t> s) {
   TileShape t = tile_shape(config_at(tiled_configs, config, "matmul_tiled").tile);
   Launch l;
   l.block = {std::uint32_t(t.threads()), 1, 1};
-  l.grid = {blocks_for(size_at(s, 2), t.bn), blocks_for(size_at(s, 1), t.bm), std::uint32_t(size_at(s, 0))};
+  l.grid = {blocks_for(size_at(s, 2), t.bn, max_grid_x), blocks_for(size_at(s, 1), t.bm), std::uint32_t(size_at(s, 0))};
   return l;
 }
 
@@ -173,6 +173,40 @@ std::pair<const Generator*, std::size_t> matmul_kernel(DType a, DType b, i64 sa_
           })};
 }
 
+// The output's batch dims with each operand's element strides (0 where it broadcasts), size-1
+// dims dropped and neighbours merged where both operands step over the inner one whole (the
+// output, contiguous, always does): outermost first. Any rank of batch dims reduces to these.
+struct BatchDims {
+  std::vector<i64> size, sa, sb;
+};
+BatchDims batch_dims(const Tensor& a, const Tensor& b, const Shape& os, int nb) {
+  auto stride = [&](const Tensor& t, int out_dim) -> i64 {
+    const int d = out_dim - (nb - (t.rank() - 2));
+    return d >= 0 && t.shape()[d] != 1 ? t.strides()[d] : 0;
+  };
+  BatchDims bd;
+  for (int i = 0; i < nb; ++i) {
+    if (os[i] == 1) continue;
+    const i64 sa = stride(a, i), sb = stride(b, i);
+    if (!bd.size.empty() && bd.sa.back() == sa * os[i] && bd.sb.back() == sb * os[i]) {
+      bd.size.back() *= os[i];
+      bd.sa.back() = sa;
+      bd.sb.back() = sb;
+    } else {
+      bd.size.push_back(os[i]);
+      bd.sa.push_back(sa);
+      bd.sb.push_back(sb);
+    }
+  }
+  return bd;
+}
+
+// A launch addresses two batch dims (grid.z = outer * inner, at most 65535) and at most 65535
+// blocks of rows (grid.y; 16 rows a block at the least): the plan launches once per index of the
+// batch dims before those two, per chunk of them past grid.z, and per chunk of rows past grid.y,
+// each launch's a, b and c moved to its first element.
+constexpr i64 rows_per_launch = max_grid_yz * 16;
+
 std::optional<Steps> plan(const OpCall& c, int sm, const Resources&, bool) {
   const auto& p = std::get<MatmulParams>(c.params);
   const Tensor& a = c.inputs[0];
@@ -186,38 +220,59 @@ std::optional<Steps> plan(const OpCall& c, int sm, const Resources&, bool) {
     steps.zero_output = true;
     return steps;
   }
-  if (m > UINT32_MAX || n > UINT32_MAX || k > UINT32_MAX || nb > 2) return std::nullopt;
-  // Batch dims as [outer, inner] with each operand's strides (0 where it broadcasts).
-  auto batch_stride = [&](const Tensor& t, int out_dim) -> i64 {
-    const int d = out_dim - (nb - (t.rank() - 2));
-    return d >= 0 && t.shape()[d] != 1 ? t.strides()[d] : 0;
-  };
-  const i64 outer = nb == 2 ? os[0] : 1, inner = nb >= 1 ? os[nb - 1] : 1;
-  if (outer * inner > 65535) return std::nullopt;
+  if (n > UINT32_MAX || k > UINT32_MAX) return std::nullopt;
+  const BatchDims bd = batch_dims(a, b, os, nb);
+  const std::size_t r = bd.size.size();
+  const i64 inner_all = r >= 1 ? bd.size[r - 1] : 1, outer_all = r >= 2 ? bd.size[r - 2] : 1;
+  const i64 sa_inner = r >= 1 ? bd.sa[r - 1] : 0, sb_inner = r >= 1 ? bd.sb[r - 1] : 0;
+  const i64 sa_outer = r >= 2 ? bd.sa[r - 2] : 0, sb_outer = r >= 2 ? bd.sb[r - 2] : 0;
+  // Row chunks take one batch element a launch (c's batch stride is the launch's m * n).
+  const bool row_chunks = m > rows_per_launch;
+  const i64 inner_chunk = row_chunks ? 1 : std::min(inner_all, max_grid_yz);
+  const i64 outer_chunk = row_chunks || inner_chunk < inner_all ? 1 : std::min(outer_all, max_grid_yz / inner_chunk);
+  const i64 m_chunk = std::min(m, rows_per_launch);
+  const std::size_t lead_dims = r >= 2 ? r - 2 : 0;
+  i64 leading = 1;
+  for (std::size_t d = 0; d < lead_dims; ++d) leading *= bd.size[d];
+
   const i64 sa_m = p.trans_a ? a.strides()[a.rank() - 1] : a.strides()[a.rank() - 2];
   const i64 sa_k = p.trans_a ? a.strides()[a.rank() - 2] : a.strides()[a.rank() - 1];
   const i64 sb_k = p.trans_b ? b.strides()[b.rank() - 1] : b.strides()[b.rank() - 2];
   const i64 sb_n = p.trans_b ? b.strides()[b.rank() - 2] : b.strides()[b.rank() - 1];
-  const i64 sa_outer = nb == 2 ? batch_stride(a, 0) : 0, sb_outer = nb == 2 ? batch_stride(b, 0) : 0;
-  const i64 sa_inner = nb >= 1 ? batch_stride(a, nb - 1) : 0, sb_inner = nb >= 1 ? batch_stride(b, nb - 1) : 0;
-  const bool aligned = (Args::device_ptr(a) % 16 == 0) && (Args::device_ptr(b) % 16 == 0) && sa_m % 8 == 0 &&
-                       sb_k % 8 == 0 && sa_outer % 8 == 0 && sa_inner % 8 == 0 && sb_outer % 8 == 0 &&
-                       sb_inner % 8 == 0;
+  // Every launch's a and b stay 16-byte aligned: each moves by multiples of these strides.
+  bool aligned = (Args::device_ptr(a) % 16 == 0) && (Args::device_ptr(b) % 16 == 0) && sa_m % 8 == 0 && sb_k % 8 == 0;
+  for (std::size_t d = 0; d < r; ++d) aligned = aligned && bd.sa[d] % 8 == 0 && bd.sb[d] % 8 == 0;
   const auto [generator, config] = matmul_kernel(a.dtype(), b.dtype(), sa_k, sb_n, sm, aligned, m, n);
-  Plan& pl = steps.add(*generator, config, {outer * inner, m, n, k});
-  pl.args.add_ptr(a);
-  pl.args.add_ptr(b);
-  pl.args.add_ptr(c.output);
-  for (i64 v : {m, n, k}) pl.args.add(static_cast<std::uint32_t>(v));
-  for (i64 v : {sa_m, sa_k, sb_k, sb_n}) pl.args.add(v);
-  pl.args.add(static_cast<std::uint32_t>(inner));
-  for (i64 v : {sa_outer, sa_inner, sb_outer, sb_inner}) pl.args.add(v);
+  auto at = [](const Tensor& t, i64 elements) {
+    return Args::device_ptr(t) + static_cast<CUdeviceptr>(elements * static_cast<i64>(dtype_size(t.dtype())));
+  };
+  for (i64 lead = 0; lead < leading; ++lead) {
+    i64 off_a = 0, off_b = 0, rest = lead;
+    for (std::size_t d = lead_dims; d-- > 0;) {
+      const i64 idx = rest % bd.size[d];
+      rest /= bd.size[d];
+      off_a += idx * bd.sa[d];
+      off_b += idx * bd.sb[d];
+    }
+    for (i64 o0 = 0; o0 < outer_all; o0 += outer_chunk) {
+      for (i64 i0 = 0; i0 < inner_all; i0 += inner_chunk) {
+        const i64 outer = std::min(outer_chunk, outer_all - o0), inner = std::min(inner_chunk, inner_all - i0);
+        const i64 first = (lead * outer_all + o0) * inner_all + i0;  // the flat batch index c starts at
+        for (i64 m0 = 0; m0 < m; m0 += m_chunk) {
+          const i64 rows = std::min(m_chunk, m - m0);
+          Plan& pl = steps.add(*generator, config, {outer * inner, rows, n, k});
+          pl.args.add(at(a, off_a + o0 * sa_outer + i0 * sa_inner + m0 * sa_m));
+          pl.args.add(at(b, off_b + o0 * sb_outer + i0 * sb_inner));
+          pl.args.add(at(c.output, first * m * n + m0 * n));
+          for (i64 v : {rows, n, k}) pl.args.add(static_cast<std::uint32_t>(v));
+          for (i64 v : {sa_m, sa_k, sb_k, sb_n}) pl.args.add(v);
+          pl.args.add(static_cast<std::uint32_t>(inner));
+          for (i64 v : {sa_outer, sa_inner, sb_outer, sb_inner}) pl.args.add(v);
+        }
+      }
+    }
+  }
   return steps;
-}
-
-std::optional<std::string> limits(const OpCall& c) {
-  if (c.output.rank() > 4) return "the cuda matmul kernels take at most 2 batch dims";
-  return std::nullopt;
 }
 
 }  // namespace
@@ -232,7 +287,7 @@ void register_matmul(CudaOps& r) {
   r.generators.push_back(&simple_generator());
   r.generators.push_back(&tiled_generator());
   r.generators.push_back(&matmul_mma_generator());
-  r.ops.add(OpKind::matmul, OpKernel{plan, limits});
+  r.ops.add(OpKind::matmul, OpKernel{plan});
 }
 
 }  // namespace trine::cuda::kernels

@@ -237,7 +237,7 @@ std::string generate(std::size_t config, Target target) {
 Launch geometry(std::size_t, std::span<const std::int64_t> s) {
   Launch l;
   l.block = {threads, 1, 1};
-  l.grid = {blocks_for(size_at(s, 2), bn), blocks_for(size_at(s, 1), bm), std::uint32_t(size_at(s, 0))};
+  l.grid = {blocks_for(size_at(s, 2), bn, max_grid_x), blocks_for(size_at(s, 1), bm), std::uint32_t(size_at(s, 0))};
   return l;
 }
 
