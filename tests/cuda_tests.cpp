@@ -186,6 +186,18 @@ TEST_CASE("cuda: calls past the grid's limits launch in pieces that cover them",
     total += l.sizes[0] * l.sizes[1];
   }
   CHECK(total == 1 << 23);
+  // attention: 70000 batch elements (grid.y)
+  auto heads = plan_of(OpKind::attention, {row({70000, 1, 8}), row({70000, 1, 8}), row({70000, 1, 8})}, {70000, 1, 8},
+                       AttentionParams{});
+  total = 0;
+  for (const auto& l : heads.launches) total += l.sizes[0];
+  CHECK(total == 70000);
+  // conv2d: 2050 x 2050 outputs, columns past 65535 blocks of 64 in grid.x
+  auto image = plan_of(OpKind::conv2d, {row({1, 1, 2050, 2050}), row({1, 1, 1, 1}), Tensor()}, {1, 1, 2050, 2050},
+                       Conv2dParams{});
+  REQUIRE(image.launches.size() == 1);
+  const auto& l = image.launches.front();
+  CHECK(std::int64_t{l.generator->geometry(l.config, l.sizes).grid[0]} * 64 >= 2050 * 2050);
 }
 
 TEST_CASE("cuda: a batch is one submission with one upload and one readback; async chains", "[cuda]") {

@@ -3,6 +3,7 @@
 // max and sum, in log2 units) rescales the output accumulator, and the scores never reach memory.
 // Causal masking is aligned to the end (query i sees keys j <= i + lk - lq), Lq != Lk allowed.
 #include <cmath>
+#include <tuple>
 #include <vector>
 
 #include "backends/cuda_ptx/kernels/common.hpp"
@@ -193,7 +194,7 @@ Launch geometry(std::size_t, std::span<const std::int64_t> s) {
   // sizes = {batch, lq, lk}
   Launch l;
   l.block = {block_threads, 1, 1};
-  l.grid = {blocks_for(size_at(s, 1), warps), std::uint32_t(size_at(s, 0)), 1};
+  l.grid = {blocks_for(size_at(s, 1), warps, max_grid_x), std::uint32_t(size_at(s, 0)), 1};
   return l;
 }
 
@@ -208,7 +209,7 @@ const Generator& attention_generator() {
       "or 1; needs lq <= lk), scale: f32 (the host resolves 0 to 1/sqrt(D)); pad64, pad128 also d, dv: u32 (1 .. "
       "the pad)",
       "sizes = {batch, lq, lk}; block 256 (8 warps, one query row each); grid (ceil(lq/8), batch); "
-      "batch <= 65535",
+      "batch <= 65535 (the plan launches once per 65535)",
       geometry};
   return g;
 }
@@ -219,7 +220,7 @@ std::optional<Steps> plan(const OpCall& c, int, const Resources&, bool gathered)
   const i64 d = c.inputs[0].dim(-1), dv = c.inputs[2].dim(-1), lq = c.inputs[0].dim(-2), lk = c.inputs[1].dim(-2);
   if (d > 128 || dv > 128 || lq > UINT32_MAX || lk > UINT32_MAX) return std::nullopt;
   const i64 batch = c.inputs[0].numel() / (lq * d);
-  if (batch > 65535 || (p.causal && lq > lk)) return std::nullopt;
+  if (p.causal && lq > lk) return std::nullopt;
   // Head dims of 64 and 128 have their own kernels; others run zero-padded to 64 or 128.
   const bool exact = (d == 64 || d == 128) && (dv == 64 || dv == 128);
   const i64 pad = std::max(d, dv) <= 64 ? 64 : 128;
@@ -227,16 +228,23 @@ std::optional<Steps> plan(const OpCall& c, int, const Resources&, bool gathered)
     return exact ? !e.padded && e.d == d && e.dv == dv : e.padded && e.d == pad;
   });
   Steps steps;
-  Plan& pl = steps.add(attention_generator(), config, {batch, lq, lk});
-  for (int i = 0; i < 3; ++i) pl.args.add_ptr(c.inputs[static_cast<std::size_t>(i)]);
-  pl.args.add_ptr(c.output);
-  pl.args.add(static_cast<std::uint32_t>(lq));
-  pl.args.add(static_cast<std::uint32_t>(lk));
-  pl.args.add(static_cast<std::uint32_t>(p.causal ? 1 : 0));
-  pl.args.add(p.scale != 0.0f ? p.scale : static_cast<float>(1.0 / std::sqrt(static_cast<double>(d))));
-  if (!exact) {
-    pl.args.add(static_cast<std::uint32_t>(d));
-    pl.args.add(static_cast<std::uint32_t>(dv));
+  // The batch is grid.y, and the kernel's row indices (batch * lq + query, batch * lk) are u32: a
+  // launch per at most 65535 of it, fewer where the rows would pass 2^32, its q, k, v and o moved
+  // to its first element.
+  const i64 per_launch = std::min<i64>(max_grid_yz, UINT32_MAX / std::max(lq, lk));
+  for (i64 b0 = 0; b0 < batch; b0 += per_launch) {
+    Plan& pl = steps.add(attention_generator(), config, {std::min(per_launch, batch - b0), lq, lk});
+    for (auto [t, rows, width] :
+         {std::tuple{&c.inputs[0], lq, d}, {&c.inputs[1], lk, d}, {&c.inputs[2], lk, dv}, {&c.output, lq, dv}})
+      pl.args.add(Args::device_ptr(*t) + static_cast<CUdeviceptr>(b0 * rows * width * 4));
+    pl.args.add(static_cast<std::uint32_t>(lq));
+    pl.args.add(static_cast<std::uint32_t>(lk));
+    pl.args.add(static_cast<std::uint32_t>(p.causal ? 1 : 0));
+    pl.args.add(p.scale != 0.0f ? p.scale : static_cast<float>(1.0 / std::sqrt(static_cast<double>(d))));
+    if (!exact) {
+      pl.args.add(static_cast<std::uint32_t>(d));
+      pl.args.add(static_cast<std::uint32_t>(dv));
+    }
   }
   return steps;
 }

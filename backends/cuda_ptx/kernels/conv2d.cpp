@@ -88,7 +88,8 @@ Launch geometry(std::size_t, std::span<const std::int64_t> s) {
   // sizes = {n, k/groups, p*q, groups}
   Launch l;
   l.block = {256, 1, 1};
-  l.grid = {blocks_for(size_at(s, 0) * size_at(s, 2), 64), blocks_for(size_at(s, 1), 64), std::uint32_t(size_at(s, 3))};
+  l.grid = {blocks_for(size_at(s, 0) * size_at(s, 2), 64, max_grid_x), blocks_for(size_at(s, 1), 64),
+            std::uint32_t(size_at(s, 3))};
   return l;
 }
 
@@ -113,6 +114,8 @@ std::optional<Steps> plan(const OpCall& c, int, const Resources&, bool gathered)
   const Shape& ws = c.inputs[1].shape();
   const Shape& os = c.output.shape();
   if (xs[0] * xs[1] * xs[2] > UINT32_MAX || os[0] * os[2] * os[3] > UINT32_MAX) return std::nullopt;
+  // grid.y holds the filters of a group in blocks of 64, grid.z the groups
+  if (ws[0] / p.groups > max_grid_yz * 64 || p.groups > max_grid_yz) return std::nullopt;
   Steps steps;
   Plan& pl = steps.add(conv2d_generator(), 0, {xs[0], ws[0] / p.groups, os[2] * os[3], p.groups});
   pl.args.add_ptr(c.inputs[0]);
