@@ -118,6 +118,11 @@ TEST_CASE("cuda: dot, rope, and strided inputs gathered on the device", "[cuda]"
   const Tensor m = in({8, 6}, 48);
   check(OpKind::copy, {m.transpose()}, NoParams{});
   check(OpKind::copy, {in({4, 3, 5, 2, 3, 2, 2}, 49).transpose(0, 6)}, NoParams{});  // 7 dims, collapsed to 6
+  // 8 dims that do not merge: the gather kernel's 6 a launch, a launch per index of the 2 before
+  const Tensor wide = in({3, 2, 4, 3, 2, 5, 2, 3}, 81).transpose(0, 7).transpose(2, 5);
+  check(OpKind::copy, {wide}, NoParams{});
+  check(OpKind::relu, {wide}, ActParams{});
+  check(OpKind::matmul, {wide, in({3, 4}, 82)}, MatmulParams{});
   check(OpKind::cast, {in({9, 17}, 50, DType::bf16).transpose()}, CastParams{DType::f32});
   check(OpKind::copy, {in({9, 17}, 51, DType::f16).transpose()}, NoParams{});
   check(OpKind::relu, {m.transpose()}, ActParams{});

@@ -258,18 +258,38 @@ std::optional<Steps> plan_cast(const OpCall& c, int, const Resources&, bool gath
   if (n_out == 0) return steps;
   const DType from = c.inputs[0].dtype(), to = c.output.dtype();
   if (from == to && !c.inputs[0].is_contiguous()) {
-    // A strided view copied: the gather kernel over the view's (collapsed) dims.
-    std::array<i64, 6> d{}, st{};
-    if (!collapse6(c.inputs[0], d, st)) return std::nullopt;
+    // A strided view copied: the gather kernel over the view's (collapsed) dims, its innermost 6
+    // (leading 1s added) a launch, one launch per index of the dims before them, x moved to that
+    // index's element and y to its slab.
+    const auto dims = collapsed_dims(c.inputs[0]);
+    constexpr std::size_t per_launch = gather_dims;
+    const std::size_t lead = dims.size() > per_launch ? dims.size() - per_launch : 0;
+    std::array<i64, per_launch> d{}, st{};
+    d.fill(1);
+    for (std::size_t i = lead; i < dims.size(); ++i) {
+      d[per_launch - (dims.size() - i)] = dims[i][0];
+      st[per_launch - (dims.size() - i)] = dims[i][1];
+    }
+    i64 slab = 1, slabs = 1;
+    for (i64 v : d) slab *= v;
+    for (std::size_t i = 0; i < lead; ++i) slabs *= dims[i][0];
     const std::size_t config = config_index(configs, "cast", [&](const CastConfig& e) {
       return e.move == Move::gather && e.bytes == static_cast<int>(dtype_size(from));
     });
-    Plan& pl = steps.add(cast_generator(), config, {n_out});
-    pl.args.add_ptr(c.inputs[0]);
-    pl.args.add_ptr(c.output);
-    pl.args.add(static_cast<std::uint64_t>(n_out));
-    for (std::size_t i = 1; i < 6; ++i) pl.args.add(static_cast<std::uint64_t>(d[i]));
-    for (i64 v : st) pl.args.add(v);
+    const i64 bytes = static_cast<i64>(dtype_size(from));
+    for (i64 s = 0; s < slabs; ++s) {
+      i64 offset = 0, rest = s;
+      for (std::size_t i = lead; i-- > 0;) {
+        offset += rest % dims[i][0] * dims[i][1];
+        rest /= dims[i][0];
+      }
+      Plan& pl = steps.add(cast_generator(), config, {slab});
+      pl.args.add(Args::device_ptr(c.inputs[0]) + static_cast<CUdeviceptr>(offset * bytes));
+      pl.args.add(Args::device_ptr(c.output) + static_cast<CUdeviceptr>(s * slab * bytes));
+      pl.args.add(static_cast<std::uint64_t>(slab));
+      for (std::size_t i = 1; i < per_launch; ++i) pl.args.add(static_cast<std::uint64_t>(d[i]));
+      for (i64 v : st) pl.args.add(v);
+    }
     return steps;
   }
   if (!contiguous_inputs(c, gathered)) return std::nullopt;

@@ -38,7 +38,7 @@ bool contiguous_inputs(const OpCall& c, bool gathered) {
   return true;
 }
 
-bool collapse6(const Tensor& t, std::array<i64, 6>& d, std::array<i64, 6>& s) {
+std::vector<std::array<i64, 2>> collapsed_dims(const Tensor& t) {
   std::vector<std::array<i64, 2>> dims;  // size, stride
   for (int i = 0; i < t.rank(); ++i)
     if (t.shape()[i] != 1) dims.push_back({t.shape()[i], t.strides()[i]});
@@ -48,15 +48,7 @@ bool collapse6(const Tensor& t, std::array<i64, 6>& d, std::array<i64, 6>& s) {
       dims.erase(dims.begin() + static_cast<std::ptrdiff_t>(i));
     }
   }
-  if (dims.size() > 6) return false;
-  d.fill(1);
-  s.fill(0);
-  const std::size_t pad = 6 - dims.size();
-  for (std::size_t i = 0; i < dims.size(); ++i) {
-    d[pad + i] = dims[i][0];
-    s[pad + i] = dims[i][1];
-  }
-  return true;
+  return dims;
 }
 
 bool collapse4(const OpCall& c, std::array<i64, 4>& d, std::array<std::array<i64, 4>, 3>& strides) {

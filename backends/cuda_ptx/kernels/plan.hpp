@@ -118,9 +118,9 @@ Plan reduce_plan(OpKind op, bool row, std::vector<i64> sizes);
 
 // The kernel reads its inputs contiguous: they are, or the backend gathers them first (`gathered`).
 bool contiguous_inputs(const OpCall& c, bool gathered = false);
-// A view's dims and element strides with size-1 dims dropped and mergeable neighbours merged, at
-// most 6 (leading 1s added): what the gather kernel addresses. False when more remain.
-bool collapse6(const Tensor& t, std::array<i64, 6>& d, std::array<i64, 6>& s);
+// A view's dims and element strides ({size, stride}, outermost first) with size-1 dims dropped
+// and mergeable neighbours merged: what the gather kernel addresses, 6 at a time.
+std::vector<std::array<i64, 2>> collapsed_dims(const Tensor& t);
 // Output dims and every input's strides (2 or 3 inputs, each broadcast to the output; the rest
 // left 0), size-1 dims dropped and mergeable neighbours merged, at most 4 dims (leading 1s added):
 // what the binary kernel addresses.
