@@ -74,8 +74,8 @@ std::string generate(std::size_t config, Target target) {
     // variance that overflowed (inf or NaN) or whose squares may have underflowed (below 2^-100;
     // a constant row too, which gives 0 either way). The row is redone times s = 2^-e, e the
     // exponent of max|x| (s max|x| in [0.5, 1), s a normal float, so the products are exact), and
-    // 1/sqrt(var + eps) is 1/sqrt(var_s + eps s^2) with eps s^2 formed in f64, where it cannot
-    // leave the range. A row of zeros, infinities or NaN keeps the plain result, which is right.
+    // 1/sqrt(var + eps) is 1/sqrt(var_s + eps s^2). A row of zeros, infinities or NaN keeps the
+    // plain result, which is right.
     Label done = k.new_label();
     Reg<Pred> in_range =
         and_(k, setp(k, Cmp::ge, var, V<F32>(0x1p-100f)), V<Pred>(setp(k, Cmp::le, var, V<F32>(FLT_MAX))));
@@ -94,12 +94,17 @@ std::string generate(std::size_t config, Target target) {
     Reg<U32> s_biased = sub(k, mov<U32>(k, 253u), V<U32>(min(k, biased, V<U32>(252u))));
     Reg<F32> s = bitcast<F32>(k, shl(k, s_biased, 23u));
     auto [smean, svar] = moments(s);
-    Reg<F64> sd = cvt<F64>(k, s);
-    Reg<F64> spread = fma(k, cvt<F64>(k, eps), V<F64>(mul(k, sd, V<F64>(sd))), V<F64>(cvt<F64>(k, svar)));
-    Reg<F64> rstd = div(k, mov<F64>(k, 1.0), V<F64>(sqrt_rn(k, spread)));
+    // eps s^2: two exact power-of-two products while normal. Past FLT_MAX (tiny rows, s up to 2^126)
+    // var_s (< 16) no longer counts: 1/sqrt(eps s^2) = (1/s) / sqrt(eps), 1/s exact. Below 2^-126
+    // (huge rows) it no longer counts against var_s, or the row is constant and its deviations 0;
+    // the factor is held at FLT_MAX so that 0 times it stays 0.
+    Reg<F32> eps_s2 = mul(k, mul(k, eps, V<F32>(s)), V<F32>(s));
+    Reg<F32> direct = rcp_rn(k, sqrt_rn(k, add(k, svar, V<F32>(eps_s2))));
+    Reg<F32> past = mul(k, rcp_rn(k, s), V<F32>(rcp_rn(k, sqrt_rn(k, eps))));
+    Reg<F32> rstd = selp<F32>(k, direct, past, setp(k, Cmp::le, eps_s2, V<F32>(FLT_MAX)));
     assign(k, pre, V<F32>(s));
     assign(k, mean, V<F32>(smean));
-    assign(k, inv_std, V<F32>(cvt<F32>(k, rstd, Round::rn)));
+    assign(k, inv_std, V<F32>(min(k, rstd, V<F32>(FLT_MAX))));
     place(k, done);
 
     for_range<U32>(k, lane, n, 32u, [&](Reg<U32> j) {

@@ -230,10 +230,9 @@ inline Reg<F32> approx(Kernel& k, Approx f, Reg<F32> a) {
   k.emit(detail::op({approx_name(f), "approx", "f32"}), {k.text(d), k.text(a)});
   return d;
 }
-template <class T>
-requires(std::is_same_v<T, F32> || std::is_same_v<T, F64>) Reg<T> sqrt_rn(Kernel& k, Reg<T> a) {
-  Reg<T> d = k.reg<T>();
-  k.emit(detail::op({"sqrt", "rn", T::ptx}), {k.text(d), k.text(a)});
+inline Reg<F32> sqrt_rn(Kernel& k, Reg<F32> a) {
+  Reg<F32> d = k.reg<F32>();
+  k.emit("sqrt.rn.f32", {k.text(d), k.text(a)});
   return d;
 }
 inline Reg<F32> rcp_rn(Kernel& k, Reg<F32> a) {
