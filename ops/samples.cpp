@@ -152,6 +152,9 @@ void binary_cases(OpKind op, std::vector<Sample>& out) {
                                                        {{3, 7}, {}},
                                                        {{2, 1, 3, 5}, {4, 1, 5}},
                                                        {{1, 1, 1}, {2, 3, 4}},
+                                                       // broadcast both ways over 6 dims that do not
+                                                       // merge: more than the cuda kernel's 4 a launch
+                                                       {{2, 1, 3, 1, 5, 1}, {1, 4, 1, 2, 1, 6}},
                                                        {{256, 1000}, {1000}},
                                                        {{1000, 1000}, {1000, 1000}},
                                                        // rows long enough for non-temporal stores
@@ -459,6 +462,8 @@ void where_cases(std::vector<Sample>& out) {
     out.push_back({{ints(c, -1, 2), in(a), in(b)}, NoParams{}, "i32 cond"});
     out.push_back({{in(c), in(a), in(b)}, NoParams{}, "f32 cond"});
   }
+  // broadcast over 6 dims that do not merge: more than the cuda kernel's 4 a launch
+  out.push_back({{ints({2, 1, 3, 1, 5, 1}, -1, 2), in({1, 4, 1, 2, 1, 6}), in({4, 1, 1, 1, 6})}, NoParams{}, "6 dims"});
   out.push_back(
       {{ints({33, 31}, 0, 2, L::transposed), view({33, 31}, L::strided), view({31}, L::strided)}, NoParams{}, "views"});
 }

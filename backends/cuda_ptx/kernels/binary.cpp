@@ -117,26 +117,50 @@ const Generator& binary_generator() {
   return g;
 }
 
+// The kernel addresses the innermost 4 collapsed dims; an output with more is written one slab per
+// index of the dims before them, each input and the output moved to that index's element.
 std::optional<Steps> plan(const OpCall& c, int, const Resources&, bool) {
   const i64 n_out = c.output.numel();
   Steps steps;
   if (n_out == 0) return steps;
-  std::array<i64, 4> d{};
-  std::array<std::array<i64, 4>, 3> strides{};
-  if (!collapse4(c, d, strides)) return std::nullopt;
+  const std::vector<BroadcastDim> dims = broadcast_dims(c);
+  constexpr std::size_t per_launch = 4;
+  const std::size_t lead = dims.size() > per_launch ? dims.size() - per_launch : 0;
+  std::array<i64, per_launch> d{1, 1, 1, 1};
+  std::array<std::array<i64, per_launch>, 3> strides{};
+  for (std::size_t i = lead; i < dims.size(); ++i) {
+    const std::size_t at = per_launch - (dims.size() - i);
+    d[at] = dims[i].size;
+    for (std::size_t k = 0; k < 3; ++k) strides[k][at] = dims[i].stride[k];
+  }
+  i64 slab = 1, slabs = 1;
+  for (i64 v : d) slab *= v;
+  for (std::size_t i = 0; i < lead; ++i) slabs *= dims[i].size;
   bool dense = contiguous_inputs(c);
   for (const Tensor& t : c.inputs) dense = dense && t.shape() == c.output.shape();
   const Elem cond = c.op == OpKind::where ? elem_of(c.inputs[0].dtype()) : Elem::f32;
   const std::size_t config = config_index(configs, "binary", [&](const BinaryConfig& b) {
     return b.op == c.op && b.broadcast == !dense && b.cond == cond;
   });
-  Plan& pl = steps.add(binary_generator(), config, {n_out});
-  for (const Tensor& t : c.inputs) pl.args.add_ptr(t);
-  pl.args.add_ptr(c.output);
-  pl.args.add(static_cast<std::uint64_t>(n_out));
-  for (int i = 1; i < 4; ++i) pl.args.add(static_cast<std::uint64_t>(d[static_cast<std::size_t>(i)]));
-  for (std::size_t in = 0; in < c.inputs.size(); ++in)
-    for (i64 s : strides[in]) pl.args.add(s);
+  for (i64 s = 0; s < slabs; ++s) {
+    std::array<i64, 3> offset{};
+    i64 rest = s;
+    for (std::size_t i = lead; i-- > 0;) {
+      const i64 idx = rest % dims[i].size;
+      rest /= dims[i].size;
+      for (std::size_t k = 0; k < 3; ++k) offset[k] += idx * dims[i].stride[k];
+    }
+    Plan& pl = steps.add(binary_generator(), config, {slab});
+    for (std::size_t k = 0; k < c.inputs.size(); ++k) {
+      const Tensor& t = c.inputs[k];
+      pl.args.add(Args::device_ptr(t) + static_cast<CUdeviceptr>(offset[k] * static_cast<i64>(dtype_size(t.dtype()))));
+    }
+    pl.args.add(Args::device_ptr(c.output) + static_cast<CUdeviceptr>(s * slab * 4));
+    pl.args.add(static_cast<std::uint64_t>(slab));
+    for (std::size_t i = 1; i < per_launch; ++i) pl.args.add(static_cast<std::uint64_t>(d[i]));
+    for (std::size_t in = 0; in < c.inputs.size(); ++in)
+      for (i64 v : strides[in]) pl.args.add(v);
+  }
   return steps;
 }
 

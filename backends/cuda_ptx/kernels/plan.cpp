@@ -51,25 +51,21 @@ std::vector<std::array<i64, 2>> collapsed_dims(const Tensor& t) {
   return dims;
 }
 
-bool collapse4(const OpCall& c, std::array<i64, 4>& d, std::array<std::array<i64, 4>, 3>& strides) {
+std::vector<BroadcastDim> broadcast_dims(const OpCall& c) {
   const Shape& os = c.output.shape();
   const std::size_t inputs = std::min<std::size_t>(c.inputs.size(), 3);
   std::array<Tensor, 3> views;
   for (std::size_t k = 0; k < inputs; ++k) views[k] = c.inputs[k].broadcast_to(os);
-  struct Dim {
-    i64 size;
-    std::array<i64, 3> stride;
-  };
-  std::vector<Dim> dims;
+  std::vector<BroadcastDim> dims;
   for (int i = 0; i < os.rank(); ++i) {
     if (os[i] == 1) continue;
-    Dim dim{os[i], {0, 0, 0}};
+    BroadcastDim dim{os[i], {0, 0, 0}};
     for (std::size_t k = 0; k < inputs; ++k) dim.stride[k] = views[k].strides()[i];
     dims.push_back(dim);
   }
   for (std::size_t i = dims.size(); i-- > 1;) {
-    Dim& outer = dims[i - 1];
-    const Dim& inner = dims[i];
+    BroadcastDim& outer = dims[i - 1];
+    const BroadcastDim& inner = dims[i];
     bool merge = true;
     for (std::size_t k = 0; k < inputs; ++k) merge = merge && outer.stride[k] == inner.stride[k] * inner.size;
     if (merge) {
@@ -77,15 +73,7 @@ bool collapse4(const OpCall& c, std::array<i64, 4>& d, std::array<std::array<i64
       dims.erase(dims.begin() + static_cast<std::ptrdiff_t>(i));
     }
   }
-  if (dims.size() > 4) return false;
-  d = {1, 1, 1, 1};
-  for (auto& s : strides) s = {0, 0, 0, 0};
-  const std::size_t pad = 4 - dims.size();
-  for (std::size_t i = 0; i < dims.size(); ++i) {
-    d[pad + i] = dims[i].size;
-    for (std::size_t k = 0; k < 3; ++k) strides[k][pad + i] = dims[i].stride[k];
-  }
-  return true;
+  return dims;
 }
 
 void split(const Shape& s, int axis, i64& outer, i64& n, i64& inner) {

@@ -121,10 +121,14 @@ bool contiguous_inputs(const OpCall& c, bool gathered = false);
 // A view's dims and element strides ({size, stride}, outermost first) with size-1 dims dropped
 // and mergeable neighbours merged: what the gather kernel addresses, 6 at a time.
 std::vector<std::array<i64, 2>> collapsed_dims(const Tensor& t);
-// Output dims and every input's strides (2 or 3 inputs, each broadcast to the output; the rest
-// left 0), size-1 dims dropped and mergeable neighbours merged, at most 4 dims (leading 1s added):
-// what the binary kernel addresses.
-bool collapse4(const OpCall& c, std::array<i64, 4>& d, std::array<std::array<i64, 4>, 3>& strides);
+// Output dims and every input's element strides (2 or 3 inputs, each broadcast to the output; the
+// rest left 0), size-1 dims dropped and mergeable neighbours merged, outermost first: what the
+// binary kernel addresses, 4 at a time.
+struct BroadcastDim {
+  i64 size;
+  std::array<i64, 3> stride;
+};
+std::vector<BroadcastDim> broadcast_dims(const OpCall& c);
 // [outer, n, inner] around `axis`.
 void split(const Shape& s, int axis, i64& outer, i64& n, i64& inner);
 // How a tensor of dtype t is stored, as configurations say it.
