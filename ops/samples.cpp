@@ -187,6 +187,9 @@ std::vector<Shape> unary_shapes() {
 void activation_cases(OpKind op, const ActParams& p, std::vector<Sample>& out) {
   for (const auto& s : unary_shapes()) out.push_back({{in(s, -6, 6)}, p, ""});
   out.push_back({{in({1000}, -40, 40)}, p, "range +-40"});
+  // far tails: normal results of e^x-sized factors (sigmoid(-72.8) = 2.4e-32, silu(-91.2) = -2.3e-38)
+  // and the subnormal ones past them
+  out.push_back({{in({4096}, -100, 100)}, p, "range +-100"});
   out.push_back({{view({33, 31}, L::transposed, -6, 6)}, p, "transposed view"});
   out.push_back({{in({0})}, p, "zero-size"});
   (void)op;
@@ -215,6 +218,9 @@ void softmax_cases(std::vector<Sample>& out) {
     add(in({n, 5}, -10, 10), 0, "axis 0");
   }
   add(in({4, 33, 7}, -10, 10), 1, "axis 1");
+  // far tails: rows like [0, -80, -87, -90], whose e^-87 (1.6e-38) is normal and e^-90 is not
+  add(in({7, 33}, -95, 0), -1, "far tails");
+  add(in({40, 5}, -95, 0), 0, "far tails, axis 0");
   add(view({31, 64}, L::transposed, -10, 10), -1, "transposed view");
   // many rows (Vulkan's softmax_rows.comp, an invocation per row): the last axis, a middle axis
   // with inner > 1, and a transposed view

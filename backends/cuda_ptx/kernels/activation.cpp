@@ -1,74 +1,171 @@
-// Activations in f32: exp-based forms written to keep relative accuracy near zero (expm1, tanh
-// polynomial) and the limits at +-inf (silu(-inf) = 0, gelu(-inf) = 0).
+// Activations in f32, each built from IEEE operations only (.rn arithmetic, FMA, exact conversions;
+// no .approx instruction), so the PTX emulator computes the GPU's very bits and the budgets below
+// hold on every target. Units: u = 2^-24 (half an ulp of [1, 2)); a budget is the relative error
+// before the comparison's own rounding to f32 (half an ulp more), wherever the result is normal.
+// Results below 2^-126 may flush; a normal result never does, even where an intermediate e^x is
+// subnormal (silu(-91) = -91 e^-91). Forms that keep relative accuracy near zero (expm1, tanh's
+// polynomial) and the limits at +-inf (silu(-inf) = 0, gelu(-inf) = 0) as before.
 #include "backends/cuda_ptx/kernels/activation.hpp"
 
 #include "backends/cuda_ptx/kernels/math.hpp"
 
 #include <array>
+#include <optional>
 
 namespace trine::cuda::kernels {
 namespace {
 
-// exp(x) - 1 without the cancellation near 0 (elu's negative branch).
+// exp(x) - 1 without the cancellation near 0 (elu's negative branch):
+// - |x| < 0.5: x (1 + x/2 + ... + x^7/8!): truncation 0.18u, the Horner sum about 1.5u, the
+//   product 1u: 2.7u.
+// - x <= -0.5: e^x - 1 with e^x in (0, 0.61] within 1.82u (exp_nonpositive), reaching the
+//   difference scaled by e^x / (1 - e^x) <= 1.54 (2.8u); the subtraction is exact for e^x >= 1/2
+//   (Sterbenz) and rounds once below: 3.8u. elu's alpha product: 1u more.
 Reg<F32> expm1_f32(Kernel& k, Reg<F32> x) {
-  // Taylor to x^8 for |x| < 0.5 (next term < 1e-8 relative there).
   Reg<F32> p =
       horner<F32, 8>(k, x, {1.0f, 1.0f / 2, 1.0f / 6, 1.0f / 24, 1.0f / 120, 1.0f / 720, 1.0f / 5040, 1.0f / 40320});
   Reg<F32> small = mul(k, x, V<F32>(p));
-  Reg<F32> large = sub(k, exp_f32(k, x), V<F32>(1.0f));
+  Reg<F32> large = sub(k, exp_nonpositive(k, x), V<F32>(1.0f));
   Reg<Pred> is_small = setp(k, Cmp::lt, abs(k, x), V<F32>(0.5f));
   return selp<F32>(k, small, large, is_small);
 }
 
+// e^-|v + v_lo| for the logistic forms below: t = e^-|v| as m 2^e (exp_parts; m within 1.82u, 2.07u
+// with the low part), `t` itself where it is at least 2^-126 (0 below 2^-127, where 1 + t = 1
+// anyway), `scale` = 2^max(e, -127). |v| past 120 is clamped: e^-|v| is 0 in f32 there.
+struct NegExp {
+  Reg<Pred> negative;  // v < 0
+  Reg<F32> a;          // -|v|, clamped at -120 (v itself where -120 <= v < 0)
+  ExpParts p;
+  Reg<F32> scale, t;
+};
+NegExp neg_exp(Kernel& k, Reg<F32> v, std::optional<Reg<F32>> v_lo = std::nullopt) {
+  Reg<Pred> negative = setp(k, Cmp::lt, v, V<F32>(0.0f));
+  Reg<F32> a = max(k, neg(k, abs(k, v)), V<F32>(-120.0f));
+  std::optional<Reg<F32>> lo;
+  if (v_lo) lo = selp<F32>(k, *v_lo, neg(k, *v_lo), negative);  // -|v + v_lo| = -|v| -+ v_lo
+  ExpParts p = exp_parts(k, a, lo);
+  Reg<F32> scale = pow2_f32(k, max(k, p.e, V<S32>(-127)));
+  return {negative, a, p, scale, mul(k, p.m, V<F32>(scale))};
+}
+
+Reg<F32> keep_nan(Kernel& k, Reg<F32> x, Reg<F32> y) { return selp<F32>(k, x, y, setp(k, Cmp::nan, x, V<F32>(x))); }
+
+// sigmoid(x) with t = e^-|x|: 1 / (1 + t) for x >= 0, t / (1 + t) = (m / (1 + t)) 2^e for x < 0.
+// - x >= 0: t's 1.82u reaches 1 + t scaled by t / (1 + t) <= 1/2 (0.91u), the sum rounds (1u), the
+//   quotient (1u): 2.91u.
+// - x < 0: m (1.82u), 1 + t (1.91u), the quotient (1u); 2^e scales exactly while the result is
+//   normal: 4.73u (2.4 ulp). Below 2^-126 (x < -87.3) it may flush.
 Reg<F32> sigmoid_f32(Kernel& k, Reg<F32> x) {
-  Reg<F32> e = exp_f32(k, neg(k, x));  // +inf at x = -inf: 1/inf = 0
-  return rcp_rn(k, add(k, e, V<F32>(1.0f)));
+  const NegExp n = neg_exp(k, x);
+  Reg<F32> q = div(k, selp<F32>(k, n.p.m, 1.0f, n.negative), V<F32>(add(k, n.t, V<F32>(1.0f))));
+  return keep_nan(k, x, selp<F32>(k, mul(k, q, V<F32>(n.scale)), q, n.negative));
 }
 
-// x * s where s is a sigmoid-like factor that reaches 0 at x = -inf (where x*s would be NaN).
-Reg<F32> times_gate(Kernel& k, Reg<F32> x, Reg<F32> s) {
-  Reg<F32> y = mul(k, x, V<F32>(s));
-  Reg<Pred> gate_zero = setp(k, Cmp::eq, s, V<F32>(0.0f));
-  return selp<F32>(k, 0.0f, y, gate_zero);
+// x sigmoid(v) for the gated forms (silu: v = x; gelu_tanh: v + v_lo = 2 sqrt(2/pi) (x + 0.044715
+// x^3)), v of x's sign: x / (1 + t) for v >= 0, and (x m / (1 + t)) 2^e for v < 0, scaled in two
+// exact steps at the end (scale_pow2): e^v may be subnormal where x e^v is not.
+// - v >= 0: 2.91u (as sigmoid's; t's 2.07u with a low part: 3.04u).
+// - v < 0: m (1.82u; 2.07u), x m (1u), 1 + t (1.91u; 2.04u), the quotient (1u): 5.73u (6.1u,
+//   3.05 ulp). `x_neg` is x where v < 0, clamped where the result is 0 (so that -inf gives 0).
+Reg<F32> gated(Kernel& k, Reg<F32> x, Reg<F32> x_neg, const NegExp& n) {
+  Reg<F32> num = selp<F32>(k, mul(k, x_neg, V<F32>(n.p.m)), x, n.negative);
+  Reg<F32> q = div(k, num, V<F32>(add(k, n.t, V<F32>(1.0f))));
+  return selp<F32>(k, scale_pow2(k, q, n.p.e), q, n.negative);
 }
 
+Reg<F32> silu_f32(Kernel& k, Reg<F32> x) {
+  const NegExp n = neg_exp(k, x);
+  return keep_nan(k, x, gated(k, x, n.a, n));  // n.a: x clamped at -120, where silu is 0
+}
+
+// tanh: |x| < 0.25: the odd Taylor series to x^9 (truncation 0.14u, the sum and product 2.1u).
+// Otherwise (1 - e) / (1 + e), e = e^-2|x| (2|x| exact) within 1.82u, which reaches the quotient
+// scaled by 2e / (1 - e^2) <= 1.92 (3.5u at |x| = 0.25); 1 - e is exact for e >= 1/2 and
+// rounds once below, where the scaling is at most 1.33 (2.4u + 1u); 1 + e and the quotient round
+// once each: 5.5u (2.75 ulp) at most. Sign restored.
 Reg<F32> tanh_f32(Kernel& k, Reg<F32> x) {
-  // Small |x|: odd Taylor series (|x| < 0.25, error < 1e-8 relative). Otherwise
-  // (1 - e)/(1 + e) with e = exp(-2|x|), sign restored.
   Reg<F32> x2 = mul(k, x, V<F32>(x));
   Reg<F32> p = horner<F32, 5>(k, x2, {1.0f, -1.0f / 3, 2.0f / 15, -17.0f / 315, 62.0f / 2835});
   Reg<F32> small = mul(k, x, V<F32>(p));
   Reg<F32> ax = abs(k, x);
-  Reg<F32> e = exp_f32(k, mul(k, ax, V<F32>(-2.0f)));
+  Reg<F32> e = exp_nonpositive(k, mul(k, ax, V<F32>(-2.0f)));
   Reg<F32> t = div(k, sub(k, mov<F32>(k, 1.0f), V<F32>(e)), V<F32>(add(k, e, V<F32>(1.0f))));
   Reg<Pred> negative = setp(k, Cmp::lt, x, V<F32>(0.0f));
   Reg<F32> large = selp<F32>(k, neg(k, t), t, negative);
   Reg<Pred> is_small = setp(k, Cmp::lt, ax, V<F32>(0.25f));
-  return selp<F32>(k, small, large, is_small);
+  return keep_nan(k, x, selp<F32>(k, small, large, is_small));
 }
 
+// gelu = x/2 (1 + erf(x / sqrt 2)), in two forms:
+// - |x| < 1: erf(x / sqrt 2) = x S(x^2), S the Taylor series to x^16 (truncation 0.1u, the Horner sum
+//   about 1u, the product 1u), and gelu = g + g erf with g = x/2 (exact): erf's error reaches the
+//   result scaled by |erf| / (1 + erf) <= 0.41, plus the FMA's rounding: about 2u.
+// - |x| >= 1: erfc(w), w = |x| / sqrt 2, as t Q(t) e^(-w^2), t = 1 / (1 + w/2) and Q the polynomial
+//   scripts/fit-gelu-erfc-ptx.py fits (0.04u; its f32 evaluation about 2.2u); w^2 = x^2 / 2 is
+//   carried exactly (x^2 = h + l by an FMA) into exp_parts as a value and its low part (2.07u):
+//   rounded to f32, the exponent (up to 99) would cost |w^2| u, 80 ulp at x = -13. t rounds twice
+//   (2u, 3u with its effect on Q). x < 0: gelu = (x/2 t Q m) 2^e, three products (3u), scaled in
+//   two exact steps at the end (e^(-w^2) may be subnormal where gelu is not): about 10u in all,
+//   whose terms rarely align (docs/cuda_ptx.md has the errors measured). x >= 1: x (1 - erfc/2),
+//   erfc <= 0.32: erfc's error reaches it scaled by 0.19, and two roundings.
 Reg<F32> gelu_erf(Kernel& k, Reg<F32> x) {
-  // 1 + erf(z), z = x/sqrt(2): erfc(|z|) for z < 0 (no cancellation), 2 - erfc(z) otherwise.
-  // erfc(w) = t exp(-w^2 + P(t)), t = 1/(1 + w/2): a Chebyshev fit with relative error below
-  // 1.2e-7 for every w >= 0, so gelu keeps its relative accuracy far into the negative tail.
-  Reg<F32> z = mul(k, x, V<F32>(0.70710678118654752f));
-  Reg<F32> w = abs(k, z);
-  Reg<F32> t = rcp_rn(k, fma(k, w, V<F32>(0.5f), V<F32>(1.0f)));
-  Reg<F32> p = horner<F32, 10>(k, t,
-                               {-1.26551223f, 1.00002368f, 0.37409196f, 0.09678418f, -0.18628806f, 0.27886807f,
-                                -1.13520398f, 1.48851587f, -0.82215223f, 0.17087277f});
-  Reg<F32> exponent = sub(k, p, V<F32>(mul(k, w, V<F32>(w))));
-  Reg<F32> erfc = mul(k, t, V<F32>(exp_f32(k, exponent)));
-  Reg<Pred> negative = setp(k, Cmp::lt, z, V<F32>(0.0f));
-  Reg<F32> one_plus = selp<F32>(k, erfc, sub(k, mov<F32>(k, 2.0f), V<F32>(erfc)), negative);
-  return times_gate(k, x, mul(k, one_plus, V<F32>(0.5f)));
+  Reg<F32> xc = min(k, max(k, x, V<F32>(-20.0f)), V<F32>(20.0f));  // erfc(20 / sqrt 2) is 0 in f32
+  Reg<F32> h = mul(k, xc, V<F32>(xc));
+  // |x| < 1: sqrt(2/pi) (-1)^n / (2^n n! (2n + 1)), each rounded once to f32
+  constexpr double r = 0.79788456080286535588;  // sqrt(2/pi)
+  Reg<F32> sum = horner<F32, 9>(
+      k, h,
+      {static_cast<float>(r), static_cast<float>(-r / 6), static_cast<float>(r / 40), static_cast<float>(-r / 336),
+       static_cast<float>(r / 3456), static_cast<float>(-r / 42240), static_cast<float>(r / 599040),
+       static_cast<float>(-r / 9676800), static_cast<float>(r / 175472640)});
+  Reg<F32> g = mul(k, xc, V<F32>(0.5f));
+  Reg<F32> small = fma(k, g, V<F32>(mul(k, xc, V<F32>(sum))), V<F32>(g));
+  small = selp<F32>(k, xc, small, setp(k, Cmp::eq, xc, V<F32>(0.0f)));  // -0 + 0 would lose -0's sign
+  // |x| >= 1
+  Reg<F32> t = rcp_rn(k, fma(k, abs(k, xc), V<F32>(0.35355339059327376f), V<F32>(1.0f)));  // 1 / (1 + w/2)
+  Reg<F32> q =
+      horner<F32, 10>(k, fma(k, t, V<F32>(0x1.a007d6p+1f), V<F32>(-0x1.66b93ep+0f)),
+                      {0x1.dd3ff0p-2f, 0x1.81e984p-3f, 0x1.969244p-5f, 0x1.663068p-8f, -0x1.317c86p-10f,
+                       -0x1.8e035cp-12f, 0x1.b32f92p-15f, 0x1.a0ba48p-16f, -0x1.f4870ep-19f, -0x1.7fb554p-20f});
+  Reg<F32> l = fma(k, xc, V<F32>(xc), V<F32>(neg(k, h)));  // x^2 = h + l exactly
+  const ExpParts e = exp_parts(k, max(k, mul(k, h, V<F32>(-0.5f)), V<F32>(-120.0f)), mul(k, l, V<F32>(-0.5f)));
+  Reg<Pred> negative = setp(k, Cmp::lt, xc, V<F32>(0.0f));
+  Reg<F32> base = selp<F32>(k, mul(k, g, V<F32>(t)), t, negative);
+  Reg<F32> scaled = scale_pow2(k, mul(k, mul(k, base, V<F32>(q)), V<F32>(e.m)), e.e);  // x/2 erfc, or erfc
+  Reg<F32> large = selp<F32>(k, scaled, mul(k, x, V<F32>(fma(k, scaled, V<F32>(-0.5f), V<F32>(1.0f)))), negative);
+  Reg<Pred> is_small = setp(k, Cmp::lt, abs(k, xc), V<F32>(1.0f));
+  return keep_nan(k, x, selp<F32>(k, small, large, is_small));
 }
 
+// gelu_tanh = x sigmoid(v), v = 2 sqrt(2/pi) (x + 0.044715 x^3) = x (c1 + c2 x^2) (x/2 (1 + tanh)
+// without the cancellation for negative x). v reaches -87 where the result is still normal, so
+// rounding it to f32 would cost |v| u (44 ulp at x = -10): v is formed as a sum of two floats, the
+// constants split in two (c1, c2 to 2^-48), x^2 exact by an FMA, the sum c1 + c2 x^2 by TwoSum, the
+// product by an FMA: within 2^-44 relative, 2^-37 absolute, nothing in the result. Then gated():
+// 3.04u for x >= 0, 6.1u (3.05 ulp) for x < 0. x is clamped to [-12, 12] for v (beyond, the result
+// is 0 or x).
 Reg<F32> gelu_tanh_f32(Kernel& k, Reg<F32> x) {
-  // x/2 (1 + tanh(u)) = x sigmoid(2u): no cancellation for negative x.
-  Reg<F32> x3 = mul(k, mul(k, x, V<F32>(x)), V<F32>(x));
-  Reg<F32> u = mul(k, fma(k, x3, V<F32>(0.044715f), V<F32>(x)), V<F32>(0.79788456080286536f));
-  return times_gate(k, x, sigmoid_f32(k, add(k, u, V<F32>(u))));
+  constexpr double c1 = 1.5957691216057307117597842;  // 2 sqrt(2 / pi)
+  constexpr double c2 = c1 * 0.044715;
+  constexpr float c1_hi = static_cast<float>(c1), c1_lo = static_cast<float>(c1 - c1_hi);
+  constexpr float c2_hi = static_cast<float>(c2), c2_lo = static_cast<float>(c2 - c2_hi);
+  Reg<F32> xc = min(k, max(k, x, V<F32>(-12.0f)), V<F32>(12.0f));
+  Reg<F32> x2 = mul(k, xc, V<F32>(xc));
+  Reg<F32> x2_lo = fma(k, xc, V<F32>(xc), V<F32>(neg(k, x2)));
+  Reg<F32> s = mul(k, x2, V<F32>(c2_hi));  // c2 x^2 = s + s_lo
+  Reg<F32> s_lo = fma(k, x2, V<F32>(c2_hi), V<F32>(neg(k, s)));
+  s_lo = fma(k, x2_lo, V<F32>(c2_hi), V<F32>(s_lo));
+  s_lo = fma(k, x2, V<F32>(c2_lo), V<F32>(s_lo));
+  Reg<F32> w = add(k, s, V<F32>(c1_hi));  // TwoSum: c1_hi + s = w + w_err
+  Reg<F32> b = sub(k, w, V<F32>(s));
+  Reg<F32> w_err = add(k, sub(k, s, V<F32>(sub(k, w, V<F32>(b)))), V<F32>(sub(k, mov<F32>(k, c1_hi), V<F32>(b))));
+  Reg<F32> w_lo = add(k, w_err, V<F32>(add(k, s_lo, V<F32>(c1_lo))));
+  Reg<F32> v = mul(k, xc, V<F32>(w));
+  Reg<F32> v_lo = fma(k, xc, V<F32>(w), V<F32>(neg(k, v)));
+  v_lo = fma(k, xc, V<F32>(w_lo), V<F32>(v_lo));
+  const NegExp n = neg_exp(k, v, v_lo);
+  return keep_nan(k, x, gated(k, x, xc, n));
 }
 
 }  // namespace
@@ -91,7 +188,7 @@ Reg<F32> activation(Kernel& k, Activation act, Reg<F32> x, Reg<F32> alpha, Reg<F
     }
     case Activation::sigmoid: return sigmoid_f32(k, x);
     case Activation::tanh: return tanh_f32(k, x);
-    case Activation::silu: return times_gate(k, x, sigmoid_f32(k, x));
+    case Activation::silu: return silu_f32(k, x);
     case Activation::gelu: return gelu_erf(k, x);
     case Activation::gelu_tanh: return gelu_tanh_f32(k, x);
     case Activation::clip: {

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "backends/cuda_ptx/kernels/common.hpp"
+#include "backends/cuda_ptx/kernels/math.hpp"
 #include "backends/cuda_ptx/kernels/plan.hpp"
 
 namespace trine::cuda::kernels {
@@ -146,9 +147,12 @@ std::string generate(std::size_t config, Target target) {
 
     // Online softmax: -inf scores contribute 0, and an unchanged max rescales by exactly 1.
     Reg<F32> m_new = max_nan(k, m, warp_max_nan(k, s));
-    Reg<F32> p = approx(k, Approx::ex2, sub(k, s, V<F32>(m_new)));
+    // 2^(s - max) within 1.82u (exp2_nonpositive: IEEE operations only; ex2.approx errs by up to
+    // 2.5 ulp, more than attention's bound at small D and Lk), the difference's own rounding
+    // counted by the measure's (1 + |s - max|); the rescale factor the same way (once a tile).
+    Reg<F32> p = exp2_nonpositive(k, sub(k, s, V<F32>(m_new)));
     p = selp<F32>(k, 0.0f, p, setp(k, Cmp::eq, s, V<F32>(neg_inf)));
-    Reg<F32> factor = approx(k, Approx::ex2, sub(k, m, V<F32>(m_new)));
+    Reg<F32> factor = exp2_nonpositive(k, sub(k, m, V<F32>(m_new)));
     factor = selp<F32>(k, 1.0f, factor, setp(k, Cmp::eq, m, V<F32>(m_new)));
     assign(k, l, V<F32>(fma(k, l, V<F32>(factor), V<F32>(warp_sum(k, p)))));
     assign(k, m, V<F32>(m_new));

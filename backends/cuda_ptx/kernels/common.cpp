@@ -1,4 +1,4 @@
-// Shared generator pieces: indexing, warp reductions, exp/log, dtype conversions.
+// Shared generator pieces: indexing, warp reductions, dtype conversions.
 #include "backends/cuda_ptx/kernels/common.hpp"
 
 #include <algorithm>
@@ -47,26 +47,6 @@ Reg<F32> warp_sum(Kernel& k, Reg<F32> v) {
 Reg<F32> warp_max_nan(Kernel& k, Reg<F32> v) {
   for (std::uint32_t offset = 16; offset >= 1; offset /= 2) v = max_nan(k, v, shfl(k, Shfl::bfly, v, offset));
   return v;
-}
-
-Reg<F32> exp_f32(Kernel& k, Reg<F32> x) {
-  // exp(x) = 2^hi * 2^lo with hi + lo = x*log2(e) to about 2^-48: ex2.approx then only sees its own
-  // 2 ulp, not the rounding of x*log2(e) (which grows with |x|).
-  constexpr float log2e = 1.44269504088896340736f;
-  constexpr float log2e_lo = 1.925963033500011e-08f;  // log2(e) - (float)log2(e)
-  Reg<F32> hi = mul(k, x, V<F32>(log2e));
-  Reg<F32> lo = fma(k, x, V<F32>(log2e), V<F32>(neg(k, hi)));
-  lo = fma(k, x, V<F32>(log2e_lo), V<F32>(lo));
-  // Beyond |hi| = 256, 2^hi alone is already 0 or inf, and the split can be NaN or -inf (inf - inf):
-  // drop lo there. NaN x keeps its NaN (the comparison is false).
-  Reg<Pred> saturated = setp(k, Cmp::gt, abs(k, hi), V<F32>(256.0f));
-  lo = selp<F32>(k, 0.0f, lo, saturated);
-  return mul(k, approx(k, Approx::ex2, hi), V<F32>(approx(k, Approx::ex2, lo)));
-}
-
-Reg<F32> log_f32(Kernel& k, Reg<F32> x) {
-  constexpr float ln2 = 0.693147180559945309f;
-  return mul(k, approx(k, Approx::lg2, x), V<F32>(ln2));
 }
 
 Reg<F32> f16_to_f32(Kernel& k, Reg<F16> h) { return cvt<F32>(k, h); }

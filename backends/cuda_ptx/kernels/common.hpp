@@ -1,5 +1,5 @@
 // Building blocks the kernel generators share: thread indexing, grid-stride loops, warp reductions,
-// NaN-propagating max, and f16/bf16 loads and stores through f32.
+// NaN-propagating max, and f16/bf16 loads and stores through f32 (the math functions: math.hpp).
 #pragma once
 
 #include <array>
@@ -41,12 +41,6 @@ Reg<F32> min_nan(Kernel& k, Reg<F32> a, Reg<F32> b);
 // Butterfly reductions over the 32 lanes of a warp: every lane ends with the result.
 Reg<F32> warp_sum(Kernel& k, Reg<F32> v);
 Reg<F32> warp_max_nan(Kernel& k, Reg<F32> v);
-
-// exp(x), accurate to a few ulp over the whole range (ex2.approx on a split argument);
-// exp(-inf) = 0, exp(+inf) = +inf, NaN stays NaN.
-Reg<F32> exp_f32(Kernel& k, Reg<F32> x);
-// Natural log through lg2.approx.
-Reg<F32> log_f32(Kernel& k, Reg<F32> x);
 
 // Loads one element stored as e and widens it to f32 (exact; i32 rounds to nearest even).
 Reg<F32> load_f32(Kernel& k, Elem e, Reg<U64> base, Reg<U64> index);

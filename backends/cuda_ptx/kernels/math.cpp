@@ -9,6 +9,7 @@
 #include <cfloat>
 #include <cstdint>
 #include <limits>
+#include <optional>
 
 namespace trine::cuda::kernels {
 namespace {
@@ -24,9 +25,6 @@ constexpr float ln2_lo_f32 = std::bit_cast<float>(0x35bfbe8eu);  // 1.4286068e-0
 constexpr double ln2_hi_f64 = std::bit_cast<double>(0x3fe62e42fee00000ull);
 constexpr double ln2_lo_f64 = std::bit_cast<double>(0x3dea39ef35793c76ull);
 constexpr double ln2_f64 = 0.693147180559945309417;
-
-// 2^e as an f32 for e in [-126, 127], built from its exponent field (exact).
-Reg<F32> pow2_f32(Kernel& k, Reg<S32> e) { return bitcast<F32>(k, shl(k, add(k, e, V<S32>(127)), 23u)); }
 
 // x = 2^e (1 + f) with 1 + f in [sqrt(1/2), sqrt(2)), both exact: e from the exponent field (after
 // scaling a subnormal x by 2^23), 1 + f by replacing it, and f = (1 + f) - 1 by Sterbenz's lemma.
@@ -49,31 +47,67 @@ LogArgument log_argument(Kernel& k, Reg<F32> x) {
 
 }  // namespace
 
-// exp(x) = 2^k e^r, k = rint(x log2 e), r = x - k ln2 in [-0.347, 0.347]:
+Reg<F32> pow2_f32(Kernel& k, Reg<S32> e) { return bitcast<F32>(k, shl(k, add(k, e, V<S32>(127)), 23u)); }
+
+Reg<F32> scale_pow2(Kernel& k, Reg<F32> v, Reg<S32> e) {
+  Reg<S32> e1 = shr(k, e, 1u);
+  Reg<S32> e2 = sub(k, e, V<S32>(e1));
+  return mul(k, mul(k, v, V<F32>(pow2_f32(k, e1))), V<F32>(pow2_f32(k, e2)));
+}
+
+// e^x = 2^k e^r, k = rint(x log2 e), r = x - k ln2 in [-0.347, 0.347]:
 // - r: x - k ln2_hi is exact (k ln2_hi is exact and a multiple of 2^-16, x one of 2^-25 wherever
 //   k != 0, and |r| < 1/2 holds it in 24 bits); subtracting k ln2_lo rounds once: |dr| <= 2^-26,
-//   plus |k| 2^-45 ln2 for the split, which moves e^r by 0.26u relative.
+//   plus |k| 2^-45 ln2 for the split, which moves e^r by 0.26u relative. With a low part x_lo
+//   (|x_lo| <= ulp(x)), adding it rounds once more: 0.25u.
 // - e^r = 1 + r (1 + r h), h the Taylor series to r^8 / 8! / r^2: truncation 2^-31.7 relative
 //   (0.005u), coefficient roundings 0.01u; the error of (1 + r h) (1.3u) reaches the result scaled
 //   by |r (1 + r h)| / e^r <= 0.42 (0.55u); the last FMA rounds once (1u).
-// - 2^k = 2^k1 2^k2 (k1 = k >> 1): two exact power-of-two products while the result is normal; the
-//   second rounds once into the subnormals (an absolute error under 2^-150, which the suite does
-//   not measure).
-// Total <= 1.82u (0.91 ulp) relative. The host simulation of this sequence over every f32 input in
-// [-120, 90] (IEEE arithmetic gives the same bits everywhere) errs by at most 1.00 eps against the
-// exact value rounded to f32. Inputs are clamped to [-120, 89] first, where e^x is already 0 or inf.
-Reg<F32> exp_accurate(Kernel& k, Reg<F32> x) {
+// Total: m within 1.82u (2.07u with x_lo) of e^(x + x_lo) / 2^k.
+ExpParts exp_parts(Kernel& k, Reg<F32> x, std::optional<Reg<F32>> x_lo) {
   constexpr float log2e = 1.44269504088896340736f;
-  Reg<F32> xc = min(k, max(k, x, V<F32>(-120.0f)), V<F32>(89.0f));  // NaN becomes -120; selected back below
-  Reg<F32> kf = cvt<F32>(k, mul(k, xc, V<F32>(log2e)), Round::rni);
-  Reg<F32> r = fma(k, kf, V<F32>(-ln2_hi_f32), V<F32>(xc));
+  Reg<F32> kf = cvt<F32>(k, mul(k, x, V<F32>(log2e)), Round::rni);
+  Reg<F32> r = fma(k, kf, V<F32>(-ln2_hi_f32), V<F32>(x));
   r = fma(k, kf, V<F32>(-ln2_lo_f32), V<F32>(r));
+  if (x_lo) r = add(k, r, V<F32>(*x_lo));
   Reg<F32> h = horner<F32, 7>(k, r, {1.0f / 2, 1.0f / 6, 1.0f / 24, 1.0f / 120, 1.0f / 720, 1.0f / 5040, 1.0f / 40320});
   Reg<F32> er = fma(k, fma(k, h, V<F32>(r), V<F32>(1.0f)), V<F32>(r), V<F32>(1.0f));
   Reg<S32> ki = cvt<S32>(k, kf, Round::rzi);  // kf is an integer in [-173, 129]: exact
-  Reg<S32> k1 = shr(k, ki, 1u);
-  Reg<S32> k2 = sub(k, ki, V<S32>(k1));
-  Reg<F32> y = mul(k, mul(k, er, V<F32>(pow2_f32(k, k1))), V<F32>(pow2_f32(k, k2)));
+  return {er, ki};
+}
+
+// 2^t = 2^k 2^f, k = rint(t), f = t - k in [-1/2, 1/2] exact (t and k are close floats, or t is
+// an integer); 2^f = e^r with r = f ln2 rounded once (|dr| <= 2^-26: 0.25u), then exp_parts'
+// polynomial (1.57u): m within 1.82u of 2^t / 2^k.
+ExpParts exp2_parts(Kernel& k, Reg<F32> t) {
+  constexpr float ln2 = 0.693147180559945309f;
+  Reg<F32> kf = cvt<F32>(k, t, Round::rni);
+  Reg<F32> r = mul(k, sub(k, t, V<F32>(kf)), V<F32>(ln2));
+  Reg<F32> h = horner<F32, 7>(k, r, {1.0f / 2, 1.0f / 6, 1.0f / 24, 1.0f / 120, 1.0f / 720, 1.0f / 5040, 1.0f / 40320});
+  Reg<F32> er = fma(k, fma(k, h, V<F32>(r), V<F32>(1.0f)), V<F32>(r), V<F32>(1.0f));
+  return {er, cvt<S32>(k, kf, Round::rzi)};
+}
+
+Reg<F32> exp_nonpositive(Kernel& k, Reg<F32> x) {
+  const ExpParts p = exp_parts(k, max(k, x, V<F32>(-120.0f)));
+  return mul(k, p.m, V<F32>(pow2_f32(k, max(k, p.e, V<S32>(-127)))));
+}
+
+Reg<F32> exp2_nonpositive(Kernel& k, Reg<F32> t) {
+  const ExpParts p = exp2_parts(k, max(k, t, V<F32>(-150.0f)));
+  return mul(k, p.m, V<F32>(pow2_f32(k, max(k, p.e, V<S32>(-127)))));
+}
+
+// exp_parts, then 2^k = 2^k1 2^k2 (k1 = k >> 1): two exact power-of-two products while the result
+// is normal; the second rounds once into the subnormals (an absolute error under 2^-150, which the
+// suite does not measure). Total <= 1.82u (0.91 ulp) relative. The host simulation of this sequence
+// over every f32 input in [-120, 90] (IEEE arithmetic gives the same bits everywhere) errs by at
+// most 1.00 eps against the exact value rounded to f32. Inputs are clamped to [-120, 89] first,
+// where e^x is already 0 or inf.
+Reg<F32> exp_accurate(Kernel& k, Reg<F32> x) {
+  Reg<F32> xc = min(k, max(k, x, V<F32>(-120.0f)), V<F32>(89.0f));  // NaN becomes -120; selected back below
+  const ExpParts p = exp_parts(k, xc);
+  Reg<F32> y = scale_pow2(k, p.m, p.e);
   return selp<F32>(k, x, y, setp(k, Cmp::nan, x, V<F32>(x)));
 }
 

@@ -4,6 +4,8 @@
 // computes the hardware's very bits. Each definition's comment gives its error budget.
 #pragma once
 
+#include <optional>
+
 #include "backends/cuda_ptx/kernels/common.hpp"
 
 namespace trine::cuda::kernels {
@@ -11,6 +13,29 @@ namespace trine::cuda::kernels {
 // e^x within 0.91 ulp (Cody-Waite reduction, FMA polynomial); +inf from x > 88.7228 on, results below
 // 2^-126 as IEEE subnormals (0 below 2^-149), exp(-inf) = 0, NaN stays NaN.
 Reg<F32> exp_accurate(Kernel& k, Reg<F32> x);
+
+// The pieces the exp-based kernels build on, so that a result whose e^x leaves the normal range
+// (silu(-91) = -91 e^-91, normal while e^-91 is not) is scaled once, at the end.
+// e^x as m 2^e: m in [0.70, 1.42] within 1.82u (u = 2^-24) of e^x / 2^e (2.07u with a low part:
+// e^(x + x_lo), |x_lo| <= ulp(x)), e an integer in [-173, 129]. For x in [-120, 89] (callers clamp:
+// beyond, e^x is 0 or inf in f32); no special values.
+struct ExpParts {
+  Reg<F32> m;
+  Reg<S32> e;
+};
+ExpParts exp_parts(Kernel& k, Reg<F32> x, std::optional<Reg<F32>> x_lo = std::nullopt);
+// 2^t as m 2^e, m within 1.82u; t in [-173, 128].
+ExpParts exp2_parts(Kernel& k, Reg<F32> t);
+// 2^e for e in [-127, 127], exact, from the exponent field; e = -127 gives 0 (2^-127 is subnormal).
+Reg<F32> pow2_f32(Kernel& k, Reg<S32> e);
+// v 2^e for e in [-254, 254], |v| in [2^-100, 2^100]: two exact power-of-two products while the
+// result is normal, one rounding into the subnormals.
+Reg<F32> scale_pow2(Kernel& k, Reg<F32> v, Reg<S32> e);
+// e^x for x <= 0 (-inf included), within 1.82u where the result is normal (at least 2^-126);
+// results below 2^-126 may be 0. A NaN x gives a finite value: callers that take NaN select it.
+Reg<F32> exp_nonpositive(Kernel& k, Reg<F32> x);
+// 2^t the same way, for t <= 0 (-inf included).
+Reg<F32> exp2_nonpositive(Kernel& k, Reg<F32> t);
 // The natural log within 1.1 ulp; NaN below 0, -inf at +-0, +inf at +inf, subnormals included.
 Reg<F32> log_accurate(Kernel& k, Reg<F32> x);
 // 1/sqrt(x): sqrt.rn then rcp.rn, within 1 ulp; +-0 give +-inf, negatives NaN.

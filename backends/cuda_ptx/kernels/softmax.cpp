@@ -3,6 +3,7 @@
 // Special rows follow docs/ops.md: -inf entries give 0 (log: -inf) while one entry is finite; a row
 // of all -inf, or one holding +inf or NaN, gives NaN everywhere.
 #include "backends/cuda_ptx/kernels/common.hpp"
+#include "backends/cuda_ptx/kernels/math.hpp"
 #include "backends/cuda_ptx/kernels/plan.hpp"
 
 namespace trine::cuda::kernels {
@@ -11,34 +12,42 @@ namespace {
 constexpr int block_threads = 256;
 constexpr int warps_per_block = block_threads / 32;
 
-// exp(a - m), taken as 1 when a == m so that a = m = -inf does not make NaN.
-Reg<F32> rel_exp(Kernel& k, Reg<F32> a, Reg<F32> m) {
-  Reg<F32> e = exp_f32(k, sub(k, a, V<F32>(m)));
-  return selp<F32>(k, 1.0f, e, setp(k, Cmp::eq, a, V<F32>(m)));
+// e^-|a - b|, taken as 1 when a == b so that a = b = -inf does not make NaN. Within 1.82u of the
+// exponential of the rounded difference (exp_nonpositive: IEEE operations only, the same bits on
+// every GPU; the ex2.approx form it replaces could err by 5u), whose own rounding
+// the measure's (1 + |x - max|) counts; normal results are never flushed.
+Reg<F32> rel_exp(Kernel& k, Reg<F32> a, Reg<F32> b) {
+  Reg<F32> e = exp_nonpositive(k, neg(k, abs(k, sub(k, a, V<F32>(b)))));
+  return selp<F32>(k, 1.0f, e, setp(k, Cmp::eq, a, V<F32>(b)));
 }
 
 struct Online {
   Reg<F32> m, s;
 };
 
-// Folds x into (m, s) in place.
+// Folds x into (m, s) in place with one exponential: x above the max rescales the sum to x
+// (s e^(m - x) + 1), anything else adds e^(x - m). Each rescale multiplies the sum by one
+// exponential (1.82u): a lane's sum errs by 1.82u per increase of its running max, on top of the
+// additions' roundings.
 void online_add(Kernel& k, Online& o, Reg<F32> x) {
-  Reg<F32> m_new = max_nan(k, o.m, x);
-  Reg<F32> s_new = fma(k, o.s, V<F32>(rel_exp(k, o.m, m_new)), V<F32>(rel_exp(k, x, m_new)));
-  assign(k, o.m, V<F32>(m_new));
+  Reg<F32> e = rel_exp(k, x, o.m);
+  Reg<Pred> above = setp(k, Cmp::gt, x, V<F32>(o.m));
+  Reg<F32> s_new = selp<F32>(k, fma(k, o.s, V<F32>(e), V<F32>(1.0f)), add(k, o.s, V<F32>(e)), above);
+  assign(k, o.m, V<F32>(max_nan(k, o.m, x)));
   assign(k, o.s, V<F32>(s_new));
 }
 
 Online merge(Kernel& k, Online a, Online b) {
-  Reg<F32> m = max_nan(k, a.m, b.m);
-  Reg<F32> s = fma(k, a.s, V<F32>(rel_exp(k, a.m, m)), V<F32>(mul(k, b.s, V<F32>(rel_exp(k, b.m, m)))));
-  return Online{m, s};
+  Reg<F32> e = rel_exp(k, a.m, b.m);
+  Reg<Pred> b_above = setp(k, Cmp::gt, b.m, V<F32>(a.m));
+  Reg<F32> s = selp<F32>(k, fma(k, a.s, V<F32>(e), V<F32>(b.s)), fma(k, b.s, V<F32>(e), V<F32>(a.s)), b_above);
+  return Online{max_nan(k, a.m, b.m), s};
 }
 
-// After the row is seen: a +inf maximum makes the whole row NaN.
+// After the row is seen: a maximum of +inf, -inf (every entry -inf) or NaN makes the whole row NaN.
 Reg<F32> final_sum(Kernel& k, Online o) {
-  Reg<Pred> inf = setp(k, Cmp::eq, o.m, V<F32>(std::numeric_limits<float>::infinity()));
-  return selp<F32>(k, std::numeric_limits<float>::quiet_NaN(), o.s, inf);
+  Reg<Pred> special = setp(k, Cmp::geu, abs(k, o.m), V<F32>(std::numeric_limits<float>::infinity()));
+  return selp<F32>(k, std::numeric_limits<float>::quiet_NaN(), o.s, special);
 }
 
 struct SoftmaxConfig {
@@ -69,10 +78,10 @@ std::string generate(std::size_t config, Target target) {
   auto write = [&](Reg<U64> index, Reg<F32> m, Reg<F32> scale) {
     Reg<F32> v = ld(k, element(k, x, index));
     Reg<F32> d = sub(k, v, V<F32>(m));
-    Reg<F32> out = is_log ? sub(k, d, V<F32>(scale)) : mul(k, exp_f32(k, d), V<F32>(scale));
+    Reg<F32> out = is_log ? sub(k, d, V<F32>(scale)) : mul(k, exp_nonpositive(k, d), V<F32>(scale));
     st(k, element(k, y, index), V<F32>(out));
   };
-  auto row_scale = [&](Reg<F32> sum) { return is_log ? log_f32(k, sum) : rcp_rn(k, sum); };
+  auto row_scale = [&](Reg<F32> sum) { return is_log ? log_accurate(k, sum) : rcp_rn(k, sum); };
 
   if (cfg.row) {
     Reg<U32> tid = special(k, Special::tid_x);
