@@ -87,7 +87,7 @@ int main(int argc, char** argv) {
         for (const auto& in : c.inputs) ref_in.push_back(ref::from_tensor(in));
         const ref::Array expect = ref::run(op, ref_in, c.params);
         const ref::Comparison e = ref::compare(ref::from_tensor(out).data, expect, out.dtype());
-        double bound = ref::error_bound(op, c.params, expect.terms) * ref::device_math_factor(out.device().kind);
+        double bound = ref::device_bound(op, c.params, expect.terms, out.device().kind);
         // As the conformance suite does (tests/harness.cpp): the cpu's Winograd F(4x4,3x3) errs more.
         if (op == OpKind::conv2d && out.device().kind == DeviceKind::cpu &&
             debug::cpu_conv2d_path(c.inputs[0].shape(), c.inputs[1].shape(), std::get<Conv2dParams>(c.params)) ==

@@ -221,6 +221,8 @@ void softmax_cases(std::vector<Sample>& out) {
   // far tails: rows like [0, -80, -87, -90], whose e^-87 (1.6e-38) is normal and e^-90 is not
   add(in({7, 33}, -95, 0), -1, "far tails");
   add(in({40, 5}, -95, 0), 0, "far tails, axis 0");
+  // rows of integers from -90 to 0: x - max exact, e^-87 and e^-88 among the entries
+  add(steps({64, 4}, -90, 1, 1), -1, "integer rows down to -90");
   add(view({31, 64}, L::transposed, -10, 10), -1, "transposed view");
   // many rows (Vulkan's softmax_rows.comp, an invocation per row): the last axis, a middle axis
   // with inner > 1, and a transposed view

@@ -23,75 +23,161 @@ bool arg_better(float v, uint i, float w, uint j) {
   return i < j;
 }
 
-// tanh from exp(-2|x|): never overflows (the naive (e^2x - 1)/(e^2x + 1) gives inf/inf past |x| ~ 44);
-// a short series near 0, where 1 - t would cancel.
-float stable_tanh(float x) {
-  float ax = abs(x);
-  if (ax < 0.125) {  // truncation below 2e-11 relative; past it 1 - t loses under two bits
-    float x2 = x * x;
-    return x * (1.0 + x2 * (-1.0 / 3.0 + x2 * (2.0 / 15.0 + x2 * (-17.0 / 315.0 + x2 * (62.0 / 2835.0)))));
-  }
-  float t = exp(-2.0 * ax);
-  float r = (1.0 - t) / (1.0 + t);
-  return x < 0.0 ? -r : r;
-}
-
-// exp(x) - 1 without the cancellation near 0: a Taylor series to x^9 for |x| < 0.5 (truncation
-// below 3e-10 relative); beyond, exp(x) - 1 loses at most a bit or two. Not Kahan's (u - 1) x / log u:
-// that needs an exp and log more accurate than lavapipe's.
-float expm1_stable(float x) {
-  if (abs(x) < 0.5) {
-    return x * (1.0 + x * (1.0 / 2.0 + x * (1.0 / 6.0 + x * (1.0 / 24.0 + x * (1.0 / 120.0 + x * (1.0 / 720.0 +
-           x * (1.0 / 5040.0 + x * (1.0 / 40320.0 + x * (1.0 / 362880.0)))))))));
-  }
-  return exp(x) - 1.0;
-}
-
-// erfc(z) for z >= 0 with fractional error < 1.2e-7 (Numerical Recipes' erfcc): GLSL has no erf.
-// Kept as erfc so gelu's negative tail, 1 + erf(z) = erfc(-z), has no cancellation.
-float erfc_pos(float z) {
-  float t = 1.0 / (1.0 + 0.5 * z);
-  float poly = -1.26551223 + t * (1.00002368 + t * (0.37409196 + t * (0.09678418 + t * (-0.18628806 +
-               t * (0.27886807 + t * (-1.13520398 + t * (1.48851587 + t * (-0.82215223 + t * 0.17087277))))))));
-  return t * exp(-z * z + poly);
-}
-
-// 1 + erf(z), accurate relative to its value on both sides.
-float one_plus_erf(float z) {
-  if (abs(z) < 0.5) {
-    float z2 = z * z;  // Taylor to z^11: error < 2e-8 on [0, 0.5]
-    return 1.0 + z * (1.1283791671 + z2 * (-0.3761263890 + z2 * (0.1128379167 + z2 * (-0.0268661706 +
-                 z2 * (0.0052239776 + z2 * -0.0008548327)))));
-  }
-  return z < 0.0 ? erfc_pos(-z) : 2.0 - erfc_pos(z);
-}
-
 float k_inf() { return uintBitsToFloat(0x7F800000u); }
 float k_nan() { return uintBitsToFloat(0x7FC00000u); }
 
-// The math activations (exp, log, pow) are computed here rather than by the GLSL builtins: Vulkan
-// lets exp err by 3 + 2|x| ulp (180 ulp near overflow) and log by 2^-21 absolute near 1, far past
-// the op table's few ulps. Each reduces its argument exactly (Cody-Waite: the constant split in
-// two, the first part short enough that n times it is exact) and evaluates a short polynomial;
-// `precise` keeps the compiler from reassociating the reduction (x - n C1 - n C2 folded into
-// x - n (C1 + C2) would undo it). Inputs that are subnormal are taken apart in integer arithmetic,
-// so a device that flushes denormal floats still sees them.
+// The math of the activations, softmax and attention is computed here rather than by the GLSL
+// builtins: Vulkan lets exp err by 3 + 2|x| ulp (180 ulp near overflow) and log by 2^-21 absolute
+// near 1, far past the op table's few ulps (lavapipe's tanh measured 1.5 times its bound). Each
+// function reduces its argument exactly (Cody-Waite: the constant split in two, the first part
+// short enough that n times it is exact) and evaluates a short polynomial; `precise` keeps the
+// compiler from reassociating the reduction (x - n C1 - n C2 folded into x - n (C1 + C2) would undo
+// it). Inputs that are subnormal are taken apart in integer arithmetic, so a device that flushes
+// denormal floats still sees them. Results are scaled by their power of two last, so a result in
+// the normal range is never lost to an intermediate below it (silu(-91.2) = -2.3e-38 is -91.2 times
+// e^-91.2 = 2.5e-40).
 
-// e^x within about an ulp: x = n ln2 + r, |r| <= ln2/2, e^r by Cephes' expf polynomial (relative
-// error 1.7e-7 over its range), then scaled by 2^n in two factors that are both normal, so a result
-// near FLT_MAX or in the subnormal range is rounded once. inf only past ln(FLT_MAX + ulp/2).
-float exp_f32(float x) {
-  if (isnan(x)) return x;
-  if (x > 88.75) return k_inf();  // n would pass 128
-  if (x < -104.0) return 0.0;   // below half the least subnormal (2^-150)
+// 2^k for k in [-127, 128], made from its bits: 2^-127 comes out as 0 and 2^128 as inf.
+float pow2i(int k) { return uintBitsToFloat(uint(k + 127) << 23); }
+
+// v 2^k for k in [-252, 254], in two factors that are both normal floats: v 2^(k/2) is exact for
+// the callers' v (within a few octaves of 1), so a result near FLT_MAX or in the subnormal range is
+// rounded once.
+float ldexp_f32(float v, int k) {
+  int k1 = k >> 1;
+  precise float r = (v * pow2i(k1)) * pow2i(k - k1);
+  return r;
+}
+
+// v 2^k for k in [-190, 63], as (v 2^(k + 64)) 2^-64: the first product exact for the callers' v
+// (within a few octaves of 1), the second rounded once, subnormal or not. One made power of two
+// where ldexp_f32 makes two.
+float ldexp_small(float v, int k) {
+  precise float r = (v * pow2i(k + 64)) * 5.4210108624275222e-20;
+  return r;
+}
+
+// v 2^k for v within an octave of 1 and k <= 127, in one multiply where a result that may flush
+// to zero (below 2^-126) may: v 2^k rounded once from k = -126 up, 0 below.
+float scale_flush(float v, int k) { return v * pow2i(max(k, -127)); }
+
+// e^x = (1 + q) 2^k for finite x in [-2^15 ln2, 2^15 ln2] (the callers clamp it): x = k ln2 + r,
+// |r| <= ln2/2, reduced exactly; e^r - 1 = q = r + r^2 P(r), P of degree 4 fitted to the relative
+// error of e^r (4.3e-9 with its f32 coefficients, 0.04 eps; Cephes' expf has a degree more for
+// 1.1e-9), so q and 1 + q are within about half an ulp of e^r - 1 and e^r. q is accurate relative
+// to itself, which gives e^x - 1 without cancellation (expm1_neg). A NaN x gives a NaN q, some k.
+void exp_parts(float x, out float q, out int k) {
   float n = roundEven(x * 1.44269504088896341);
-  precise float r = x - n * 0.693359375;  // C1: 9 significant bits, so n C1 is exact for |n| <= 2^15
-  r = r - n * -2.12194440e-4;             // C2 = ln2 - C1
-  float p = fma(fma(fma(fma(fma(1.9875691500e-4, r, 1.3981999507e-3), r, 8.3334519073e-3), r, 4.1665795894e-2), r,
-                    1.6666665459e-1), r, 5.0000001201e-1);
-  p = fma(p, r * r, r) + 1.0;
-  int k = int(n), k1 = k / 2;  // k in [-150, 128]: 2^k1 and 2^(k - k1) are normal floats
-  return p * uintBitsToFloat(uint(k1 + 127) << 23) * uintBitsToFloat(uint(k - k1 + 127) << 23);
+  // `precise` keeps the compiler from folding the two steps into x - n (C1 + C2), which would undo
+  // them (glslc marks precise multiplies and subtractions, not fma: written as fma, lavapipe folded
+  // them and exp erred by 34 eps at x = -72).
+  precise float r1 = x - n * 0.693359375;  // C1: 9 significant bits, so n C1 is exact for |n| <= 2^15
+  float r = fma(n, 2.12194440e-4, r1);     // - n C2, C2 = ln2 - C1
+  // P of degree 4 in Estrin's form (two independent pairs, then two steps: a chain of dependent
+  // FMAs is what lavapipe waits on)
+  float r2 = r * r;
+  float p = fma(r2, fma(r2, 1.3814393897e-3, fma(8.3688180894e-3, r, 4.1668396443e-2)),
+                fma(1.6666519642e-1, r, 4.9999994040e-1));
+  q = fma(p, r2, r);
+  k = int(n);
+}
+
+// e^x within about an ulp: inf from ln(FLT_MAX + ulp/2) on, subnormal results rounded once, 0 below
+// half the least subnormal (e^-104 rounds to 0). Selects rather than branches: a device running
+// invocations as SIMD lanes (lavapipe) pays for every branch any lane takes.
+float exp_f32(float x) {
+  float q;
+  int k;
+  exp_parts(clamp(x, -104.0, 88.75), q, k);  // clamp's result for NaN is undefined: the select below
+  float r = ldexp_f32(q + 1.0, k);
+  return isnan(x) ? x : r;
+}
+
+// e^x for x <= 0 (softmax's e^(x - max), attention's weights), results below 2^-126 flushed to 0
+// (the op table lets them: they are below every normal probability): one multiply to scale.
+float exp_nonpos(float x) {
+  float q;
+  int k;
+  exp_parts(max(x, -104.0), q, k);
+  float r = scale_flush(q + 1.0, k);
+  return isnan(x) ? x : r;
+}
+
+// e^x - 1 for x <= 0 (elu, tanh), accurate relative to itself: (1 + q) 2^k - 1 = q 2^k + (2^k - 1),
+// where 2^k - 1 is exact for k >= -24 and q 2^k is exact, so the sum is rounded once (fused or
+// not). Below -32 it is -1 in f32 (-inf included); NaN stays NaN.
+float expm1_neg(float x) {
+  float q;
+  int k;
+  exp_parts(max(x, -32.0), q, k);
+  float s = pow2i(k);
+  float r = fma(q, s, s - 1.0);
+  return isnan(x) ? x : r;
+}
+
+// sigmoid(x) = 1 / (1 + e^-x) = e^x / (1 + e^x), the second for x < 0, where e^-x would overflow:
+// with e = e^-|x|, (x < 0 ? e : 1) / (1 + e). e below 2^-126 may flush: 1 + e is 1 there, and the
+// result, e, may too.
+float sigmoid_f32(float x) {
+  float q;
+  int k;
+  exp_parts(max(-abs(x), -120.0), q, k);
+  float e = scale_flush(q + 1.0, k);
+  float r = (x < 0.0 ? e : 1.0) / (1.0 + e);
+  return isnan(x) ? x : r;
+}
+
+// num sigmoid(x), for silu (num sigmoid(num)) and gelu_tanh (x sigmoid(2u)). Callers keep num
+// above -120: where x < -120, the result (under 2^-150 |num|) is 0 in f32. For x < 0 it is
+// num e^x / (1 + e^x) with e^x = m 2^k (m = 1 + q), computed as (num m) 2^k / (1 + e^x): the power
+// of two applied to num m, not to e^x, so a normal result whose e^x is subnormal (silu(-91.2) =
+// -2.3e-38, e^-91.2 = 2.5e-40) is not lost with it. A NaN x is the caller's to keep.
+float times_sigmoid(float x, float num) {
+  float q;
+  int k;
+  exp_parts(max(-abs(x), -120.0), q, k);
+  float m = q + 1.0;
+  float r = x < 0.0 ? ldexp_small(num * m, k) : num;
+  return r / (1.0 + scale_flush(m, k));
+}
+
+// tanh(x) = -e / (2 + e) with e = e^-2|x| - 1 (expm1_neg, accurate relative to itself near 0, where
+// 1 - e^-2|x| would cancel), the sign put back from x's bit (so -0 stays -0): e / (2 + e) magnifies
+// e's relative error by 2 / (2 + e) <= 2. From |x| = 9 on it is 1 in f32.
+float tanh_f32(float x) {
+  float e = expm1_neg(-2.0 * abs(x));  // NaN for a NaN x, which the quotient keeps
+  float r = e / (-2.0 - e);
+  return uintBitsToFloat(floatBitsToUint(r) | (floatBitsToUint(x) & 0x80000000u));
+}
+
+// gelu(x) = x/2 (1 + erf(z)), z = x / sqrt(2). |z| < 1/2: Taylor's series of erf to z^11 (error
+// < 2e-8). Beyond, erfc(w) = t e^(P(t) - w^2), w = |z|, t = 1 / (1 + w/2), with fractional error
+// < 1.2e-7 (Numerical Recipes' erfcc: GLSL has no erf): 1 + erf(z) = erfc(-z) for z < 0, without the
+// cancellation, and 2 - erfc(z) above. The negative tail x/2 t m 2^k is scaled by 2^k last: gelu is
+// normal down to x = -13.15, where erfc(-z) is already subnormal. The rounding of w^2 moves the
+// result by about w^2 2^-24 relative, within gelu's measure (|x f'(x)|).
+float gelu_erf(float x) {
+  float z = x * 0.70710678118654752, w = abs(z);
+  float z2 = z * z;
+  float small = 1.0 + z * (1.1283791671 + z2 * (-0.3761263890 + z2 * (0.1128379167 + z2 * (-0.0268661706 +
+                    z2 * (0.0052239776 + z2 * -0.0008548327)))));
+  float t = 1.0 / (1.0 + 0.5 * w);
+  float poly = -1.26551223 + t * (1.00002368 + t * (0.37409196 + t * (0.09678418 + t * (-0.18628806 +
+               t * (0.27886807 + t * (-1.13520398 + t * (1.48851587 + t * (-0.82215223 + t * 0.17087277))))))));
+  float q;
+  int k;
+  exp_parts(max(poly - w * w, -120.0), q, k);  // erfc(w) = t (1 + q) 2^k
+  float tm = t * (q + 1.0);
+  float r = w < 0.5 ? 0.5 * x * small : (z < 0.0 ? ldexp_small(0.5 * x * tm, k) : 0.5 * x * (2.0 - scale_flush(tm, k)));
+  return isinf(x) ? (x > 0.0 ? x : 0.0) : r;  // -inf: -inf times 0
+}
+
+// gelu_tanh(x) = x/2 (1 + tanh(u)) = x / (1 + e^-2u), u = sqrt(2/pi) (x + 0.044715 x^3): no
+// cancellation for x << 0. 2u's rounding is within gelu_tanh's measure, as gelu's w^2.
+float gelu_tanh_f32(float x) {
+  float u2 = 2.0 * 0.79788456080286536 * (x + 0.044715 * x * x * x);
+  float r = times_sigmoid(u2, max(x, -120.0));
+  return isnan(x) ? x : r;
 }
 
 // A positive finite float's bits as m * 2^e with m's 23 fraction bits (the leading 1 implied),
@@ -241,21 +327,12 @@ float activate(uint code, float x, float alpha, float beta) {
     case OP_copy: return x;
     case OP_relu: return x < 0.0 ? 0.0 : x;  // NaN stays NaN
     case OP_leaky_relu: return x < 0.0 ? alpha * x : x;
-    case OP_elu: return x < 0.0 ? alpha * expm1_stable(x) : x;
-    case OP_sigmoid: return x >= 0.0 ? 1.0 / (1.0 + exp(-x)) : exp(x) / (1.0 + exp(x));
-    case OP_tanh: return stable_tanh(x);
-    case OP_silu:
-      if (isinf(x)) return x > 0.0 ? x : 0.0;
-      return x >= 0.0 ? x / (1.0 + exp(-x)) : x * exp(x) / (1.0 + exp(x));
-    case OP_gelu:
-      if (isinf(x)) return x > 0.0 ? x : 0.0;
-      return 0.5 * x * one_plus_erf(x * 0.70710678118654752);
-    case OP_gelu_tanh: {
-      if (isinf(x)) return x > 0.0 ? x : 0.0;
-      // 0.5 (1 + tanh(u)) = sigmoid(2u): no cancellation in the negative tail
-      float u2 = 2.0 * 0.79788456080286536 * (x + 0.044715 * x * x * x);
-      return u2 >= 0.0 ? x / (1.0 + exp(-u2)) : x * exp(u2) / (1.0 + exp(u2));
-    }
+    case OP_elu: return x < 0.0 ? alpha * expm1_neg(x) : x;
+    case OP_sigmoid: return sigmoid_f32(x);
+    case OP_tanh: return tanh_f32(x);
+    case OP_silu: return isnan(x) ? x : times_sigmoid(x, max(x, -120.0));  // -inf: 0
+    case OP_gelu: return gelu_erf(x);
+    case OP_gelu_tanh: return gelu_tanh_f32(x);
     case OP_clip: return x < alpha ? alpha : (x > beta ? beta : x);  // NaN fails both: stays NaN
     case OP_scale: return alpha * x + beta;
     case OP_exp: return exp_f32(x);

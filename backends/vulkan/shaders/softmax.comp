@@ -30,13 +30,13 @@ void main() {
   for (uint k = gl_LocalInvocationID.x; k < p.n; k += WG) m = nan_max(m, x[p.x_off + row + k * p.inner]);
   m = wg_max(m);
   float s = 0.0;
-  for (uint k = gl_LocalInvocationID.x; k < p.n; k += WG) s += exp(x[p.x_off + row + k * p.inner] - m);
+  for (uint k = gl_LocalInvocationID.x; k < p.n; k += WG) s += exp_nonpos(x[p.x_off + row + k * p.inner] - m);
   s = wg_sum(s);
   if (p.log_form != 0u) {
-    float ls = log(s);
+    float ls = log_f32(s);
     for (uint k = gl_LocalInvocationID.x; k < p.n; k += WG) y[row + k * p.inner] = (x[p.x_off + row + k * p.inner] - m) - ls;
   } else {
     float inv = 1.0 / s;
-    for (uint k = gl_LocalInvocationID.x; k < p.n; k += WG) y[row + k * p.inner] = exp(x[p.x_off + row + k * p.inner] - m) * inv;
+    for (uint k = gl_LocalInvocationID.x; k < p.n; k += WG) y[row + k * p.inner] = exp_nonpos(x[p.x_off + row + k * p.inner] - m) * inv;
   }
 }

@@ -26,12 +26,12 @@ void main() {
   float m = -1.0 / 0.0;
   for (uint k = 0u; k < p.n; ++k) m = nan_max(m, x[xr + k * p.inner]);
   float s = 0.0;
-  for (uint k = 0u; k < p.n; ++k) s += exp(x[xr + k * p.inner] - m);
+  for (uint k = 0u; k < p.n; ++k) s += exp_nonpos(x[xr + k * p.inner] - m);
   if (p.log_form != 0u) {
-    float ls = log(s);
+    float ls = log_f32(s);
     for (uint k = 0u; k < p.n; ++k) y[row + k * p.inner] = (x[xr + k * p.inner] - m) - ls;
   } else {
     float inv = 1.0 / s;
-    for (uint k = 0u; k < p.n; ++k) y[row + k * p.inner] = exp(x[xr + k * p.inner] - m) * inv;
+    for (uint k = 0u; k < p.n; ++k) y[row + k * p.inner] = exp_nonpos(x[xr + k * p.inner] - m) * inv;
   }
 }
