@@ -244,6 +244,33 @@ void softmax_cases(std::vector<Sample>& out) {
   }
 }
 
+// Rows whose squares leave the f32 range, which the norms redo on the row scaled by a power of two:
+// x^2 past FLT_MAX (from 1.8e19), a large offset, and a sum of x past it (3e37 over 1000); tiny rows
+// whose squares underflow (subnormal below 1e-19, zero below 1e-23), with the smallest eps (1.4e-45,
+// subnormal) so that it does not swamp their variance, or a normal one that does. cuda_ptx gets them
+// wrong (zeros) until its part of issue 31 lands, and the cpu's layernorm of one element about 1e37
+// (a constant row: 0 times the scaled row's 1 / sqrt(eps s^2), which overflows f32) is NaN.
+struct ExtremeRows {
+  float low, high, eps;
+  const char* note;
+};
+Sample extreme_sample(std::vector<Input> inputs, const NormParams& p, const ExtremeRows& e, bool cpu_nan) {
+  Sample s{std::move(inputs), p, e.note};
+  s.pending_on = {DeviceKind::cuda};
+  if (cpu_nan) s.pending_on.push_back(DeviceKind::cpu);
+  return s;
+}
+std::vector<ExtremeRows> extreme_rows() {
+  return {{-1e19f, 1e19f, 1e-5f, "huge rows, 1e19"},
+          {-4e19f, 4e19f, 1e-5f, "huge rows, 4e19"},
+          {2e25f, 4e25f, 1e-5f, "huge rows about 3e25"},
+          {1e37f, 3e37f, 1e-6f, "huge rows whose sum overflows"},
+          {-1e-30f, 1e-30f, 1.4e-45f, "tiny rows, 1e-30, eps 1.4e-45"},
+          {-3e-21f, 3e-21f, 1.4e-45f, "tiny rows, 3e-21, eps 1.4e-45"},
+          {4e-22f, 6e-22f, 1.4e-45f, "tiny rows about 5e-22, eps 1.4e-45"},
+          {-1e-30f, 1e-30f, 1e-5f, "tiny rows, 1e-30, eps 1e-5"}};
+}
+
 void layernorm_cases(std::vector<Sample>& out) {
   for (auto n : k_sizes) {
     for (i64 rows : {1, 5}) {
@@ -255,6 +282,10 @@ void layernorm_cases(std::vector<Sample>& out) {
   }
   // rows long enough for non-temporal stores (ctest's streamed_*), each starting unaligned
   out.push_back({{in({3, 2053}, -3, 5), in({2053}), in({2053})}, NormParams{1e-5f}, "gamma beta, rows of 2053"});
+  for (const ExtremeRows& e : extreme_rows())
+    for (i64 n : {1, 7, 64, 1000})
+      out.push_back(extreme_sample({in({3, n}, e.low, e.high), in({n}), in({n})}, NormParams{e.eps}, e,
+                                   n == 1 && e.low >= 1e37f));
   out.push_back({{view({2, 3, 4096}, L::strided), in({4096}), none()}, NormParams{}, "strided large, gamma only"});
 }
 
@@ -267,6 +298,9 @@ void rmsnorm_cases(std::vector<Sample>& out) {
     }
   }
   out.push_back({{in({3, 2053}, -3, 5), in({2053})}, NormParams{1e-6f}, "gamma, rows of 2053"});
+  for (const ExtremeRows& e : extreme_rows())
+    for (i64 n : {1, 7, 64, 1000})
+      out.push_back(extreme_sample({in({3, n}, e.low, e.high), in({n})}, NormParams{e.eps}, e, false));
   out.push_back({{view({2, 3, 4096}, L::strided), in({4096})}, NormParams{}, "strided large"});
 }
 

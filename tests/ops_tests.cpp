@@ -7,6 +7,7 @@
 // tests/reference/bounds.hpp.
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <array>
 #include <cmath>
 #include <cstdio>
@@ -41,6 +42,11 @@ void check_samples(OpKind op) {
     if (s.cpu_only && device.kind != DeviceKind::cpu) {
       std::printf("%s %s: a cpu-only case (a path only the cpu has), not run on %s\n", op_info(op).name, s.note.c_str(),
                   device.str().c_str());
+      continue;
+    }
+    if (std::find(s.pending_on.begin(), s.pending_on.end(), device.kind) != s.pending_on.end()) {
+      std::printf("%s %s: pending on %s (its backend's fix is still to land), not run\n", op_info(op).name,
+                  s.note.c_str(), device.str().c_str());
       continue;
     }
     std::vector<Tensor> in;

@@ -113,10 +113,10 @@ const char* reduction_shader(const DeviceCaps& caps, const char* plain, const ch
 // the row (`loop` iterations) fits the device's loop budget.
 bool rows_per_invocation(const DeviceCaps& caps, std::uint64_t rows, std::uint64_t loop);
 
-// softmax.comp and norm.comp pass over a row three times, k_reduce_group elements per step: the
-// iterations of their loop over a row of n.
-inline std::uint64_t row_loop(std::uint32_t n) {
-  return 3 * ((std::uint64_t{n} + k_reduce_group - 1) / k_reduce_group);
+// softmax.comp and norm.comp pass over a row `passes` times, k_reduce_group elements per step: the
+// iterations of their loops over a row of n (the loop budget counts a shader's loops together).
+inline std::uint64_t row_loop(std::uint32_t n, std::uint32_t passes) {
+  return passes * ((std::uint64_t{n} + k_reduce_group - 1) / k_reduce_group);
 }
 
 // y[o] = the reduction over k of x viewed as a contiguous [outer, n, inner] (o runs over outer x

@@ -1,5 +1,7 @@
 // layernorm and rmsnorm over the last axis on Vulkan: a workgroup per row (norm.comp), inputs made
-// contiguous on the device first.
+// contiguous on the device first. Rows whose squares leave the f32 range are redone by norm.comp on
+// the row scaled by a power of two.
+#include <cmath>
 #include <string>
 
 #include "backends/vulkan/ops.hpp"
@@ -7,10 +9,19 @@
 namespace trine::vulkan {
 namespace {
 
+// eps also as eps_m 2^eps_e (eps_m in [1, 2)) and sqrt(eps), for the redo of a row scaled by s,
+// which needs eps s^2 and sqrt(eps) s: the smallest eps, 1.4e-45, is subnormal, and a device may
+// flush it to zero in arithmetic.
 struct NormPush {
   std::uint32_t rows, n, x_off, g_off, b_off, has_gamma, has_beta, rms;
-  float eps;
+  float eps, eps_m;
+  std::int32_t eps_e;
+  float sqrt_eps;
 };
+
+// norm.comp's passes over a row at most: layernorm's mean, variance and output, and for a row it
+// redoes scaled, its largest |x| and the scaled variance; rmsnorm has no mean.
+std::uint32_t norm_passes(OpKind op) { return op == OpKind::layernorm ? 5 : 4; }
 
 bool has_gamma(const detail::OpCall& call) { return call.inputs.size() > 1 && call.inputs[1].defined(); }
 bool has_beta(const detail::OpCall& call) {
@@ -20,7 +31,7 @@ bool has_beta(const detail::OpCall& call) {
 void limits_norm(Limits& l, const detail::OpCall& call) {
   const Tensor& x = call.inputs[0];
   const RowSplit s = split_rows(x.shape(), -1);
-  l.loop(row_loop(s.n), [&] { return "a row of " + std::to_string(s.n); });
+  l.loop(row_loop(s.n, norm_passes(call.op)), [&] { return "a row of " + std::to_string(s.n); });
   const std::uint64_t rx = l.contiguous_f32(x, "input 0");
   const std::uint64_t rg = has_gamma(call) ? l.contiguous_f32(call.inputs[1], "gamma") : rx;
   const std::uint64_t rb = has_beta(call) ? l.contiguous_f32(call.inputs[2], "beta") : rx;
@@ -39,6 +50,9 @@ void record_norm(Recorder& rec, const detail::OpCall& call) {
   const bool has_g = has_gamma(call), has_b = has_beta(call);
   const TensorRef rg = has_g ? contiguous_f32(rec, call.inputs[1]) : rx;
   const TensorRef rb = has_b ? contiguous_f32(rec, call.inputs[2]) : rx;
+  const float eps = std::get<NormParams>(call.params).eps;
+  int eps_e = 0;
+  const float eps_m = 2.0f * std::frexp(eps, &eps_e);  // exact: a power-of-two scaling
   NormPush p{s.outer,
              s.n,
              rx.offset,
@@ -47,7 +61,10 @@ void record_norm(Recorder& rec, const detail::OpCall& call) {
              has_g,
              has_b,
              call.op == OpKind::rmsnorm,
-             std::get<NormParams>(call.params).eps};
+             eps,
+             eps_m,
+             eps_e - 1,
+             static_cast<float>(std::sqrt(static_cast<double>(eps)))};
   rec.dispatch(reduction_shader(rec.caps(), "norm", "norm_subgroup"),
                {bind_in(rx), bind_in(rg), bind_in(rb), bind_out(y)}, &p, sizeof(p), s.outer, {k_reduce_group});
 }

@@ -15,7 +15,7 @@ struct SoftmaxPush {
 void limits_softmax(Limits& l, const detail::OpCall& call) {
   const Tensor& x = call.inputs[0];
   const RowSplit s = split_rows(x.shape(), std::get<AxisParams>(call.params).axis);
-  l.loop(row_loop(s.n), [&] { return "a row of " + std::to_string(s.n); });
+  l.loop(row_loop(s.n, 3), [&] { return "a row of " + std::to_string(s.n); });
   const std::uint64_t rx = l.contiguous_f32(x, "input 0");
   if (std::uint64_t{s.outer} * s.inner == 0) return;
   l.bind(rx, "input 0");
