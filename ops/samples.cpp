@@ -103,6 +103,21 @@ void matmul_cases(std::vector<Sample>& out) {
   run({300, 64}, {64, 45}, {}, L::contiguous, L::contiguous, DType::bf16, DType::bf16);
   // AMX (32 x 32 blocks, k in steps of 32): two threads, three KC passes, partial blocks both ways
   run({129, 1500}, {1500, 97}, {}, L::contiguous, L::contiguous, DType::bf16, DType::bf16);
+  // More than two batch dims (ranks 5 to 8, the most a Shape holds), broadcast both ways: rank 5
+  // with rank 4 (matmul_rows.comp on Vulkan), rank 6 with N = 3 (matmul.comp), rank 7 with a
+  // transposed f16 A, rank 8 with six batch dims, and rank 8 with a plain matrix. cuda_ptx refuses
+  // them until its part of issue 31 lands.
+  const std::size_t high_ranks = out.size();
+  run({2, 3, 1, 4, 6}, {3, 2, 6, 8}, {});
+  run({2, 1, 3, 1, 5, 7}, {1, 2, 1, 4, 7, 3}, {});
+  run({2, 1, 3, 1, 2, 9, 5}, {1, 2, 1, 2, 1, 9, 6}, {true, false}, L::contiguous, L::transposed, DType::f16, DType::f32);
+  run({2, 1, 2, 1, 3, 1, 5, 7}, {1, 2, 1, 2, 1, 3, 7, 4}, {});
+  run({2, 2, 1, 2, 1, 2, 3, 5}, {5, 8}, {});
+  for (std::size_t i = high_ranks; i < out.size(); ++i) {
+    const int rank = std::max(out[i].inputs[0].shape.rank(), out[i].inputs[1].shape.rank());
+    out[i].note += (out[i].note.empty() ? "rank " : " rank ") + std::to_string(rank);
+    out[i].pending_on = {DeviceKind::cuda};
+  }
   // K == 0: an empty sum is zero
   run({3, 0}, {0, 4}, {});
   run({0, 5}, {5, 4}, {});

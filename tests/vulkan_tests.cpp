@@ -338,20 +338,19 @@ TEST_CASE("vulkan: the pipeline cache is written, reused by a second process, an
   fs::remove_all(dir);
 }
 
-TEST_CASE("vulkan: cases not written yet are refused as unsupported, naming the op", "[vulkan]") {
+TEST_CASE("vulkan: matmul takes every batch rank a Shape holds, broadcast both ways", "[vulkan]") {
   require_vulkan();
-  // matmul with more than 3 batch dimensions: the op table's, not yet this backend's. Refused,
-  // never computed wrong.
-  Tensor a = input({2, 1, 2, 1, 4, 8}), b = input({8, 3});
-  try {
-    (void)matmul(a, b);
-    FAIL("a matmul with 4 batch dimensions ran on vulkan");
-  } catch (const Error& e) {
-    INFO(e.what());
-    REQUIRE(e.code() == ErrorCode::unsupported);
-    REQUIRE(std::string(e.what()).find("[matmul]") != std::string::npos);
-    REQUIRE(std::string(e.what()).find("vulkan:0") != std::string::npos);
+  // Refused as unsupported past 3 batch dims until the shaders walked all six: 4, 5 and 6 batch
+  // dims, broadcast both ways, through matmul_rows.comp (N = 8) and matmul.comp (N = 3, views).
+  for (const auto& [as, bs] : {std::pair<Shape, Shape>{{2, 1, 2, 1, 4, 8}, {8, 3}},
+                               {{2, 1, 3, 2, 1, 5, 6}, {3, 1, 4, 6, 8}},
+                               {{1, 2, 1, 2, 1, 3, 4, 6}, {2, 1, 2, 1, 3, 1, 6, 3}}}) {
+    std::vector<Tensor> in{input(as), input(bs)};
+    check(OpKind::matmul, in, MatmulParams{}, label(in));
   }
+  std::vector<Tensor> views{input({2, 1, 3, 1, 9, 5}, -1, 1, Layout::transposed),
+                            input({1, 2, 1, 4, 5, 7}, -1, 1, Layout::strided)};
+  check(OpKind::matmul, views, MatmulParams{}, label(views, "views"));
   require_no_validation_messages();
 }
 

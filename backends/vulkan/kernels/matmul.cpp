@@ -8,11 +8,15 @@
 namespace trine::vulkan {
 namespace {
 
+// Every batch dim of the output (up to Shape::max_rank - 2 = 6), right-aligned in bdims: the
+// shaders walk all six, so any rank runs without merging or splitting dims (112 bytes, within the
+// 128 every Vulkan device gives push constants).
+constexpr int k_max_batch_rank = Shape::max_rank - 2;
 struct MatmulPush {
   std::uint32_t M, N, K, batch, a_off, b_off, a_rs, a_cs, b_rs, b_cs;
-  std::uint32_t bdims[3], a_bs[3], b_bs[3];
+  std::uint32_t bdims[k_max_batch_rank], a_bs[k_max_batch_rank], b_bs[k_max_batch_rank];
 };
-constexpr int k_max_batch_rank = 3;
+static_assert(sizeof(MatmulPush) <= 128, "matmul.comp's push constants fit in 128 bytes");
 constexpr std::uint32_t k_tile = 32;        // matmul.comp's output tile
 constexpr std::uint32_t k_rows_rm = 16;     // matmul_rows.comp: rows per workgroup (at most),
 constexpr std::uint32_t k_rows_lanes = 64;  // and its invocations (its local_size_x)
@@ -24,8 +28,8 @@ std::uint32_t batch_stride(const Tensor& t, int i, int rank) {
   return static_cast<std::uint32_t>(t.strides()[j]);
 }
 
-// Any input dtypes; up to k_max_batch_rank batch dims.
-bool supports_matmul(const detail::OpCall& call) { return call.output.rank() - 2 <= k_max_batch_rank; }
+// Any input dtypes, any rank.
+bool supports_matmul(const detail::OpCall&) { return true; }
 
 void limits_matmul(Limits& l, const detail::OpCall& call) {
   const Tensor& y = call.output;

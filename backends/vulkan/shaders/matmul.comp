@@ -21,9 +21,9 @@ layout(push_constant) uniform Push {
   uint M, N, K, batch;
   uint a_off, b_off;
   uint a_rs, a_cs, b_rs, b_cs;  // A[m][k] = a[a_off + m * a_rs + k * a_cs], likewise B[k][n]
-  uint bdims[3];
-  uint a_bs[3];
-  uint b_bs[3];
+  uint bdims[6];  // the output's batch dims, outermost first (1 where unused: kernels/matmul.cpp)
+  uint a_bs[6];
+  uint b_bs[6];
 } p;
 
 float convert(uint type, uint word, uint idx) {
@@ -46,7 +46,7 @@ void main() {
   uint t = g % per_batch;
   uint m0 = (t / tiles_n) * TM, n0 = (t % tiles_n) * TN;
   uint rem = bi, a_base = p.a_off, b_base = p.b_off;
-  for (int d = 2; d >= 0; --d) {
+  for (int d = 5; d >= 0; --d) {
     uint c = rem % p.bdims[d];
     rem /= p.bdims[d];
     a_base += c * p.a_bs[d];

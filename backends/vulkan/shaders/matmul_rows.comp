@@ -22,9 +22,9 @@ layout(push_constant) uniform Push {
   uint M, N, K, batch;
   uint a_off, b_off;  // b_off, b_rs and b's batch strides are multiples of 4
   uint a_rs, a_cs, b_rs, b_cs;  // a_cs == b_cs == 1
-  uint bdims[3];
-  uint a_bs[3];
-  uint b_bs[3];
+  uint bdims[6];  // the output's batch dims, outermost first (1 where unused: kernels/matmul.cpp)
+  uint a_bs[6];
+  uint b_bs[6];
 } p;
 
 void main() {
@@ -38,7 +38,7 @@ void main() {
   uint m0 = (t / tiles_n) * RM;
   uint c4 = (t % tiles_n) * 64u * CN + gl_LocalInvocationID.x;
   uint rem = bi, a_base = p.a_off, b_base = p.b_off;
-  for (int d = 2; d >= 0; --d) {
+  for (int d = 5; d >= 0; --d) {
     uint c = rem % p.bdims[d];
     rem /= p.bdims[d];
     a_base += c * p.a_bs[d];
