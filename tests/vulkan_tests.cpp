@@ -356,20 +356,28 @@ TEST_CASE("vulkan: matmul takes every batch rank a Shape holds, broadcast both w
 
 namespace {
 
-// The largest error of `got` against the exact `want` (double) over the results in the normal range,
-// in f32 eps (2^-23) relative to |want| itself, and how many of those came out as 0.
-struct RelativeError {
+// The largest error of `got` against the exact `want`, in ulps of the exact value, over the results
+// in the normal range, and how many of those came out as 0. Below 2^-126 a result may flush: it
+// counts only if it is off by more than 2^-126.
+struct UlpError {
   double worst = 0;
   double at = 0;
   std::int64_t flushed = 0;
 };
-RelativeError relative_error(const std::vector<float>& x, const std::vector<float>& got, const std::vector<double>& want) {
-  RelativeError r;
+UlpError ulp_error(const std::vector<float>& x, const std::vector<float>& got, const std::vector<long double>& want) {
+  UlpError r;
   for (std::size_t i = 0; i < got.size(); ++i) {
-    // past FLT_MAX the result is inf (not measured here); below 2^-126 it may flush to 0
-    if (!std::isfinite(want[i]) || std::fabs(want[i]) > FLT_MAX || std::fabs(want[i]) < 0x1p-126) continue;
-    if (got[i] == 0.0f) ++r.flushed;
-    const double e = std::fabs(got[i] - static_cast<double>(static_cast<float>(want[i]))) / std::fabs(want[i]) / 0x1p-23;
+    const long double a = std::fabs(want[i]);
+    if (!std::isfinite(want[i]) || a > FLT_MAX) continue;  // inf results are the specials tests' to check
+    double e = 0;
+    if (a < 0x1p-126L) {
+      e = std::fabs(got[i] - want[i]) <= 0x1p-126L ? 0.0 : INFINITY;
+    } else {
+      if (got[i] == 0.0f) ++r.flushed;
+      int ex = 0;
+      std::frexp(static_cast<double>(a), &ex);  // a = f 2^ex, f in [0.5, 1): an ulp is 2^(ex - 24)
+      e = static_cast<double>(std::fabs(got[i] - want[i]) / std::ldexp(1.0L, ex - 24));
+    }
     if (!(e <= r.worst)) r.worst = e, r.at = x[i];
   }
   return r;
@@ -379,79 +387,87 @@ RelativeError relative_error(const std::vector<float>& x, const std::vector<floa
 
 TEST_CASE("vulkan: exp-based ops are within 4 ulps of the exact function, and keep their normal results", "[vulkan]") {
   require_vulkan();
-  // The activations of one exact f32 input against their exact value, relative to |f(x)| alone (the
-  // conformance measure adds |x f'(x)|), over every magnitude of x and the far tails: the GLSL
-  // builtins, which Vulkan lets err by 3 + 2|x| ulp, put sigmoid 34 eps off at x = -83.6, tanh 6.2
-  // near 0.16, and flushed silu(-91.1) = -2.4e-38 to 0 on lavapipe.
+  // The activations of one exact f32 input against their exact value, in ulps of it (the
+  // conformance measure adds |x f'(x)| to the scale), over every magnitude of x and the far tails.
+  // lavapipe's GLSL builtins (exp within 3 + 2|x| ulp) and f32 exponents had put sigmoid 62 ulps off
+  // at x = -79, tanh 8.4 near 0.13, gelu 300 at -12.7 (x^2/2 rounded), and flushed silu(-91.2) =
+  // -2.3e-38 and gelu_tanh(-10) to 0.
   std::vector<float> x;
   std::uint64_t s = 12345;
   auto next = [&] { return (s = s * 6364136223846793005ull + 1442695040888963407ull) >> 40; };  // 24 bits
   for (int i = 0; i < 1 << 18; ++i) x.push_back(-110.0f + 150.0f * static_cast<float>(next()) / 0x1p24f);
-  for (int i = 0; i < 1 << 18; ++i) x.push_back(-2.0f + 4.0f * static_cast<float>(next()) / 0x1p24f);
-  for (int i = 0; i < 1 << 18; ++i) {  // every exponent: bit patterns up to 110
+  for (int i = 0; i < 1 << 18; ++i) x.push_back(-4.0f + 8.0f * static_cast<float>(next()) / 0x1p24f);
+  for (int i = 0; i < 1 << 18; ++i) {  // every exponent: magnitudes 2^-127 to 2^6
     float v = std::ldexp(1.0f + static_cast<float>(next()) / 0x1p24f, static_cast<int>(next() % 134) - 127);
     x.push_back(i % 2 ? -v : v);
   }
-  for (float v : {-72.8f, -91.2f, -87.0f, -100.0f, -9.4f, 0.625f, 0.16f}) x.push_back(v);
+  for (float v : {-72.8f, -91.2f, -87.0f, -100.0f, -9.4f, -10.0f, -13.0f, -1.32f, 0.625f, 0.16f}) x.push_back(v);
   const auto n = static_cast<std::int64_t>(x.size());
   const Tensor t = Tensor::from(x, {n}, DType::f32, k_vk);
+  using LD = long double;
   struct Case {
     const char* name;
     Tensor (*op)(const Tensor&);
-    double (*exact)(double);
-    double bound;  // eps relative to |f(x)|
+    LD (*exact)(LD);
+    double bound;  // ulps of the exact value
   };
   const Case cases[] = {
-      {"sigmoid", [](const Tensor& v) { return sigmoid(v); }, [](double v) { return 1.0 / (1.0 + std::exp(-v)); }, 4},
-      {"silu", [](const Tensor& v) { return silu(v); }, [](double v) { return v / (1.0 + std::exp(-v)); }, 4},
-      {"tanh", [](const Tensor& v) { return trine::tanh(v); }, [](double v) { return std::tanh(v); }, 4},
-      {"elu", [](const Tensor& v) { return elu(v, 1.0f); }, [](double v) { return v < 0 ? std::expm1(v) : v; }, 4},
-      {"exp", [](const Tensor& v) { return trine::exp(v); }, [](double v) { return std::exp(v); }, 4},
-      // the negative tails of gelu and gelu_tanh owe the rounding of x^2 in their exponent (within
-      // their measure, |x f'(x)|), so only their normal results are held here: none may be 0
-      {"gelu", [](const Tensor& v) { return gelu(v); },
-       [](double v) { return 0.5 * v * std::erfc(-v / std::sqrt(2.0)); }, 1e300},
+      {"sigmoid", [](const Tensor& v) { return sigmoid(v); }, [](LD v) { return 1 / (1 + std::exp(-v)); }, 4},
+      {"silu", [](const Tensor& v) { return silu(v); }, [](LD v) { return v / (1 + std::exp(-v)); }, 4},
+      {"tanh", [](const Tensor& v) { return trine::tanh(v); }, [](LD v) { return std::tanh(v); }, 4},
+      {"elu", [](const Tensor& v) { return elu(v, 1.0f); }, [](LD v) { return v < 0 ? std::expm1(v) : v; }, 4},
+      {"exp", [](const Tensor& v) { return trine::exp(v); }, [](LD v) { return std::exp(v); }, 4},
       {"gelu_tanh", [](const Tensor& v) { return gelu(v, GeluForm::tanh); },
-       [](double v) { return v / (1.0 + std::exp(-2.0 * std::sqrt(2.0 / std::numbers::pi) * (v + 0.044715 * v * v * v))); }, 1e300},
+       [](LD v) { return v / (1 + std::exp(-2 * std::sqrt(2 / std::numbers::pi_v<LD>) * (v + 0.044715L * v * v * v))); }, 4},
+      // its erfc, t Q(t) e^(-x^2/2), is several roundings (common.glsl): 6.95 ulps seen near x = -1.32
+      {"gelu", [](const Tensor& v) { return gelu(v); }, [](LD v) { return v / 2 * std::erfc(-v / std::sqrt(2.0L)); }, 8},
   };
   for (const Case& c : cases) {
-    std::vector<double> want(x.size());
+    std::vector<LD> want(x.size());
     for (std::size_t i = 0; i < x.size(); ++i) want[i] = c.exact(x[i]);
-    const RelativeError r = relative_error(x, c.op(t).to_vector(), want);
-    INFO(c.name << ": " << r.worst << " eps at x = " << r.at << ", " << r.flushed << " normal results flushed to 0");
+    const UlpError r = ulp_error(x, c.op(t).to_vector(), want);
+    INFO(c.name << ": " << r.worst << " ulps at x = " << r.at << ", " << r.flushed << " normal results flushed to 0");
     CHECK(r.flushed == 0);
     CHECK(r.worst <= c.bound);
   }
   // log over every positive magnitude, subnormals included
   std::vector<float> pos;
   for (float v : x) pos.push_back(std::fabs(v) * (v < 0 ? 1e-30f : 1e30f));
-  std::vector<double> want(pos.size());
-  for (std::size_t i = 0; i < pos.size(); ++i) want[i] = std::log(static_cast<double>(pos[i]));
-  const RelativeError lr = relative_error(pos, trine::log(Tensor::from(pos, {n}, DType::f32, k_vk)).to_vector(), want);
-  INFO("log: " << lr.worst << " eps at x = " << lr.at);
+  std::vector<LD> want(pos.size());
+  for (std::size_t i = 0; i < pos.size(); ++i) want[i] = std::log(static_cast<LD>(pos[i]));
+  const UlpError lr = ulp_error(pos, trine::log(Tensor::from(pos, {n}, DType::f32, k_vk)).to_vector(), want);
+  INFO("log: " << lr.worst << " ulps at x = " << lr.at);
   CHECK(lr.worst <= 4);
-  // softmax's e^(x - max) with max 0, so x - max is exact: [0, -80, -87, -90] (e^-87 = 1.6e-38 is
-  // normal) and rows of four reaching e^-100, on both of softmax's shaders (a workgroup per row for
-  // 64 rows, an invocation per row for 1024 on lavapipe)
+  // softmax and log_softmax with max 0, so x - max is exact: [0, -80, -87, -90] (e^-87 = 1.6e-38 is
+  // normal), rows of four reaching e^-100, and rows [0, -23 .. -45, ...] whose log_softmax leads with
+  // -ln(1 + e^-23..) = -1e-10..-3e-20 (ln of the sum rounded to f32 had given 0), on both of softmax's
+  // shaders (a workgroup per row for 64 rows, an invocation per row for 1024 on lavapipe)
   for (std::int64_t rows : {64, 1024}) {
     std::vector<float> sx = {0.0f, -80.0f, -87.0f, -90.0f};
     for (std::int64_t r = 1; r < rows; ++r) {
       sx.push_back(0.0f);
-      for (int j = 0; j < 3; ++j) sx.push_back(-100.0f * static_cast<float>(next()) / 0x1p24f);
+      const float low = r % 2 ? -100.0f : -45.0f, high = r % 2 ? 0.0f : -23.0f;
+      for (int j = 0; j < 3; ++j) sx.push_back(low + (high - low) * static_cast<float>(next()) / 0x1p24f);
     }
-    std::vector<double> sw(sx.size());
+    std::vector<LD> sw(sx.size()), lw(sx.size());
     for (std::size_t r = 0; r < sx.size(); r += 4) {
-      double total = 0;
-      for (std::size_t j = 0; j < 4; ++j) total += std::exp(static_cast<double>(sx[r + j]));
-      for (std::size_t j = 0; j < 4; ++j) sw[r + j] = std::exp(static_cast<double>(sx[r + j])) / total;
+      LD rest = 0;  // the sum less its leading 1, so that ln(1 + rest) keeps its accuracy
+      for (std::size_t j = 1; j < 4; ++j) rest += std::exp(static_cast<LD>(sx[r + j]));
+      for (std::size_t j = 0; j < 4; ++j) {
+        sw[r + j] = std::exp(static_cast<LD>(sx[r + j])) / (1 + rest);
+        lw[r + j] = sx[r + j] - std::log1p(rest);
+      }
     }
-    const std::vector<float> got = softmax(Tensor::from(sx, {rows, 4}, DType::f32, k_vk)).to_vector();
+    const Tensor st = Tensor::from(sx, {rows, 4}, DType::f32, k_vk);
+    const std::vector<float> got = softmax(st).to_vector(), lgot = log_softmax(st).to_vector();
     CHECK(got[2] > 1.6e-38f);  // e^-87 / (1 + e^-80 + ...)
     CHECK(got[2] < 1.7e-38f);
-    const RelativeError sr = relative_error(sx, got, sw);
-    INFO("softmax, " << rows << " rows: " << sr.worst << " eps at x = " << sr.at << ", " << sr.flushed << " flushed");
+    const UlpError sr = ulp_error(sx, got, sw), lsr = ulp_error(sx, lgot, lw);
+    INFO("softmax, " << rows << " rows: " << sr.worst << " ulps at x = " << sr.at << ", " << sr.flushed << " flushed");
+    INFO("log_softmax: " << lsr.worst << " ulps at x = " << lsr.at);
     CHECK(sr.flushed == 0);
     CHECK(sr.worst <= 4);
+    CHECK(lsr.worst <= 4);
   }
   require_no_validation_messages();
 }

@@ -66,13 +66,16 @@ float scale_flush(float v, int k) { return v * pow2i(max(k, -127)); }
 // error of e^r (4.3e-9 with its f32 coefficients, 0.04 eps; Cephes' expf has a degree more for
 // 1.1e-9), so q and 1 + q are within about half an ulp of e^r - 1 and e^r. q is accurate relative
 // to itself, which gives e^x - 1 without cancellation (expm1_neg). A NaN x gives a NaN q, some k.
-void exp_parts(float x, out float q, out int k) {
+// lo extends x: e^(x + lo) for a correction below x's ulp (x + lo a sum of two floats, as gelu's
+// and gelu_tanh's exponents are formed), joining the reduced r, beside which it is no longer small;
+// r + lo is rounded once more (half an ulp of r, which e^r passes on scaled by r, at most 0.35).
+void exp_parts_lo(float x, float lo, out float q, out int k) {
   float n = roundEven(x * 1.44269504088896341);
   // `precise` keeps the compiler from folding the two steps into x - n (C1 + C2), which would undo
   // them (glslc marks precise multiplies and subtractions, not fma: written as fma, lavapipe folded
   // them and exp erred by 34 eps at x = -72).
   precise float r1 = x - n * 0.693359375;  // C1: 9 significant bits, so n C1 is exact for |n| <= 2^15
-  float r = fma(n, 2.12194440e-4, r1);     // - n C2, C2 = ln2 - C1
+  float r = fma(n, 2.12194440e-4, r1) + lo;  // - n C2, C2 = ln2 - C1
   // P of degree 4 in Estrin's form (two independent pairs, then two steps: a chain of dependent
   // FMAs is what lavapipe waits on)
   float r2 = r * r;
@@ -80,6 +83,40 @@ void exp_parts(float x, out float q, out int k) {
                 fma(1.6666519642e-1, r, 4.9999994040e-1));
   q = fma(p, r2, r);
   k = int(n);
+}
+
+void exp_parts(float x, out float q, out int k) { exp_parts_lo(x, 0.0, q, k); }
+
+// a + b = s + e exactly (Knuth's TwoSum, any order of magnitude): the sums of two floats that carry
+// gelu's and gelu_tanh's exponents. `precise`: reassociated, e would be 0.
+void two_sum(float a, float b, out float s, out float e) {
+  precise float t = a + b;
+  precise float bb = t - a;
+  precise float err = (a - (t - bb)) + (b - bb);
+  s = t;
+  e = err;
+}
+
+// Veltkamp's split of a into a_hi + a_lo, each of 12 significant bits at most, so that products of
+// halves are exact (|a| below 2^115: 4097 a must not overflow)
+void split_half(float a, out float hi, out float lo) {
+  precise float c = 4097.0 * a;
+  precise float h = c - (c - a);
+  hi = h;
+  lo = a - h;
+}
+
+// a b = p + e exactly (Dekker's product: p rounded, e its error) from products of halves, not an
+// FMA: glslc does not carry `precise` to fma(), and lavapipe, free to evaluate fma(a, b, -a b) as two
+// roundings, got 0 for e (gelu_tanh stayed 176 ulps off).
+void two_prod(float a, float b, out float p, out float e) {
+  float ah, al, bh, bl;
+  split_half(a, ah, al);
+  split_half(b, bh, bl);
+  precise float t = a * b;
+  precise float err = ((ah * bh - t) + ah * bl + al * bh) + al * bl;
+  p = t;
+  e = err;
 }
 
 // e^x within about an ulp: inf from ln(FLT_MAX + ulp/2) on, subnormal results rounded once, 0 below
@@ -127,19 +164,23 @@ float sigmoid_f32(float x) {
   return isnan(x) ? x : r;
 }
 
-// num sigmoid(x), for silu (num sigmoid(num)) and gelu_tanh (x sigmoid(2u)). Callers keep num
-// above -120: where x < -120, the result (under 2^-150 |num|) is 0 in f32. For x < 0 it is
-// num e^x / (1 + e^x) with e^x = m 2^k (m = 1 + q), computed as (num m) 2^k / (1 + e^x): the power
-// of two applied to num m, not to e^x, so a normal result whose e^x is subnormal (silu(-91.2) =
-// -2.3e-38, e^-91.2 = 2.5e-40) is not lost with it. A NaN x is the caller's to keep.
-float times_sigmoid(float x, float num) {
+// num sigmoid(x + lo), for silu (num sigmoid(num), lo 0) and gelu_tanh (x sigmoid(2u), 2u a sum of
+// two floats). Callers keep num above -120: where x < -120, the result (under 2^-150 |num|) is 0 in
+// f32. For x < 0 it is num e^x / (1 + e^x) with e^x = m 2^k (m = 1 + q), computed as
+// (num m) 2^k / (1 + e^x): the power of two applied to num m, not to e^x, so a normal result whose
+// e^x is subnormal (silu(-91.2) = -2.3e-38, e^-91.2 = 2.5e-40) is not lost with it. A NaN x is the
+// caller's to keep.
+float times_sigmoid_lo(float x, float lo, float num) {
   float q;
   int k;
-  exp_parts(max(-abs(x), -120.0), q, k);
+  // lo only where it counts: past -120 the clamp decides, and a huge x's lo may be NaN (x^3 = inf)
+  exp_parts_lo(max(-abs(x), -120.0), abs(x) < 120.0 ? (x < 0.0 ? lo : -lo) : 0.0, q, k);
   float m = q + 1.0;
   float r = x < 0.0 ? ldexp_small(num * m, k) : num;
   return r / (1.0 + scale_flush(m, k));
 }
+
+float times_sigmoid(float x, float num) { return times_sigmoid_lo(x, 0.0, num); }
 
 // tanh(x) = -e / (2 + e) with e = e^-2|x| - 1 (expm1_neg, accurate relative to itself near 0, where
 // 1 - e^-2|x| would cancel), the sign put back from x's bit (so -0 stays -0): e / (2 + e) magnifies
@@ -151,32 +192,59 @@ float tanh_f32(float x) {
 }
 
 // gelu(x) = x/2 (1 + erf(z)), z = x / sqrt(2). |z| < 1/2: Taylor's series of erf to z^11 (error
-// < 2e-8). Beyond, erfc(w) = t e^(P(t) - w^2), w = |z|, t = 1 / (1 + w/2), with fractional error
-// < 1.2e-7 (Numerical Recipes' erfcc: GLSL has no erf): 1 + erf(z) = erfc(-z) for z < 0, without the
-// cancellation, and 2 - erfc(z) above. The negative tail x/2 t m 2^k is scaled by 2^k last: gelu is
-// normal down to x = -13.15, where erfc(-z) is already subnormal. The rounding of w^2 moves the
-// result by about w^2 2^-24 relative, within gelu's measure (|x f'(x)|).
+// < 2e-8). Beyond, erfc(w) = t Q(s) e^(-x^2/2), w = |z|, t = 1 / (1 + w/2), s = (t - c) / h mapping
+// t's range for w in [0.5, 14.2] onto [-1, 1], and Q(t) = erfc(w) e^(w^2) / t, smooth and far from 0
+// there, interpolated at 10 Chebyshev nodes (within 0.11 ulp; its f32 Horner sum within about 1.8:
+// the cuda branch's scripts/fit-gelu-erfc-ptx.py with w from 0.5, not 1/sqrt(2)). GLSL has no erf.
+// 1 + erf(z) = erfc(-z) for z < 0, without the cancellation, and 2 - erfc(z) above. The negative tail
+// x/2 t Q m 2^k is scaled by 2^k last: gelu is normal down to x = -13.15, where erfc(-z) is already
+// subnormal. x^2/2 reaches 87 there, so it enters e^ as the sum of two floats (two_prod): rounded to
+// f32 it moved the result by up to 87 2^-24 (300 ulps at x = -12.7). t may take w rounded: t Q(t)
+// varies as 1/w, so w's rounding moves the result by about as much, relative.
 float gelu_erf(float x) {
   float z = x * 0.70710678118654752, w = abs(z);
   float z2 = z * z;
   float small = 1.0 + z * (1.1283791671 + z2 * (-0.3761263890 + z2 * (0.1128379167 + z2 * (-0.0268661706 +
                     z2 * (0.0052239776 + z2 * -0.0008548327)))));
   float t = 1.0 / (1.0 + 0.5 * w);
-  float poly = -1.26551223 + t * (1.00002368 + t * (0.37409196 + t * (0.09678418 + t * (-0.18628806 +
-               t * (0.27886807 + t * (-1.13520398 + t * (1.48851587 + t * (-0.82215223 + t * 0.17087277))))))));
+  float s = fma(t, 2.956204414, -1.364963531);  // 1/h, -c/h
+  float Q = fma(s, -2.250558055e-06, -9.705812772e-06);
+  Q = fma(Q, s, 3.977242886e-05);
+  Q = fma(Q, s, 1.187270173e-04);
+  Q = fma(Q, s, -5.512637435e-04);
+  Q = fma(Q, s, -1.965588424e-03);
+  Q = fma(Q, s, 6.599181797e-03);
+  Q = fma(Q, s, 6.187740341e-02);
+  Q = fma(Q, s, 2.182038724e-01);
+  Q = fma(Q, s, 4.853027761e-01);
+  float xx, xx_lo;
+  two_prod(x, x, xx, xx_lo);
+  float e = -0.5 * xx;  // halving is exact
   float q;
   int k;
-  exp_parts(max(poly - w * w, -120.0), q, k);  // erfc(w) = t (1 + q) 2^k
-  float tm = t * (q + 1.0);
+  // e^(-x^2/2) = (1 + q) 2^k; lo only above the clamp (for |x| past 1.8e19, x^2 = inf and its lo NaN)
+  exp_parts_lo(max(e, -120.0), e > -120.0 ? -0.5 * xx_lo : 0.0, q, k);
+  float tm = t * Q * (q + 1.0);  // erfc(w) = tm 2^k
   float r = w < 0.5 ? 0.5 * x * small : (z < 0.0 ? ldexp_small(0.5 * x * tm, k) : 0.5 * x * (2.0 - scale_flush(tm, k)));
   return isinf(x) ? (x > 0.0 ? x : 0.0) : r;  // -inf: -inf times 0
 }
 
 // gelu_tanh(x) = x/2 (1 + tanh(u)) = x / (1 + e^-2u), u = sqrt(2/pi) (x + 0.044715 x^3): no
-// cancellation for x << 0. 2u's rounding is within gelu_tanh's measure, as gelu's w^2.
+// cancellation for x << 0. 2u reaches -87 where the result is still normal, so it is formed as a sum
+// of two floats (x^3, its product with 0.044715 and with 2 sqrt(2/pi), each constant in two parts):
+// rounded to f32, it had moved e^2u by up to 87 2^-24 (184 ulps at x = -9.8).
 float gelu_tanh_f32(float x) {
-  float u2 = 2.0 * 0.79788456080286536 * (x + 0.044715 * x * x * x);
-  float r = times_sigmoid(u2, max(x, -120.0));
+  float x2, x2_lo, x3, x3_lo, a, a_lo, v, v_lo, u, u_lo;
+  two_prod(x, x, x2, x2_lo);
+  two_prod(x2, x, x3, x3_lo);
+  x3_lo = fma(x2_lo, x, x3_lo);
+  two_prod(0.044715, x3, a, a_lo);  // 0.044715 = 0.044715f + 1.5461445e-9 (its f32 error)
+  a_lo = fma(0.044715, x3_lo, fma(1.5461445e-9, x3, a_lo));
+  two_sum(x, a, v, v_lo);
+  v_lo += a_lo;
+  two_prod(1.5957691216057308, v, u, u_lo);  // 2 sqrt(2/pi) = 1.59576917f - 4.534068e-8
+  u_lo = fma(1.5957691216057308, v_lo, fma(-4.534068e-8, v, u_lo));
+  float r = times_sigmoid_lo(u, u_lo, max(x, -120.0));
   return isnan(x) ? x : r;
 }
 
@@ -218,6 +286,16 @@ float log_f32(float x) {
   precise float lo = s * (hfsq + R) + k * 9.0580006145e-6;  // ln2_lo
   precise float res = k * 6.9313812256e-1 - ((hfsq - lo) - f);  // ln2_hi: 17 significant bits
   return res;
+}
+
+// ln(1 + t) for t >= 0 (or NaN), accurate relative to itself when t is small, where ln(1 + t)
+// rounded first would lose t (log_softmax's log of a row's sum 1 + t is -1e-10 where its largest
+// entry leads the next by 23): u = 1 + t rounded, its error d = u - 1 - t exact (Fast2Sum, the
+// larger addend first), and ln(1 + t) = ln u - d / u to within (d / u)^2 <= 2^-48.
+float log1p_f32(float t) {
+  precise float u = 1.0 + t;
+  precise float d = t <= 1.0 ? (u - 1.0) - t : (u - t) - 1.0;
+  return log_f32(u) - d / u;
 }
 
 // sqrt and 1/sqrt: the builtins (Vulkan bounds sqrt as 1 / inversesqrt and inversesqrt at 2 ulp,

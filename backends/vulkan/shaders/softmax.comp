@@ -29,11 +29,21 @@ void main() {
   float m = -1.0 / 0.0;
   for (uint k = gl_LocalInvocationID.x; k < p.n; k += WG) m = nan_max(m, x[p.x_off + row + k * p.inner]);
   m = wg_max(m);
-  float s = 0.0;
-  for (uint k = gl_LocalInvocationID.x; k < p.n; k += WG) s += exp_nonpos(x[p.x_off + row + k * p.inner] - m);
+  // log_softmax sums the row less its leading ones: ln(c + t) = ln(1 + (c - 1 + t)) for the c
+  // entries equal to the max (e^0 = 1, less 1 exactly 0) and the rest's t, so that ln(1 + t) keeps
+  // its accuracy where t is tiny (log1p_f32). Its terms keep their subnormal values (exp_f32): t may
+  // be normal (1.8e-35 for [0, -80, -87, -90]) with a part below 2^-126 (e^-90 = 8e-40 is 380 ulps
+  // of it). inf - inf is NaN either way: a row with +inf stays NaN.
+  float s = 0.0, c = 0.0;
+  for (uint k = gl_LocalInvocationID.x; k < p.n; k += WG) {
+    float d = x[p.x_off + row + k * p.inner] - m;
+    bool lead = p.log_form != 0u && d == 0.0;
+    s += (p.log_form != 0u ? exp_f32(d) : exp_nonpos(d)) - (lead ? 1.0 : 0.0);
+    c += lead ? 1.0 : 0.0;
+  }
   s = wg_sum(s);
   if (p.log_form != 0u) {
-    float ls = log_f32(s);
+    float ls = log1p_f32((wg_sum(c) - 1.0) + s);
     for (uint k = gl_LocalInvocationID.x; k < p.n; k += WG) y[row + k * p.inner] = (x[p.x_off + row + k * p.inner] - m) - ls;
   } else {
     float inv = 1.0 / s;

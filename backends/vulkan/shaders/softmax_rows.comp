@@ -25,10 +25,16 @@ void main() {
   uint xr = p.x_off + row;
   float m = -1.0 / 0.0;
   for (uint k = 0u; k < p.n; ++k) m = nan_max(m, x[xr + k * p.inner]);
-  float s = 0.0;
-  for (uint k = 0u; k < p.n; ++k) s += exp_nonpos(x[xr + k * p.inner] - m);
+  // as softmax.comp: log_softmax's sum less the entries equal to the max, for ln(1 + t)
+  float s = 0.0, c = 0.0;
+  for (uint k = 0u; k < p.n; ++k) {
+    float d = x[xr + k * p.inner] - m;
+    bool lead = p.log_form != 0u && d == 0.0;
+    s += (p.log_form != 0u ? exp_f32(d) : exp_nonpos(d)) - (lead ? 1.0 : 0.0);
+    c += lead ? 1.0 : 0.0;
+  }
   if (p.log_form != 0u) {
-    float ls = log_f32(s);
+    float ls = log1p_f32((c - 1.0) + s);
     for (uint k = 0u; k < p.n; ++k) y[row + k * p.inner] = (x[xr + k * p.inner] - m) - ls;
   } else {
     float inv = 1.0 / s;
