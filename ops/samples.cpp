@@ -105,8 +105,7 @@ void matmul_cases(std::vector<Sample>& out) {
   run({129, 1500}, {1500, 97}, {}, L::contiguous, L::contiguous, DType::bf16, DType::bf16);
   // More than two batch dims (ranks 5 to 8, the most a Shape holds), broadcast both ways: rank 5
   // with rank 4 (matmul_rows.comp on Vulkan), rank 6 with N = 3 (matmul.comp), rank 7 with a
-  // transposed f16 A, rank 8 with six batch dims, and rank 8 with a plain matrix. cuda_ptx refuses
-  // them until its part of issue 31 lands.
+  // transposed f16 A, rank 8 with six batch dims, and rank 8 with a plain matrix.
   const std::size_t high_ranks = out.size();
   run({2, 3, 1, 4, 6}, {3, 2, 6, 8}, {});
   run({2, 1, 3, 1, 5, 7}, {1, 2, 1, 4, 7, 3}, {});
@@ -116,7 +115,6 @@ void matmul_cases(std::vector<Sample>& out) {
   for (std::size_t i = high_ranks; i < out.size(); ++i) {
     const int rank = std::max(out[i].inputs[0].shape.rank(), out[i].inputs[1].shape.rank());
     out[i].note += (out[i].note.empty() ? "rank " : " rank ") + std::to_string(rank);
-    out[i].pending_on = {DeviceKind::cuda};
   }
   // K == 0: an empty sum is zero
   run({3, 0}, {0, 4}, {});
@@ -262,17 +260,16 @@ void softmax_cases(std::vector<Sample>& out) {
 // Rows whose squares leave the f32 range, which the norms redo on the row scaled by a power of two:
 // x^2 past FLT_MAX (from 1.8e19), a large offset, and a sum of x past it (3e37 over 1000); tiny rows
 // whose squares underflow (subnormal below 1e-19, zero below 1e-23), with the smallest eps (1.4e-45,
-// subnormal) so that it does not swamp their variance, or a normal one that does. cuda_ptx gets them
-// wrong (zeros) until its part of issue 31 lands, and the cpu's layernorm of one element about 1e37
-// (a constant row: 0 times the scaled row's 1 / sqrt(eps s^2), which overflows f32) is NaN.
+// subnormal) so that it does not swamp their variance, or a normal one that does. The cpu's layernorm
+// of one element about 1e37 (a constant row: 0 times the scaled row's 1 / sqrt(eps s^2), which
+// overflows f32) is NaN until the cpu's part of issue 31 lands.
 struct ExtremeRows {
   float low, high, eps;
   const char* note;
 };
 Sample extreme_sample(std::vector<Input> inputs, const NormParams& p, const ExtremeRows& e, bool cpu_nan) {
   Sample s{std::move(inputs), p, e.note};
-  s.pending_on = {DeviceKind::cuda};
-  if (cpu_nan) s.pending_on.push_back(DeviceKind::cpu);
+  if (cpu_nan) s.pending_on = {DeviceKind::cpu};
   return s;
 }
 std::vector<ExtremeRows> extreme_rows() {
