@@ -7,12 +7,17 @@ mapping t's range for w in [1/sqrt(2), 14.2] (x up to 20, past which erfc is 0 i
 Q(t) = erfc(w) e^(w^2) / t is smooth and far from 0 there, so Chebyshev interpolation at 10 nodes
 fits it within 0.04u (u = 2^-24), and its f32 Horner sum (terms shrinking by 3x or more) rounds
 within about 1.4u. Prints c, 1/h, -c/h and the coefficients as f32 hex literals, and both errors.
+
+An argument sets the lower end of w instead: 0.5 gives the vulkan gelu's Q
+(backends/vulkan/shaders/common.glsl, gelu_erf, whose erf series covers w below 0.5), printed in
+decimal too, since GLSL has no hex float literals.
 """
 import math
 import struct
+import sys
 
 DEGREE = 9
-W0, W1 = 1 / math.sqrt(2), 14.2
+W0, W1 = (float(sys.argv[1]) if len(sys.argv) > 1 else 1 / math.sqrt(2)), 14.2
 T1, T0 = 1 / (1 + W0 / 2), 1 / (1 + W1 / 2)
 C, H = (T0 + T1) / 2, (T1 - T0) / 2
 
@@ -56,3 +61,6 @@ for i in range(40001):
 print("fit: %.3fu, f32 evaluation (s rounded, f32 coefficients, FMA Horner): %.2fu" % (fit / 2**-24, ev / 2**-24))
 print("1/h = %s, -c/h = %s" % (float.hex(inv_h), float.hex(shift)))
 print("Q:", ", ".join(float.hex(v) + "f" for v in coef))
+if len(sys.argv) > 1:
+    print("decimal: 1/h = %.9e, -c/h = %.9e" % (inv_h, shift))
+    print("Q:", ", ".join("%.9e" % v for v in coef))

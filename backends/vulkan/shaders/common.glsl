@@ -194,8 +194,9 @@ float tanh_f32(float x) {
 // gelu(x) = x/2 (1 + erf(z)), z = x / sqrt(2). |z| < 1/2: Taylor's series of erf to z^11 (error
 // < 2e-8). Beyond, erfc(w) = t Q(s) e^(-x^2/2), w = |z|, t = 1 / (1 + w/2), s = (t - c) / h mapping
 // t's range for w in [0.5, 14.2] onto [-1, 1], and Q(t) = erfc(w) e^(w^2) / t, smooth and far from 0
-// there, interpolated at 10 Chebyshev nodes (within 0.11 ulp; its f32 Horner sum within about 1.8:
-// the cuda branch's scripts/fit-gelu-erfc-ptx.py with w from 0.5, not 1/sqrt(2)). GLSL has no erf.
+// there, interpolated at 10 Chebyshev nodes (`scripts/fit-gelu-erfc-ptx.py 0.5` computes them: the
+// fit within 0.11u, u = 2^-24, its f32 Horner sum within about 1.8u; the cuda gelu's Q is the same
+// fit from w = 1/sqrt(2), where its erf series takes over). GLSL has no erf.
 // 1 + erf(z) = erfc(-z) for z < 0, without the cancellation, and 2 - erfc(z) above. The negative tail
 // x/2 t Q m 2^k is scaled by 2^k last: gelu is normal down to x = -13.15, where erfc(-z) is already
 // subnormal. x^2/2 reaches 87 there, so it enters e^ as the sum of two floats (two_prod): rounded to
