@@ -1,11 +1,18 @@
 // Special values: softmax rows with -k_inf / all -k_inf / huge values, activations at +-k_inf and NaN,
 // as docs/ops.md documents them; norms of rows at the edges of the f32 range, on the device under
-// test (TRINE_TEST_DEVICE). Runs once per CPU ISA too.
+// test (TRINE_TEST_DEVICE); the transcendental ops, softmax and attention's weights within 4 ulps of
+// the exact function of their input, far tails included. Runs once per CPU ISA too.
 #include <catch2/catch.hpp>
 
+#include <algorithm>
+#include <bit>
 #include <cfloat>
 #include <cmath>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
 #include <limits>
+#include <string>
 #include <vector>
 
 #include "tests/harness.hpp"
@@ -370,4 +377,203 @@ TEST_CASE("rmsnorm and layernorm keep infinities and NaN as before", "[numerics]
   for (int j = 4; j < 8; ++j) CHECK(std::isnan(y[static_cast<std::size_t>(j)]));
   const auto z = trine::layernorm(t).to_vector();
   for (float v : z) CHECK(std::isnan(v));
+}
+
+namespace {
+
+// |got - exact| in ulps of the exact value (an ulp of [2^e, 2^(e+1)) is 2^(e - 23)), for exact
+// values in the normal range; below it 0 when got is within 2^-126 of it (such results may flush to
+// 0), else infinity; past the largest float, 0 for an infinity of the right sign.
+double ulps(float got, long double exact) {
+  const long double a = std::fabs(exact);
+  if (a >= 0x1.fffffe8p127L) return std::isinf(got) && std::signbit(got) == std::signbit(exact) ? 0.0 : INFINITY;
+  if (a < 0x1p-126L) return std::fabs(got - exact) <= 0x1p-126L ? 0.0 : INFINITY;
+  if (std::isnan(got)) return INFINITY;
+  int e = 0;
+  std::frexp(static_cast<double>(a), &e);  // a = f 2^e, f in [1/2, 1)
+  return static_cast<double>(std::fabs(got - exact) / std::ldexp(1.0L, e - 24));
+}
+
+// The largest error of got against exact(x) over x, and where; printed per ISA (the before/after
+// tables of issue 31 come from these lines).
+struct Worst {
+  double worst = 0;
+  float at = 0;
+  void add(float x, float got, long double exact) {
+    const double e = ulps(got, exact);
+    if (!(e <= worst)) worst = e, at = x;
+  }
+  void report(const char* what) const {
+    const Device dev = test::test_device();
+    const char* isa = std::getenv("TRINE_CPU_ISA");
+    std::printf("%-8s %-8s %-26s largest error %8.3g ulps at x = %.9g\n", dev.str().c_str(),
+                dev.kind == DeviceKind::cpu && isa ? isa : "", what, worst, static_cast<double>(at));
+  }
+};
+
+long double logistic(long double v) { return 1 / (1 + std::exp(-v)); }
+long double gelu_erf_exact(long double v) { return v / 2 * std::erfc(-v / std::sqrt(2.0L)); }
+long double gelu_tanh_exact(long double v) {
+  const long double c = 2 * std::sqrt(2 / 3.14159265358979323846264338327950288L);
+  return v * logistic(c * (v + 0.044715L * v * v * v));
+}
+
+// Every 509th f32 in [-100, 100], both signs, and the far-tail points issue 31 named.
+std::vector<float> sweep() {
+  std::vector<float> x;
+  for (std::uint32_t u = 0; u <= 0x42c80000u; u += 509) {
+    x.push_back(std::bit_cast<float>(u));
+    x.push_back(-std::bit_cast<float>(u));
+  }
+  for (float v : {-72.8f, -75.6f, -9.4f, -91.2f, -91.8f, -87.0f, -87.3f, -87.5f, -88.7f, -13.0f, -13.1f, -13.2f, -10.0f,
+                  -10.3f, -10.4f, -0.25f, 0.25f, -0.625f, 0.625f})
+    x.push_back(v);
+  return x;
+}
+
+// Softmax rows of n values in [lo, hi] from a fixed LCG (the same rows every run).
+std::vector<float> rows_lcg(std::size_t count, float lo, float hi, std::uint32_t seed) {
+  std::vector<float> v(count);
+  for (float& f : v) {
+    seed = seed * 1664525u + 1013904223u;
+    f = lo + (hi - lo) * static_cast<float>(seed >> 8) * 0x1p-24f;
+  }
+  return v;
+}
+
+// Softmax (or its log) of x[outer, n, inner] along n, in long double from the f32 inputs.
+std::vector<long double> softmax_exact(const std::vector<float>& x, std::size_t outer, std::size_t n,
+                                       std::size_t inner, bool log) {
+  std::vector<long double> y(x.size());
+  for (std::size_t o = 0; o < outer; ++o)
+    for (std::size_t c = 0; c < inner; ++c) {
+      auto at = [&](std::size_t j) { return o * n * inner + j * inner + c; };
+      long double m = -INFINITY, s = 0;
+      for (std::size_t j = 0; j < n; ++j) m = std::max<long double>(m, x[at(j)]);
+      for (std::size_t j = 0; j < n; ++j) s += std::exp(x[at(j)] - m);
+      for (std::size_t j = 0; j < n; ++j)
+        y[at(j)] = log ? (x[at(j)] - m) - std::log(s) : std::exp(x[at(j)] - m) / s;
+    }
+  return y;
+}
+
+}  // namespace
+
+TEST_CASE("transcendental ops within 4 ulps of the exact function of the f32 input, far tails included",
+          "[numerics][issue31]") {
+  // Relative to |f(x)| wherever f(x) is normal: a normal result must not flush, even where an
+  // intermediate e^x is subnormal (silu(-91.2) = -2.3e-38), and the argument reduction must not
+  // lose |x| 2^-24 (sigmoid(-75.6) was 59.6 ulps off). Results below 2^-126 may flush.
+  const Device dev = test::test_device();
+  const std::vector<float> x = sweep();
+  const auto n = static_cast<std::int64_t>(x.size());
+  const Tensor t = Tensor::from(x, {n}, DType::f32, dev);
+  struct Op {
+    const char* name;
+    Activation act;
+    float alpha;
+    Tensor (*run)(const Tensor&);
+    long double (*exact)(long double);
+  };
+  const Op ops[] = {
+      {"sigmoid", Activation::sigmoid, 0, [](const Tensor& v) { return sigmoid(v); }, logistic},
+      {"silu", Activation::silu, 0, [](const Tensor& v) { return silu(v); },
+       [](long double v) { return v * logistic(v); }},
+      {"elu", Activation::elu, 1, [](const Tensor& v) { return elu(v, 1.0f); },
+       [](long double v) { return v < 0 ? std::expm1(v) : v; }},
+      {"tanh", Activation::tanh, 0, [](const Tensor& v) { return trine::tanh(v); },
+       [](long double v) { return std::tanh(v); }},
+      {"gelu", Activation::gelu, 0, [](const Tensor& v) { return gelu(v, GeluForm::erf); }, gelu_erf_exact},
+      {"gelu_tanh", Activation::gelu_tanh, 0, [](const Tensor& v) { return gelu(v, GeluForm::tanh); },
+       gelu_tanh_exact},
+      {"exp", Activation::exp, 0, [](const Tensor& v) { return trine::exp(v); },
+       [](long double v) { return std::exp(v); }},
+      {"pow 3", Activation::pow, 3, [](const Tensor& v) { return trine::pow(v, 3.0f); },
+       [](long double v) { return v * v * v; }},
+  };
+  // bias_act's rows: x + bias rounded to f32 is the activation's input
+  const std::int64_t cols = 37, rows = n / cols;
+  std::vector<float> bias(static_cast<std::size_t>(cols));
+  for (std::size_t c = 0; c < bias.size(); ++c) bias[c] = static_cast<float>(static_cast<int>(c % 5) - 2) * 0.75f;
+  const std::vector<float> xr(x.begin(), x.begin() + rows * cols);
+  const Tensor tr = Tensor::from(xr, {rows, cols}, DType::f32, dev), tb = Tensor::from(bias, {cols}, DType::f32, dev);
+  for (const Op& op : ops) {
+    Worst w, wb;
+    const std::vector<float> y = op.run(t).to_vector();
+    for (std::size_t i = 0; i < x.size(); ++i) w.add(x[i], y[i], op.exact(x[i]));
+    w.report(op.name);
+    CHECK(w.worst <= 4.0);
+    if (op.act == Activation::exp || op.act == Activation::pow) continue;
+    const std::vector<float> yb = bias_act(tr, tb, op.act, op.alpha).to_vector();
+    for (std::size_t i = 0; i < xr.size(); ++i) {
+      const float v = xr[i] + bias[i % bias.size()];
+      wb.add(v, yb[i], op.exact(v));
+    }
+    wb.report((std::string("bias_act ") + op.name).c_str());
+    CHECK(wb.worst <= 4.0);
+  }
+  {  // log and pow over the positive half
+    std::vector<float> xp;
+    for (float v : x)
+      if (v > 0) xp.push_back(v);
+    const Tensor tp = Tensor::from(xp, {static_cast<std::int64_t>(xp.size())}, DType::f32, dev);
+    Worst wl, wp;
+    const std::vector<float> yl = trine::log(tp).to_vector(), yp = trine::pow(tp, 2.5f).to_vector();
+    for (std::size_t i = 0; i < xp.size(); ++i) {
+      wl.add(xp[i], yl[i], std::log(static_cast<long double>(xp[i])));
+      wp.add(xp[i], yp[i], std::pow(static_cast<long double>(xp[i]), 2.5L));
+    }
+    wl.report("log");
+    wp.report("pow 2.5");
+    CHECK(wl.worst <= 4.0);
+    CHECK(wp.worst <= 4.0);
+  }
+}
+
+TEST_CASE("softmax, log_softmax and attention's weights within 4 ulps of the exact function, far tails included",
+          "[numerics][issue31]") {
+  // Rows reaching e^-95: e^-87 = 1.6e-38 is normal and must not flush; e^-90 may.
+  const Device dev = test::test_device();
+  struct Case {
+    std::vector<float> x;
+    std::size_t outer, n, inner;
+  };
+  std::vector<Case> cases;
+  cases.push_back({{0.0f, -80.0f, -87.0f, -90.0f, -100.0f, -20.5f, -87.3f, -1.0f}, 1, 8, 1});
+  cases.push_back({rows_lcg(7 * 33, -95.0f, 0.0f, 1), 7, 33, 1});
+  cases.push_back({rows_lcg(3 * 4096, -95.0f, 3.0f, 2), 3, 4096, 1});
+  cases.push_back({rows_lcg(70001, -95.0f, -10.0f, 3), 1, 70001, 1});  // segments merged
+  cases.push_back({rows_lcg(40 * 5, -95.0f, 0.0f, 4), 1, 40, 5});      // along axis 0: the columns' pass
+  cases.push_back({rows_lcg(3 * 50 * 7, -60.0f, 40.0f, 5), 3, 50, 7});
+  for (bool log : {false, true}) {
+    Worst w;
+    for (const Case& c : cases) {
+      const Tensor t = Tensor::from(c.x, {static_cast<std::int64_t>(c.outer), static_cast<std::int64_t>(c.n),
+                                          static_cast<std::int64_t>(c.inner)},
+                                      DType::f32, dev);
+      const std::vector<float> y = (log ? log_softmax(t, 1) : softmax(t, 1)).to_vector();
+      const std::vector<long double> e = softmax_exact(c.x, c.outer, c.n, c.inner, log);
+      for (std::size_t i = 0; i < y.size(); ++i) w.add(c.x[i], y[i], e[i]);
+    }
+    w.report(log ? "log_softmax" : "softmax");
+    CHECK(w.worst <= 4.0);
+  }
+  // attention with D = 1, q = 1, scale 1: the scores are the keys; V's one-hot rows pick out the
+  // weights. Lk = 300 crosses key tiles (the running max's rescale); Lk = 2100 splits the keys.
+  Worst w;
+  for (std::size_t lk : {std::size_t{8}, std::size_t{300}, std::size_t{2100}}) {
+    std::vector<float> k = lk == 8 ? cases[0].x : rows_lcg(lk, -95.0f, 5.0f, static_cast<std::uint32_t>(lk));
+    const std::size_t dv = std::min<std::size_t>(lk, 128);  // the GPU kernels take head dims up to 128
+    std::vector<float> v(lk * dv, 0.0f);
+    for (std::size_t j = 0; j < dv; ++j) v[(j * lk / dv) * dv + j] = 1.0f;  // column j: key j lk / dv
+    const auto L = static_cast<std::int64_t>(lk), D = static_cast<std::int64_t>(dv);
+    const std::vector<float> y = attention(Tensor::from(std::vector<float>{1.0f}, {1, 1, 1}, DType::f32, dev),
+                                           Tensor::from(k, {1, L, 1}, DType::f32, dev), Tensor::from(v, {1, L, D}, DType::f32, dev),
+                                           AttentionParams{false, 1.0f})
+                                     .to_vector();
+    const std::vector<long double> e = softmax_exact(k, 1, lk, 1, false);
+    for (std::size_t j = 0; j < dv; ++j) w.add(k[j * lk / dv], y[j], e[j * lk / dv]);
+  }
+  w.report("attention weights");
+  CHECK(w.worst <= 4.0);
 }
