@@ -15,6 +15,11 @@ a <= 13 reaches, weighted by how much error the measure allows there (about 1 + 
 2^r on |r| <= 1/2 is 1 + r P(r). With AVX2 and AVX-512, gelu computes v = 8w and 2^w = 2^(k/8) 2^(r/8),
 k = round(v), |r| <= 1/2: the eight 2^(j/8) from a table (printed as the kernel stores them: bits less
 j << 20), 2^(r/8) = 1 + r Q(r); SSE4.2 (no lane permute, no FMA) keeps pow2_bounded. Both are modeled.
+
+Since issue 31 the kernels take these fits rescaled to base e (G times ln 2; Q and P with r in units of
+ln2/8 and ln2), and reduce e^(G - a^2/2) by Cody-Waite with a^2 carried exactly (simd_common.hpp's
+exp_parts, unary.cpp's gelu_erf), so the exponent is no longer rounded to f32 as the model below
+still rounds it: its errors are those of the earlier form.
 """
 import math
 

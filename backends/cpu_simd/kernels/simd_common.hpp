@@ -25,89 +25,6 @@ inline i64 grain_for(i64 work_per_item, i64 grain_elems) {
   return std::max<i64>(1, grain_elems / std::max<i64>(1, work_per_item));
 }
 
-// 2^w for w in [-125, 126] (NaN gives NaN; outside the range, garbage: callers keep w in it), in 11
-// vector operations, 6 of them FMAs, where xsimd::exp takes about 30 for the whole range and its
-// special cases: w = n + r, n rounded by adding 1.5 * 2^23, r = w - n exact with |r| <= 1/2, 2^r =
-// 1 + r P(r) with P a degree-5 least-squares fit (scripts/fit-gelu.py: 1.28 half-ulps in f32), then
-// n added to the exponent bits, which stay normal and finite for -125 <= n <= 126. With NanSafe, n reaches the
-// exponent through a conversion, so a NaN's payload cannot move the exponent of the NaN the result
-// then is; without it (for a w that is never NaN) through t's low bits, one operation fewer.
-template <bool NanSafe>
-[[gnu::always_inline]] inline batch_f32 pow2_bounded(const batch_f32& w) {
-  using batch_i32 = xsimd::batch<std::int32_t, Arch>;
-  constexpr float c[] = {0.000154673646f, 0.00134004327f, 0.00961803552f, 0.0555032715f, 0.240226507f, 0.693147182f};
-  const batch_f32 magic(12582912.0f);  // 1.5 * 2^23: adding it rounds to an integer, kept in t's low bits
-  const batch_f32 t = w + magic;
-  const batch_f32 n = t - magic;
-  const batch_f32 r = w - n;
-  batch_f32 p(c[0]);
-#pragma GCC unroll 8
-  for (int j = 1; j < 6; ++j) p = xsimd::fma(p, r, batch_f32(c[j]));
-  const batch_f32 e = xsimd::fma(p, r, batch_f32(1.0f));
-  const batch_i32 shift = (NanSafe ? xsimd::to_int(n) : xsimd::bitwise_cast<batch_i32>(t)) << 23;
-  return xsimd::bitwise_cast<batch_f32>(xsimd::bitwise_cast<batch_i32>(e) + shift);
-}
-
-#if defined(TRINE_ISA_AVX2) || defined(TRINE_ISA_AVX512)
-// 2^(v/8) as the product q pw, for v in [-1000, 1008] (outside it, garbage: callers keep v in it):
-// k = round(v), r = v - k exact with |r| <= 1/2, pw = 2^(k/8) from a table of the eight 2^(j/8)
-// through a lane permute with k >> 3 added to the exponent bits, q = 2^(r/8) = 1 + r Q(r) with Q of
-// degree 2 (scripts/fit-gelu.py: q pw within 2.61 half-ulps, pow2_bounded 1.28). Three FMAs where
-// pow2_bounded takes six, for the permute and, to join the parts, a multiply the caller may fold
-// into its own (gelu multiplies s by q). A NaN v makes q NaN, so q pw is NaN whatever pw holds.
-// SSE4.2 has no lane permute.
-inline constexpr bool has_pow2_eighths = true;
-[[gnu::always_inline]] inline void pow2_eighths_parts(const batch_f32& v, batch_f32& q, batch_f32& pw) {
-  const batch_f32 magic(12582912.0f);  // 1.5 * 2^23: adding it rounds v to an integer k, kept in t's low bits
-  const batch_f32 t = v + magic;
-  const batch_f32 r = v - (t - magic);
-  q = xsimd::fma(
-      xsimd::fma(xsimd::fma(batch_f32(0.000108419175f), r, batch_f32(0.00375402835f)), r, batch_f32(0.0866433978f)), r,
-      batch_f32(1.0f));
-  // Entry j holds the bits of 2^(j/8) less j << 20: adding t's bits shifted left by 20, which is k << 20
-  // = ((k >> 3) << 23) + (j << 20) with j = k & 7, leaves 2^(j/8) with k >> 3 added to its exponent.
-#if defined(TRINE_ISA_AVX512)
-  const __m512i tab =
-      _mm512_setr_epi32(0x3f800000, 0x3f7b95c2, 0x3f7837f0, 0x3f75fed7, 0x3f7504f3, 0x3f75672a, 0x3f7744fd, 0x3f7ac0c7,
-                        0x3f800000, 0x3f7b95c2, 0x3f7837f0, 0x3f75fed7, 0x3f7504f3, 0x3f75672a, 0x3f7744fd, 0x3f7ac0c7);
-  const __m512i ti = _mm512_castps_si512(t);
-  pw = _mm512_castsi512_ps(_mm512_add_epi32(_mm512_permutexvar_epi32(ti, tab), _mm512_slli_epi32(ti, 20)));
-#else
-  const __m256i tab =
-      _mm256_setr_epi32(0x3f800000, 0x3f7b95c2, 0x3f7837f0, 0x3f75fed7, 0x3f7504f3, 0x3f75672a, 0x3f7744fd, 0x3f7ac0c7);
-  const __m256i ti = _mm256_castps_si256(t);
-  pw = _mm256_castsi256_ps(_mm256_add_epi32(_mm256_permutevar8x32_epi32(tab, ti), _mm256_slli_epi32(ti, 20)));
-#endif
-}
-[[gnu::always_inline]] inline batch_f32 pow2_eighths(const batch_f32& v) {
-  batch_f32 q, pw;
-  pow2_eighths_parts(v, q, pw);
-  return q * pw;
-}
-#else
-inline constexpr bool has_pow2_eighths = false;
-#endif
-
-// 2^(w / pow2_scale) for w in [pow2_lo, pow2_hi] (the exponent's [-125, 126], scaled), NaN kept:
-// pow2_eighths where there is a lane permute (scale 8), else pow2_bounded (scale 1). Callers fold
-// pow2_scale into the multiply that forms w, which stays exact since the scale is a power of two.
-inline constexpr float pow2_scale = has_pow2_eighths ? 8.0f : 1.0f;
-inline constexpr float pow2_lo = -125.0f * pow2_scale, pow2_hi = 126.0f * pow2_scale;
-[[gnu::always_inline]] inline batch_f32 pow2_scaled(const batch_f32& w) {
-#if defined(TRINE_ISA_AVX2) || defined(TRINE_ISA_AVX512)
-  return pow2_eighths(w);
-#else
-  return pow2_bounded<true>(w);
-#endif
-}
-
-// e^(k v) for k v <= 87 (above, garbage: callers keep it there), through pow2_scaled with the exponent
-// clamped below where it is valid: k v under -86.6, -inf included, gives 2^-125 rather than 0. NaN
-// stays NaN. k is folded with pow2_scale and log2(e) into one multiply.
-[[gnu::always_inline]] inline batch_f32 exp_clamped(const batch_f32& v, float k) {
-  return pow2_scaled(xsimd::max(batch_f32(pow2_lo), v * batch_f32(k * pow2_scale * 1.44269504f)));
-}
-
 // v where m is false and +0 where it is true. On AVX2 and SSE4.2 one andnot: xsimd::select(m, 0, v)
 // is a blendv, which GCC turns into a sign test and an and, one operation more in the exp-heavy
 // loops (gelu, sigmoid, softmax) that are short of vector ports on one core. AVX-512's select is
@@ -120,6 +37,164 @@ inline constexpr float pow2_lo = -125.0f * pow2_scale, pow2_hi = 126.0f * pow2_s
 #else
   return _mm_andnot_ps(m, v);
 #endif
+}
+
+// ---- e^x with its argument reduced in extended precision (issue 31) ----
+//
+// Units: u = 2^-24, half an ulp of [1, 2). A relative error of |x| u in the argument of e^ is |x| u
+// in the result: rounding x log2(e) to f32 before reducing it (as this file once did) cost 60 ulps at
+// x = -75. Here the reduction is Cody-Waite's, x - k ln2 / S (S = exp_scale) with ln2 / S split in
+// two, so r carries no rounding of x's size; a caller whose argument is a sum of two floats passes
+// the low part too.
+
+// a b + c, a b - c and c - a b rounded once where there is FMA. xsimd 8.1 has no AVX-512 fma: its
+// generic a * b + c is fused only where GCC contracts it, and a * b - p with p = a * b became p - p = 0
+// (the product shared), so the AVX-512 forms are the intrinsics. SSE4.2 rounds twice.
+[[gnu::always_inline]] inline batch_f32 fmadd(const batch_f32& a, const batch_f32& b, const batch_f32& c) {
+#if defined(TRINE_ISA_AVX512)
+  return _mm512_fmadd_ps(a, b, c);
+#else
+  return xsimd::fma(a, b, c);
+#endif
+}
+[[gnu::always_inline]] inline batch_f32 fmsub(const batch_f32& a, const batch_f32& b, const batch_f32& c) {
+#if defined(TRINE_ISA_AVX512)
+  return _mm512_fmsub_ps(a, b, c);
+#else
+  return xsimd::fms(a, b, c);
+#endif
+}
+[[gnu::always_inline]] inline batch_f32 fnmadd(const batch_f32& a, const batch_f32& b, const batch_f32& c) {
+#if defined(TRINE_ISA_AVX512)
+  return _mm512_fnmadd_ps(a, b, c);
+#else
+  return xsimd::fnma(a, b, c);
+#endif
+}
+
+// a b = p + e exactly (a, b finite, |a b| far from overflow and underflow): one FMA where there is
+// one; SSE4.2 has none, and splits a and b into halves of 12 bits (Veltkamp) whose four products are
+// exact (Dekker).
+[[gnu::always_inline]] inline void two_prod(const batch_f32& a, const batch_f32& b, batch_f32& p, batch_f32& e) {
+  p = a * b;
+#if defined(TRINE_ISA_AVX2) || defined(TRINE_ISA_AVX512)
+  e = fmsub(a, b, p);
+#else
+  const batch_f32 split(4097.0f);  // 2^12 + 1
+  const batch_f32 ca = a * split, cb = b * split;
+  const batch_f32 ah = ca - (ca - a), bh = cb - (cb - b);
+  const batch_f32 al = a - ah, bl = b - bh;
+  e = (((ah * bh - p) + ah * bl) + al * bh) + al * bl;
+#endif
+}
+
+// a + b = s + e exactly, for any order of magnitudes (Knuth's TwoSum: six additions, no branch).
+[[gnu::always_inline]] inline void two_sum(const batch_f32& a, const batch_f32& b, batch_f32& s, batch_f32& e) {
+  s = a + b;
+  const batch_f32 bb = s - a;
+  e = (a - (s - bb)) + (b - bb);
+}
+
+#if defined(TRINE_ISA_AVX2) || defined(TRINE_ISA_AVX512)
+// e^x = 2^(k/8) e^r, k = round(8 x log2 e), r = x - k ln2/8 in [-0.0434, 0.0434]: 2^(k/8) from a
+// table of the eight 2^(j/8) through a lane permute with k >> 3 added to the exponent bits, e^r =
+// 1 + r (1 + r (b2 + r b3)), the fit of scripts/fit-gelu.py's 2^(r/8) rescaled to base e (1.42u of
+// e^r, checked over its whole range). Three FMAs for e^r where the eighth-less form needs six, for
+// the permute. With FMA, r = x - k ln2/8 is rounded once from the exact difference, which is under
+// 0.05: 2^-29 absolute whatever |x| is.
+inline constexpr float exp_scale = 8.0f;
+inline constexpr float exp_b[] = {0.166686207f, 0.500065148f, 1.0f};
+#else
+// SSE4.2 has no lane permute and no FMA: e^x = 2^k e^r, k = round(x log2 e), r = x - k ln2 in
+// [-0.347, 0.347] with ln2 = 0x1.63p-1 (10 bits, so k times it is exact for |k| < 2^14, and x less
+// it exact by Sterbenz's lemma) plus the rest; e^r = 1 + r P(r) with P of degree 5, the fit of
+// scripts/fit-gelu.py's 2^r rescaled to base e (1.61u unfused).
+inline constexpr float exp_scale = 1.0f;
+inline constexpr float exp_b[] = {0.00139464461f, 0.00837512966f, 0.0416662619f, 0.166664153f, 0.5f, 1.0f};
+#endif
+
+// The reduction's pieces, for callers that form r from parts of their own (gelu): k = round(x S /
+// ln2) as the float kf and in the low bits of t; ln2 / S = exp_ln2_hi + exp_ln2_lo.
+inline constexpr long double exp_ln2 = 0.693147180559945309417232121458L;
+#if defined(TRINE_ISA_AVX2) || defined(TRINE_ISA_AVX512)
+inline constexpr float exp_ln2_hi = static_cast<float>(exp_ln2 / 8);
+#else
+inline constexpr float exp_ln2_hi = 0x1.63p-1f;
+#endif
+inline constexpr float exp_ln2_lo = static_cast<float>(exp_ln2 / exp_scale - exp_ln2_hi);
+[[gnu::always_inline]] inline void exp_k(const batch_f32& x, batch_f32& t, batch_f32& kf) {
+  const batch_f32 magic(12582912.0f);  // 1.5 * 2^23: adding it rounds to an integer k, kept in t's low bits
+  t = fmadd(x, batch_f32(static_cast<float>(exp_scale / exp_ln2)), magic);
+  kf = t - magic;
+}
+
+// q = e^r and pw = 2^(k / S + Bias) from exp_k's t: see exp_parts.
+template <int Bias = 0>
+[[gnu::always_inline]] inline void exp_q_pw(const batch_f32& r, const batch_f32& t, batch_f32& q, batch_f32& pw) {
+  constexpr int degree = static_cast<int>(std::size(exp_b));
+  batch_f32 p(exp_b[0]);
+#pragma GCC unroll 8
+  for (int j = 1; j < degree; ++j) p = fmadd(p, r, batch_f32(exp_b[j]));
+  q = fmadd(p, r, batch_f32(1.0f));
+#if defined(TRINE_ISA_AVX2) || defined(TRINE_ISA_AVX512)
+  // Entry j holds the bits of 2^(j/8) 2^Bias less j << 20: adding t's bits shifted left by 20, which
+  // is k << 20 = ((k >> 3) << 23) + (j << 20) with j = k & 7, leaves 2^(j/8) 2^Bias with k >> 3 added
+  // to its exponent.
+  constexpr int b = Bias << 23;
+#if defined(TRINE_ISA_AVX512)
+  const __m512i tab = _mm512_setr_epi32(
+      0x3f800000 + b, 0x3f7b95c2 + b, 0x3f7837f0 + b, 0x3f75fed7 + b, 0x3f7504f3 + b, 0x3f75672a + b, 0x3f7744fd + b,
+      0x3f7ac0c7 + b, 0x3f800000 + b, 0x3f7b95c2 + b, 0x3f7837f0 + b, 0x3f75fed7 + b, 0x3f7504f3 + b, 0x3f75672a + b,
+      0x3f7744fd + b, 0x3f7ac0c7 + b);
+  const __m512i ti = _mm512_castps_si512(t);
+  pw = _mm512_castsi512_ps(_mm512_add_epi32(_mm512_permutexvar_epi32(ti, tab), _mm512_slli_epi32(ti, 20)));
+#else
+  const __m256i tab = _mm256_setr_epi32(0x3f800000 + b, 0x3f7b95c2 + b, 0x3f7837f0 + b, 0x3f75fed7 + b,
+                                        0x3f7504f3 + b, 0x3f75672a + b, 0x3f7744fd + b, 0x3f7ac0c7 + b);
+  const __m256i ti = _mm256_castps_si256(t);
+  pw = _mm256_castsi256_ps(_mm256_add_epi32(_mm256_permutevar8x32_epi32(tab, ti), _mm256_slli_epi32(ti, 20)));
+#endif
+#else
+  using batch_i32 = xsimd::batch<std::int32_t, Arch>;
+  pw = xsimd::bitwise_cast<batch_f32>((xsimd::bitwise_cast<batch_i32>(t) + batch_i32(127 + Bias)) << 23);
+#endif
+}
+
+// e^(x + x_lo) as the product q pw 2^-Bias, q = e^r within 1.42u (SSE4.2: 1.61u) in [0.958, 1.044]
+// ([0.707, 1.414]), pw a power of two (times an entry of the table of eighths, rounded to f32:
+// 0.5u) that stays normal while k / S + Bias is in [-126, 127]: callers keep x in [exp_lo - Bias
+// ln2, 88 - Bias ln2]. Bias lets a caller whose e^x is subnormal but whose result is not (silu(-91)
+// = -91 e^-91) scale by 2^-Bias last. |x_lo| <= ulp(x) or so; r adds it with one rounding. A NaN x
+// makes q NaN, and so q pw, whatever pw holds. 10 vector operations (AVX2 and AVX-512), 11 with x_lo.
+inline constexpr float exp_lo = -87.34f;  // e^x is under 2^-126 below it, and k >= -1008 (-126) above
+template <int Bias = 0>
+[[gnu::always_inline]] inline void exp_parts(const batch_f32& x, const batch_f32* x_lo, batch_f32& q, batch_f32& pw) {
+  batch_f32 t, kf;
+  exp_k(x, t, kf);
+  batch_f32 r = fnmadd(kf, batch_f32(exp_ln2_hi), x);
+  r = fnmadd(kf, batch_f32(exp_ln2_lo), r);
+  if (x_lo) r += *x_lo;
+  exp_q_pw<Bias>(r, t, q, pw);
+}
+
+// e^x for x <= 88, normal results exact to 1.42u + 1u (q pw's product) and the table's 0.5u;
+// below exp_lo, where e^x < 2^-126 may flush, x is clamped there (-inf gives about 1.2e-38). NaN
+// stays NaN (maxps returns its 2nd operand on NaN).
+[[gnu::always_inline]] inline batch_f32 exp_bounded(const batch_f32& x) {
+  batch_f32 q, pw;
+  exp_parts(xsimd::max(batch_f32(exp_lo), x), nullptr, q, pw);
+  return q * pw;
+}
+
+// e^(v - m) for v <= m (softmax's terms), v - m carried exactly as a sum of two floats: its rounding
+// would cost |v - m| u, 44 ulps at e^-87. Terms under 2^-126 (v - m < exp_lo, -inf among them)
+// are 0, as docs/ops.md lets kernels flush them; a NaN v or m, or v = m = +-inf, gives NaN.
+[[gnu::always_inline]] inline batch_f32 exp_diff(const batch_f32& v, const batch_f32& m) {
+  batch_f32 d, d_lo, q, pw;
+  two_sum(v, -m, d, d_lo);
+  const batch_f32 lo(exp_lo);
+  exp_parts(xsimd::max(lo, d), &d_lo, q, pw);
+  return zero_where(d < lo, q * pw);
 }
 
 // The first r lanes of p (0 <= r <= vec_width), the other lanes `fill`; and the store of the first

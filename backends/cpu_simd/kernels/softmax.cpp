@@ -19,57 +19,82 @@ namespace {
 // thread count.
 constexpr i64 segment_len = i64{1} << 15;
 
-// e^(x - m) = 2^w, w = (x - m) log2(e) <= 0: the product's rounding moves the result by |x - m| 2^-24
-// relative, inside the measure's |x - m| part. Below w = -125, where pow2_bounded leaves its range,
-// e^(x - m) < 2.4e-38 is taken as 0 (-inf among them; docs/ops.md lets kernels flush such results);
-// a NaN w (a NaN or +inf in the row) stays NaN, since maxps returns its 2nd operand on NaN.
-// pow2_bounded is 11 operations a vector against xsimd::exp's 30: the exp pass was compute-bound on
-// one core.
-//
-// With AVX2 and AVX-512, 8w through pow2_eighths (pow2_scaled): medians of 5 interleaved runs, 16M
-// floats, one Zen 3 thread, ns per 8 floats: softmax rows of 4096 3.88 -> 3.81, of 32000 4.29 ->
-// 4.00, log_softmax rows of 4096 4.66 -> 4.03.
-[[gnu::always_inline]] inline batch_f32 exp_term(const batch_f32& v, const batch_f32& m) {
-  const batch_f32 lo(pow2_lo);
-  const batch_f32 w = (v - m) * batch_f32(pow2_scale * 1.44269504f);
-  return zero_where(w < lo, pow2_scaled(xsimd::max(lo, w)));
-}
+// e^(x - m) through exp_diff (simd_common.hpp): x - m carried exactly, Cody-Waite's reduction, terms
+// under 2^-126 (-inf among them) taken as 0, NaN kept. Rounding x - m to f32 first, as before issue
+// 31, cost |x - m| u (44 ulps at e^-87), and the clamp at 2^-125 flushed e^-87 (1.6e-38, normal).
+[[gnu::always_inline]] inline batch_f32 exp_term(const batch_f32& v, const batch_f32& m) { return exp_diff(v, m); }
 
 // Per-lane running max m and sum s of exp(x - m). A block of four vectors shares one rescale.
 // -inf entries add exactly 0 (exp(-inf - -inf) would be NaN while a lane has seen only -inf);
 // +inf or NaN make s NaN for good (exp(inf - inf), exp(NaN - m)), which is the all-NaN row
 // docs/ops.md asks for. The max may drop a NaN (maxps returns its 2nd operand), s never does.
+// With Off, also s_off, the part of s from entries below the max, for log_sum.
+template <bool Off>
 struct OnlineStat {
   batch_f32 m = batch_f32(-f32_inf);
   batch_f32 s = batch_f32(0.0f);
+  batch_f32 s_off = batch_f32(0.0f);
 
   batch_f32 term(const batch_f32& v) const {
     return xsimd::select(v == batch_f32(-f32_inf), batch_f32(0.0f), exp_term(v, m));
   }
   void raise_max(const batch_f32& m_new) {
-    s *= xsimd::select(m == m_new, batch_f32(1.0f), exp_term(m, m_new));
+    const auto same = m == m_new;
+    const batch_f32 f = xsimd::select(same, batch_f32(1.0f), exp_term(m, m_new));
+    if constexpr (Off) s_off = xsimd::select(same, s_off, s) * f;  // a new max: all of s is below it
+    s *= f;
     m = m_new;
+  }
+  void add_term(const batch_f32& v) {
+    const batch_f32 e = term(v);
+    s += e;
+    if constexpr (Off) s_off += zero_where(v == m, e);
   }
   void add(const batch_f32& v) {
     raise_max(xsimd::max(m, v));
-    s += term(v);
+    add_term(v);
   }
   void add4(const batch_f32& v0, const batch_f32& v1, const batch_f32& v2, const batch_f32& v3) {
     raise_max(xsimd::max(m, xsimd::max(xsimd::max(v0, v1), xsimd::max(v2, v3))));
-    s += (term(v0) + term(v1)) + (term(v2) + term(v3));
+    if constexpr (Off) {
+      add_term(v0);
+      add_term(v1);
+      add_term(v2);
+      add_term(v3);
+    } else {
+      s += (term(v0) + term(v1)) + (term(v2) + term(v3));
+    }
   }
 };
+
+// log s for log_softmax, s = c + s_off with c the count of entries at the max (each e^0 = 1): with one
+// maximum, log1p(s_off), which keeps the relative accuracy that log(s) loses for s near 1 (the max's
+// own log-probability, -log(1 + 1e-9) = -1e-9, came out 0 from log(s)); from two up, log s >= ln 2.
+inline float log_sum(float s, float s_off) {
+  return s - s_off < 1.5f ? static_cast<float>(std::log1p(static_cast<double>(s_off)))
+                          : static_cast<float>(std::log(static_cast<double>(s)));
+}
+inline batch_f32 log_sum(const batch_f32& s, const batch_f32& s_off) {
+  return xsimd::select(s - s_off < batch_f32(1.5f), xsimd::log1p(s_off), xsimd::log(s));
+}
 
 struct RowStat {
   float m = -f32_inf;
   float s = 0.0f;
+  float s_off = 0.0f;  // the part of s from entries below m (log_sum)
 };
 
-// Merges (max, sum) pairs with the same -inf and NaN rules as OnlineStat.
-RowStat merge(const float* m, const float* s, i64 count) {
+// Merges (max, sum, sum below the max) triples with the same -inf and NaN rules as OnlineStat. The
+// factors e^(m_i - m) in double: from f32, m_i - m's rounding cost |m_i - m| u.
+RowStat merge(const float* m, const float* s, const float* s_off, i64 count) {
   RowStat r;
   for (i64 i = 0; i < count; ++i) r.m = (std::isnan(r.m) || r.m >= m[i]) ? r.m : m[i];
-  for (i64 i = 0; i < count; ++i) r.s += s[i] * (m[i] == r.m ? 1.0f : std::exp(m[i] - r.m));
+  for (i64 i = 0; i < count; ++i) {
+    const bool top = m[i] == r.m;
+    const float f = top ? 1.0f : static_cast<float>(std::exp(static_cast<double>(m[i]) - r.m));
+    r.s += s[i] * f;
+    r.s_off += (top ? s_off[i] : s[i]) * f;
+  }
   return r;
 }
 
@@ -79,12 +104,12 @@ batch_f32 finish(const batch_f32& x, const batch_f32& m, const batch_f32& inv_or
   if constexpr (Log)
     return (x - m) - inv_or_log_s;
   else
-    return xsimd::exp(x - m) * inv_or_log_s;
+    return exp_term(x, m) * inv_or_log_s;
 }
 
 template <bool Log>
 void write_row(const float* x, float* y, i64 n, RowStat st, bool stream) {
-  const batch_f32 m(st.m), k(Log ? std::log(st.s) : 1.0f / st.s);
+  const batch_f32 m(st.m), k(Log ? log_sum(st.s, st.s_off) : 1.0f / st.s);
   store_run(
       y, n, stream, [&](i64 j) { return finish<Log>(batch_f32::load_unaligned(x + j), m, k); },
       [&](i64 j, i64 r) { return finish<Log>(load_partial(x + j, r), m, k); });
@@ -113,21 +138,27 @@ float row_max(const float* x, i64 n) {
 constexpr i64 sum_block = 1024;
 
 // The sum of exp(x - m) over a row, each exp also stored to y when Store, `next` (or null) prefetched
-// meanwhile, a line per two vectors.
-template <bool Store>
-[[gnu::always_inline]] inline batch_f32 exp_sum(const float* x, i64 n, const batch_f32 m, const float* next, float* y) {
+// meanwhile, a line per two vectors. With Off, *off gets the part of the sum from entries below m.
+template <bool Store, bool Off = false>
+[[gnu::always_inline]] inline batch_f32 exp_sum(const float* x, i64 n, const batch_f32 m, const float* next, float* y,
+                                                batch_f32* off = nullptr) {
   const i64 pairs = n / (2 * vec_width) * (2 * vec_width);
-  batch_f32 t(0.0f);
+  batch_f32 t(0.0f), t_off(0.0f);
+  auto below = [&](const batch_f32& v, const batch_f32& e) __attribute__((always_inline)) {
+    if constexpr (Off) t_off += zero_where(v == m, e);
+  };
   for (i64 jb = 0; jb < pairs; jb += sum_block) {
     batch_f32 s0(0.0f), s1(0.0f);
     for (i64 j = jb; j < std::min(pairs, jb + sum_block); j += 2 * vec_width) {
       if (next) {
         for (i64 l = 0; l < 2 * vec_width; l += 16) __builtin_prefetch(next + j + l, 0, 3);  // each 64-byte line
       }
-      const batch_f32 e0 = exp_term(batch_f32::load_unaligned(x + j), m),
-                      e1 = exp_term(batch_f32::load_unaligned(x + j + vec_width), m);
+      const batch_f32 v0 = batch_f32::load_unaligned(x + j), v1 = batch_f32::load_unaligned(x + j + vec_width);
+      const batch_f32 e0 = exp_term(v0, m), e1 = exp_term(v1, m);
       s0 += e0;
       s1 += e1;
+      below(v0, e0);
+      below(v1, e1);
       if constexpr (Store) {
         e0.store_unaligned(y + j);
         e1.store_unaligned(y + j + vec_width);
@@ -137,15 +168,18 @@ template <bool Store>
   }
   i64 j = pairs;
   for (; j + vec_width <= n; j += vec_width) {
-    const batch_f32 e = exp_term(batch_f32::load_unaligned(x + j), m);
+    const batch_f32 v = batch_f32::load_unaligned(x + j), e = exp_term(v, m);
     t += e;
+    below(v, e);
     if constexpr (Store) e.store_unaligned(y + j);
   }
   if (j < n) {
-    const batch_f32 e = exp_term(load_partial(x + j, n - j, -f32_inf), m);
+    const batch_f32 v = load_partial(x + j, n - j, -f32_inf), e = exp_term(v, m);
     t += e;
+    below(v, e);
     if constexpr (Store) store_partial(y + j, n - j, e);
   }
+  if constexpr (Off) *off = t_off;
   return t;
 }
 
@@ -170,11 +204,13 @@ void softmax_row_cached(const float* x, float* y, i64 n, const float* next, bool
 // (or null) prefetched meanwhile as in softmax_row_cached. For log_softmax's rows and long rows'
 // segments. The same statistics as OnlineStat for special values: -inf weighs 0 (a run of only -inf
 // gives s = 0, as OnlineStat's, so that merge skips it rather than taking NaN from -inf - -inf),
-// +inf or NaN make s NaN.
+// +inf or NaN make s NaN. With Off (log_softmax), also the sum below the max.
+template <bool Off>
 RowStat row_stat_cached(const float* x, i64 n, const float* next) {
   const float mf = row_max(x, n);
-  const float s = xsimd::hadd(exp_sum<false>(x, n, batch_f32(mf), next, nullptr));
-  return RowStat{mf, mf == -f32_inf ? 0.0f : s};
+  batch_f32 off(0.0f);
+  const float s = xsimd::hadd(exp_sum<false, Off>(x, n, batch_f32(mf), next, nullptr, &off));
+  return mf == -f32_inf ? RowStat{mf, 0.0f, 0.0f} : RowStat{mf, s, xsimd::hadd(off)};
 }
 
 // Rows up to this long take the cached forms: x, then y, stay in L2 between their passes (rows of
@@ -275,7 +311,7 @@ void softmax_rows(const float* x, float* y, i64 outer, i64 n) {
       for (i64 r = b; r < e; ++r) {
         const float* next = r + 1 < e ? x + (r + 1) * n : nullptr;
         if constexpr (Log)
-          write_row<true>(x + r * n, y + r * n, n, row_stat_cached(x + r * n, n, next), stream);
+          write_row<true>(x + r * n, y + r * n, n, row_stat_cached<true>(x + r * n, n, next), stream);
         else
           softmax_row_cached(x + r * n, y + r * n, n, next, stream, scratch.data());
       }
@@ -283,20 +319,21 @@ void softmax_rows(const float* x, float* y, i64 outer, i64 n) {
     return;
   }
   const i64 segs = (n + segment_len - 1) / segment_len;
-  std::vector<float> seg_m(static_cast<size_t>(outer * segs)), seg_s(seg_m.size());
+  std::vector<float> seg_m(static_cast<size_t>(outer * segs)), seg_s(seg_m.size()), seg_off(seg_m.size());
   parallel_for(outer * segs, 1, [&](i64 b, i64 e) {
     for (i64 it = b; it < e; ++it) {
       const i64 r = it / segs, j0 = (it % segs) * segment_len;
       const i64 len = std::min(segment_len, n - j0);
-      const RowStat st = row_stat_cached(x + r * n + j0, len, it + 1 < e ? x + r * n + j0 + len : nullptr);
+      const RowStat st = row_stat_cached<Log>(x + r * n + j0, len, it + 1 < e ? x + r * n + j0 + len : nullptr);
       seg_m[it] = st.m;
       seg_s[it] = st.s;
+      seg_off[it] = st.s_off;
     }
   });
   parallel_for(outer * segs, 1, [&](i64 b, i64 e) {
     for (i64 it = b; it < e; ++it) {
       const i64 r = it / segs, j0 = (it % segs) * segment_len;
-      const RowStat st = merge(seg_m.data() + r * segs, seg_s.data() + r * segs, segs);
+      const RowStat st = merge(seg_m.data() + r * segs, seg_s.data() + r * segs, seg_off.data() + r * segs, segs);
       write_row<Log>(x + r * n + j0, y + r * n + j0, std::min(segment_len, n - j0), st, stream);
     }
   });
@@ -315,14 +352,14 @@ void softmax_columns(const float* x, float* y, i64 n, i64 inner, i64 width) {
     const float* p = x + j * inner + u * vec_width;
     return u + 1 < nvec || last == vec_width ? batch_f32::load_unaligned(p) : load_partial(p, last, -f32_inf);
   };
-  OnlineStat st[col_tile];
+  OnlineStat<Log> st[col_tile];
   i64 j = 0;
   for (; j + 4 <= n; j += 4)
     for (i64 u = 0; u < nvec; ++u) st[u].add4(load(j, u), load(j + 1, u), load(j + 2, u), load(j + 3, u));
   for (; j < n; ++j)
     for (i64 u = 0; u < nvec; ++u) st[u].add(load(j, u));
   batch_f32 k[col_tile];
-  for (i64 u = 0; u < nvec; ++u) k[u] = Log ? xsimd::log(st[u].s) : batch_f32(1.0f) / st[u].s;
+  for (i64 u = 0; u < nvec; ++u) k[u] = Log ? log_sum(st[u].s, st[u].s_off) : batch_f32(1.0f) / st[u].s;
   for (j = 0; j < n; ++j)
     for (i64 u = 0; u < nvec; ++u) {
       const batch_f32 v = finish<Log>(load(j, u), st[u].m, k[u]);
