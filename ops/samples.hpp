@@ -38,9 +38,6 @@ struct Sample {
   OpParams params;
   std::string note;       // what the case is for, printed beside its shapes ("axis 1, many rows")
   bool cpu_only = false;  // reaches a path only the cpu has, and is too slow for the software devices
-  // Backends this case fails on today, whose fix is another branch's (issue 31 lands a backend at a
-  // time): the conformance suite skips it there, saying so, until that branch takes the mark off.
-  std::vector<DeviceKind> pending_on = {};
 };
 
 // The cases every device is checked on: each kernel path of each backend and the edge cases (sizes

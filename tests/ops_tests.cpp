@@ -44,11 +44,6 @@ void check_samples(OpKind op) {
                   device.str().c_str());
       continue;
     }
-    if (std::find(s.pending_on.begin(), s.pending_on.end(), device.kind) != s.pending_on.end()) {
-      std::printf("%s %s: pending on %s (its backend's fix is still to land), not run\n", op_info(op).name,
-                  s.note.c_str(), device.str().c_str());
-      continue;
-    }
     std::vector<Tensor> in;
     for (const samples::Input& x : s.inputs) {
       in.push_back(x.absent ? Tensor() : test::make_input(x.shape, seq(), x.layout, x.dtype, x.low, x.high));

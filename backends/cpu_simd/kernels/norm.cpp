@@ -5,6 +5,7 @@
 #include "backends/cpu_simd/isa.hpp"
 
 #include <algorithm>
+#include <cfloat>
 #include <cmath>
 #include <utility>
 
@@ -104,11 +105,13 @@ float row_scale(const float* p, i64 n) {
 }
 
 // The factor for a row scaled by s: (x s - mean') / sqrt(var' + eps s^2) = (x - mean) / sqrt(var + eps),
-// with eps s^2 formed in double (it leaves the f32 range for s far from 1).
+// with eps s^2 formed in double (it leaves the f32 range for s far from 1). Held at FLT_MAX: for a
+// constant huge row (var' = 0, s = 2^-126) it is past f32's range, and its deviations, 0, times inf
+// would be NaN where the result is 0.
 float scaled_rstd(float scaled_mean_square, float s, float eps) {
   const double sd = s;
-  return static_cast<float>(1.0 /
-                            std::sqrt(static_cast<double>(scaled_mean_square) + static_cast<double>(eps) * sd * sd));
+  const double r = 1.0 / std::sqrt(static_cast<double>(scaled_mean_square) + static_cast<double>(eps) * sd * sd);
+  return static_cast<float>(std::min(r, static_cast<double>(FLT_MAX)));
 }
 
 // row_fn(r, next): next is whether row r + 1 belongs to the same task (and may be prefetched).
