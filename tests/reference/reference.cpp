@@ -569,34 +569,35 @@ Array relu(const Array& x) { return map(x, "relu", relu_value); }
 Array leaky_relu(const Array& x, double slope) {
   return map(x, "leaky_relu", [&](double v) { return leaky_relu_value(v, slope); });
 }
-// A function of one value, measured as an f32 kernel can reach it: |f(x)| + |x f'(x)|, the
-// result's size plus what the rounding of x (relative 2^-24) moves it by.
-static auto function_scale(Activation act, double alpha = 0.0) {
-  return [=](double x, double y) { return std::fabs(y) + std::fabs(x) * activation_slope(act, x, alpha, 0.0); };
+// The functions of one exact input, measured against |f(x)| alone (the input is an exact number,
+// not a rounded one: an f32 kernel can reach within a few ulps of the exact function of it,
+// whatever the size of x f'(x)), and with their normal results kept however small (Array's
+// normal_results_kept).
+template <class F>
+Array exact_function(const Array& x, const std::string& op, F f) {
+  Array y = map(x, op, f);
+  y.normal_results_kept = true;
+  return y;
 }
 
 Array elu(const Array& x, double alpha) {
-  return map(
-      x, "elu", [&](double v) { return elu_value(v, alpha); }, function_scale(Activation::elu, alpha));
+  return exact_function(x, "elu", [&](double v) { return elu_value(v, alpha); });
 }
-Array sigmoid(const Array& x) { return map(x, "sigmoid", sigmoid_value, function_scale(Activation::sigmoid)); }
+Array sigmoid(const Array& x) { return exact_function(x, "sigmoid", sigmoid_value); }
 Array tanh(const Array& x) {
-  return map(
-      x, "tanh", [](double v) { return std::tanh(v); }, function_scale(Activation::tanh));
+  return exact_function(x, "tanh", [](double v) { return std::tanh(v); });
 }
-Array silu(const Array& x) { return map(x, "silu", silu_value, function_scale(Activation::silu)); }
-Array gelu(const Array& x) { return map(x, "gelu", gelu_value, function_scale(Activation::gelu)); }
-Array gelu_tanh(const Array& x) { return map(x, "gelu_tanh", gelu_tanh_value, function_scale(Activation::gelu_tanh)); }
-// The functions of one exact input measured against |f(x)| alone: an f32 kernel can reach within
-// a few ulps of the exact function of its input, whatever the size of x f'(x).
-Array exp(const Array& x) { return map(x, "exp", [](double v) { return std::exp(v); }); }
-Array log(const Array& x) { return map(x, "log", [](double v) { return std::log(v); }); }
-Array sqrt(const Array& x) { return map(x, "sqrt", [](double v) { return std::sqrt(v); }); }
-Array rsqrt(const Array& x) { return map(x, "rsqrt", [](double v) { return 1.0 / std::sqrt(v); }); }
+Array silu(const Array& x) { return exact_function(x, "silu", silu_value); }
+Array gelu(const Array& x) { return exact_function(x, "gelu", gelu_value); }
+Array gelu_tanh(const Array& x) { return exact_function(x, "gelu_tanh", gelu_tanh_value); }
+Array exp(const Array& x) { return exact_function(x, "exp", [](double v) { return std::exp(v); }); }
+Array log(const Array& x) { return exact_function(x, "log", [](double v) { return std::log(v); }); }
+Array sqrt(const Array& x) { return exact_function(x, "sqrt", [](double v) { return std::sqrt(v); }); }
+Array rsqrt(const Array& x) { return exact_function(x, "rsqrt", [](double v) { return 1.0 / std::sqrt(v); }); }
 Array abs(const Array& x) { return map(x, "abs", [](double v) { return std::fabs(v); }); }
 Array neg(const Array& x) { return map(x, "neg", [](double v) { return -v; }); }
 Array pow(const Array& x, double exponent) {
-  return map(x, "pow", [&](double v) { return std::pow(v, exponent); });
+  return exact_function(x, "pow", [&](double v) { return std::pow(v, exponent); });
 }
 
 Array clip(const Array& x, double low, double high) {

@@ -17,6 +17,12 @@ struct Array {                      // row-major, contiguous
   // (sum |a_i b_i| for a dot product, sum |x_i| for a sum, |f(x)| + |x f'(x)| for a function of x).
   // Empty means |data| (the op is one rounding or a select). Inputs leave it empty.
   std::vector<double> scale = {};
+  // How results near f32's underflow are measured (bridge.hpp). false: absolute differences below
+  // 2^-100 are not measured, since kernels may flush intermediates. true, for a function of one
+  // exact input (exp, log, pow, rsqrt, the activations): a result whose reference is below the
+  // normal range (2^-126) may be off by up to 2^-126 (flushed to 0), and a normal result is
+  // measured however small it is: it may not be flushed.
+  bool normal_results_kept = false;
   std::int64_t terms = 1;  // the length of the longest reduction behind one element (bounds grow with it)
   std::int64_t numel() const;
 };
