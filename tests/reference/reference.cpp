@@ -271,6 +271,9 @@ Array softmax_along(const Array& x, int axis, bool log_output, const std::string
   Array y = x;
   y.scale.resize(y.data.size());
   y.terms = s.n;
+  // A probability in the normal range may not be flushed (e^-87, 1.6e-38, of the row
+  // [0, -80, -87, -90]); one below 2^-126 may.
+  y.normal_results_kept = !log_output;
   std::vector<double> row(static_cast<std::size_t>(s.n)), scale;
   for (std::int64_t o = 0; o < s.outer; ++o) {
     for (std::int64_t j = 0; j < s.inner; ++j) {
