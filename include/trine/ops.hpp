@@ -50,11 +50,11 @@ struct ActParams {  // leaky_relu: alpha = slope; elu: alpha; clip: [alpha, beta
 // The activations bias_act's epilogue takes: identity, then every TRINE_ACT row of ops.def in order.
 enum class Activation {
   identity,
-#define TRINE_ACT(name, flops) name,
+#define TRINE_ACT(name, flops, formula) name,
 #include "trine/ops.def"
 };
 inline constexpr int TRINE_ACTIVATION_COUNT = 1
-#define TRINE_ACT(name, flops) +1
+#define TRINE_ACT(name, flops, formula) +1
 #include "trine/ops.def"
     ;
 
@@ -185,14 +185,14 @@ constexpr const char* family_name(OpFamily f) noexcept { return detail::family_n
 constexpr std::optional<OpKind> activation_op(Activation a) noexcept {
   switch (a) {
     case Activation::identity: return std::nullopt;
-#define TRINE_ACT(name, flops) case Activation::name: return OpKind::name;
+#define TRINE_ACT(name, flops, formula) case Activation::name: return OpKind::name;
 #include "trine/ops.def"
   }
   return std::nullopt;
 }
 constexpr std::optional<Activation> op_activation(OpKind op) noexcept {
   switch (op) {
-#define TRINE_ACT(name, flops) case OpKind::name: return Activation::name;
+#define TRINE_ACT(name, flops, formula) case OpKind::name: return Activation::name;
 #include "trine/ops.def"
     default: return std::nullopt;  // every other op: not an activation
   }

@@ -135,7 +135,7 @@ constexpr int gelu_short_block = 4;
 // c1 and c2 split in two, x^2 exact (two_prod), c1 + c2 x^2 by two_sum, the product by two_prod:
 // within about 2^-44 relative. x is clamped to [-12, 12] for v (beyond, the result is 0 or x; a NaN
 // stays NaN: maxps and minps return their 2nd operand on NaN).
-[[gnu::always_inline]] inline batch_f32 gelu_tanh_act(const batch_f32& x) {
+[[gnu::always_inline]] inline batch_f32 gelu_tanh_f32(const batch_f32& x) {
   constexpr long double c1 = 1.5957691216057307117597842L;  // 2 sqrt(2 / pi)
   constexpr long double c2 = c1 * 0.044715L;
   constexpr float c1_hi = static_cast<float>(c1), c1_lo = static_cast<float>(c1 - c1_hi);
@@ -222,52 +222,51 @@ template <class F>
   });
 }
 
-// Every branch selects on `x < c`, which is false for NaN, so NaN passes through untouched
-// (maxps would return the 2nd operand and drop it). logistic's select and gelu's on x < -gelu_cap fix the
-// -inf limits, where the plain formulas give -inf * 0 = NaN.
+// The activation primitives that ops.def's formulas (TRINE_ACT) call, a batch at a time. below and
+// above select on `v < c` and `v > c`, which are false for NaN, so NaN passes through (maxps would
+// return the 2nd operand and drop it). logistic's select and gelu's on x < -gelu_cap fix the -inf
+// limits, where the plain formulas give -inf * 0 = NaN.
+template <class C, class A, class B>
+[[gnu::always_inline]] inline batch_f32 below(const batch_f32& v, const C& c, const A& a, const B& b) {
+  return xsimd::select(v < batch_f32(c), batch_f32(a), batch_f32(b));
+}
+template <class C, class A, class B>
+[[gnu::always_inline]] inline batch_f32 above(const batch_f32& v, const C& c, const A& a, const B& b) {
+  return xsimd::select(v > batch_f32(c), batch_f32(a), batch_f32(b));
+}
+[[gnu::always_inline]] inline batch_f32 sigmoid_f32(const batch_f32& x) {
+  return logistic(x, nullptr, batch_f32(1.0f), batch_f32(1.0f));
+}
+[[gnu::always_inline]] inline batch_f32 tanh_f32(const batch_f32& x) { return tanh_fast(x); }
+[[gnu::always_inline]] inline batch_f32 silu_f32(const batch_f32& x) {
+  return logistic(x, nullptr, x, xsimd::max(x, batch_f32(-120.0f)));
+}
+[[gnu::always_inline]] inline batch_f32 gelu_erf(const batch_f32& x) {
+  batch_f32 y[1];
+  gelu_erf<1>([&](int) { return x; }, y, [](int) {});
+  return y[0];
+}
+[[gnu::always_inline]] inline batch_f32 exp_f32(const batch_f32& x) {
+  return via_f64(x, [](const auto& v) { return xsimd::exp(v); });
+}
+// within an ulp, relative to log x also near 1 (x - 1 is exact there)
+[[gnu::always_inline]] inline batch_f32 log_f32(const batch_f32& x) { return xsimd::log(x); }
+[[gnu::always_inline]] inline batch_f32 sqrt_f32(const batch_f32& x) { return xsimd::sqrt(x); }
+[[gnu::always_inline]] inline batch_f32 rsqrt_f32(const batch_f32& x) { return batch_f32(1.0f) / xsimd::sqrt(x); }
+[[gnu::always_inline]] inline batch_f32 abs_f32(const batch_f32& x) { return xsimd::abs(x); }
+[[gnu::always_inline]] inline batch_f32 neg_f32(const batch_f32& x) { return -x; }
+[[gnu::always_inline]] inline batch_f32 pow_f32(const batch_f32& x, float p) { return pow_scalar(x, p); }
+
+// Each activation is its formula in ops.def (TRINE_ACT), evaluated by the primitives above; an
+// activation whose formula calls a primitive missing here fails to compile, naming it.
 template <Activation A>
-[[gnu::always_inline]] inline batch_f32 act(const batch_f32& x, float alpha, float beta) {
-  const batch_f32 zero(0.0f), one(1.0f);
-  if constexpr (A == Activation::identity) {
-    return x;
-  } else if constexpr (A == Activation::relu) {
-    return xsimd::select(x < zero, zero, x);
-  } else if constexpr (A == Activation::leaky_relu) {
-    return xsimd::select(x < zero, x * batch_f32(alpha), x);
-  } else if constexpr (A == Activation::elu) {
-    return xsimd::select(x < zero, batch_f32(alpha) * expm1_neg(x), x);
-  } else if constexpr (A == Activation::sigmoid) {
-    return logistic(x, nullptr, one, one);
-  } else if constexpr (A == Activation::tanh) {
-    return tanh_fast(x);
-  } else if constexpr (A == Activation::silu) {
-    return logistic(x, nullptr, x, xsimd::max(x, batch_f32(-120.0f)));
-  } else if constexpr (A == Activation::gelu) {
-    batch_f32 y[1];
-    gelu_erf<1>([&](int) { return x; }, y, [](int) {});
-    return y[0];
-  } else if constexpr (A == Activation::gelu_tanh) {
-    return gelu_tanh_act(x);
-  } else if constexpr (A == Activation::clip) {
-    return xsimd::select(x < batch_f32(alpha), batch_f32(alpha),
-                         xsimd::select(x > batch_f32(beta), batch_f32(beta), x));
-  } else if constexpr (A == Activation::exp) {
-    return via_f64(x, [](const auto& v) { return xsimd::exp(v); });
-  } else if constexpr (A == Activation::log) {
-    return xsimd::log(x);  // within an ulp, relative to log x also near 1 (x - 1 is exact there)
-  } else if constexpr (A == Activation::sqrt) {
-    return xsimd::sqrt(x);
-  } else if constexpr (A == Activation::rsqrt) {
-    return one / xsimd::sqrt(x);
-  } else if constexpr (A == Activation::abs) {
-    return xsimd::abs(x);
-  } else if constexpr (A == Activation::neg) {
-    return -x;
-  } else if constexpr (A == Activation::pow) {
-    return pow_scalar(x, alpha);
-  } else {
-    static_assert(A == Activation::identity, "an activation of ops.def without its kernel here (act<A>)");
-  }
+[[gnu::always_inline]] inline batch_f32 act(const batch_f32& x, [[maybe_unused]] float alpha,
+                                            [[maybe_unused]] float beta) {
+  if constexpr (A == Activation::identity) return x;
+  // clang-format off
+#define TRINE_ACT(name, flops, formula) else if constexpr (A == Activation::name) return formula;
+#include "trine/ops.def"
+  // clang-format on
 }
 
 // Calls body with std::integral_constant<Activation, act>, so each loop is compiled per activation.
@@ -276,7 +275,7 @@ template <class Body>
 void with_act(Activation a, Body&& body) {
   switch (a) {
     case Activation::identity: return body(std::integral_constant<Activation, Activation::identity>{});
-#define TRINE_ACT(name, flops) case Activation::name: return body(std::integral_constant<Activation, Activation::name>{});
+#define TRINE_ACT(name, flops, formula) case Activation::name: return body(std::integral_constant<Activation, Activation::name>{});
 #include "trine/ops.def"
   }
 }
@@ -401,7 +400,7 @@ void run_bias_act(const KernelTable& k, const trine::detail::OpCall& call) {
 
 void register_unary(KernelTable& t) {
   // every activation of ops.def: act<A> above is its kernel
-#define TRINE_ACT(name, flops) t.ops.add(OpKind::name, run_act<Activation::name>);
+#define TRINE_ACT(name, flops, formula) t.ops.add(OpKind::name, run_act<Activation::name>);
 #include "trine/ops.def"
   t.ops.add(OpKind::scale, run_scale);
   t.ops.add(OpKind::bias_act, run_bias_act);

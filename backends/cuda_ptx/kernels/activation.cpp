@@ -168,44 +168,58 @@ Reg<F32> gelu_tanh_f32(Kernel& k, Reg<F32> x) {
   return keep_nan(k, x, gated(k, x, xc, n));
 }
 
+// The activation primitives that ops.def's formulas (TRINE_ACT) call, emitting into one kernel: an
+// f32 register with its kernel, float constants (immediates), products, and the functions above.
+// below and above select on setp lt / gt, which is false for NaN, so NaN passes through (max.f32
+// would drop it).
+struct Val {
+  Kernel* k;
+  Reg<F32> r;
+};
+V<F32> operand(Val v) { return V<F32>(v.r); }
+V<F32> operand(float c) { return V<F32>(c); }
+Val operator*(Val a, Val b) { return {a.k, mul(*a.k, a.r, V<F32>(b.r))}; }
+Val operator*(Val a, float b) { return {a.k, mul(*a.k, a.r, V<F32>(b))}; }
+Val operator*(float a, Val b) { return b * a; }
+template <class C, class A, class B>
+Val below(Val v, C c, A a, B b) {
+  Kernel& k = *v.k;
+  return {&k, selp<F32>(k, operand(a), operand(b), setp(k, Cmp::lt, v.r, operand(c)))};
+}
+template <class C, class A, class B>
+Val above(Val v, C c, A a, B b) {
+  Kernel& k = *v.k;
+  return {&k, selp<F32>(k, operand(a), operand(b), setp(k, Cmp::gt, v.r, operand(c)))};
+}
+Val expm1_neg(Val x) { return {x.k, expm1_f32(*x.k, x.r)}; }
+Val sigmoid_f32(Val x) { return {x.k, sigmoid_f32(*x.k, x.r)}; }
+Val tanh_f32(Val x) { return {x.k, tanh_f32(*x.k, x.r)}; }
+Val silu_f32(Val x) { return {x.k, silu_f32(*x.k, x.r)}; }
+Val gelu_erf(Val x) { return {x.k, gelu_erf(*x.k, x.r)}; }
+Val gelu_tanh_f32(Val x) { return {x.k, gelu_tanh_f32(*x.k, x.r)}; }
+// math.cpp: each within the op table's 2 eps by construction, error budgets there
+Val exp_f32(Val x) { return {x.k, exp_accurate(*x.k, x.r)}; }
+Val log_f32(Val x) { return {x.k, log_accurate(*x.k, x.r)}; }
+Val sqrt_f32(Val x) { return {x.k, sqrt_rn(*x.k, x.r)}; }  // correctly rounded
+Val rsqrt_f32(Val x) { return {x.k, rsqrt_accurate(*x.k, x.r)}; }
+Val abs_f32(Val x) { return {x.k, abs(*x.k, x.r)}; }
+Val neg_f32(Val x) { return {x.k, neg(*x.k, x.r)}; }
+Val pow_f32(Val x, Val e) { return {x.k, pow_accurate(*x.k, x.r, e.r)}; }
+
 }  // namespace
 
-Reg<F32> activation(Kernel& k, Activation act, Reg<F32> x, Reg<F32> alpha, Reg<F32> beta) {
+// Each activation is its formula in ops.def (TRINE_ACT), emitted through the primitives above; an
+// activation whose formula calls a primitive missing here fails to compile, naming it.
+Reg<F32> activation(Kernel& k, Activation act, Reg<F32> x_reg, Reg<F32> alpha_reg, Reg<F32> beta_reg) {
+  [[maybe_unused]] const Val x{&k, x_reg}, alpha{&k, alpha_reg}, beta{&k, beta_reg};
   switch (act) {
-    case Activation::identity: return x;
-    case Activation::relu: {
-      // x < 0 is false for NaN, so NaN passes through (max.f32 would drop it).
-      Reg<Pred> negative = setp(k, Cmp::lt, x, V<F32>(0.0f));
-      return selp<F32>(k, 0.0f, x, negative);
-    }
-    case Activation::leaky_relu: {
-      Reg<Pred> negative = setp(k, Cmp::lt, x, V<F32>(0.0f));
-      return selp<F32>(k, mul(k, x, V<F32>(alpha)), x, negative);
-    }
-    case Activation::elu: {
-      Reg<Pred> negative = setp(k, Cmp::lt, x, V<F32>(0.0f));
-      return selp<F32>(k, mul(k, expm1_f32(k, x), V<F32>(alpha)), x, negative);
-    }
-    case Activation::sigmoid: return sigmoid_f32(k, x);
-    case Activation::tanh: return tanh_f32(k, x);
-    case Activation::silu: return silu_f32(k, x);
-    case Activation::gelu: return gelu_erf(k, x);
-    case Activation::gelu_tanh: return gelu_tanh_f32(k, x);
-    case Activation::clip: {
-      // Comparisons are false for NaN, so NaN passes through both steps.
-      Reg<F32> lo = selp<F32>(k, alpha, x, setp(k, Cmp::lt, x, V<F32>(alpha)));
-      return selp<F32>(k, beta, lo, setp(k, Cmp::gt, lo, V<F32>(beta)));
-    }
-    // math.cpp: each within the op table's 2 eps by construction, error budgets there
-    case Activation::exp: return exp_accurate(k, x);
-    case Activation::log: return log_accurate(k, x);
-    case Activation::sqrt: return sqrt_rn(k, x);  // correctly rounded
-    case Activation::rsqrt: return rsqrt_accurate(k, x);
-    case Activation::abs: return abs(k, x);
-    case Activation::neg: return neg(k, x);
-    case Activation::pow: return pow_accurate(k, x, alpha);  // alpha: the exponent
+    case Activation::identity: return x_reg;
+    // clang-format off
+#define TRINE_ACT(name, flops, formula) case Activation::name: return (formula).r;
+#include "trine/ops.def"
+    // clang-format on
   }
-  return x;
+  return x_reg;
 }
 
 }  // namespace trine::cuda::kernels

@@ -18,7 +18,7 @@ struct UnaryConfig {
 };
 constexpr UnaryConfig unary_configs[] = {
 // clang-format off
-#define TRINE_ACT(name, flops) {#name, OpKind::name},
+#define TRINE_ACT(name, flops, formula) {#name, OpKind::name},
 #include "trine/ops.def"
     // clang-format on
     {"scale", OpKind::scale},
@@ -32,7 +32,7 @@ struct BiasActConfig {
 constexpr BiasActConfig bias_act_configs[] = {
     {"identity", Activation::identity},
 // clang-format off
-#define TRINE_ACT(name, flops) {#name, Activation::name},
+#define TRINE_ACT(name, flops, formula) {#name, Activation::name},
 #include "trine/ops.def"
     // clang-format on
 };
@@ -160,7 +160,7 @@ void register_unary(CudaOps& r) {
   r.generators.push_back(&bias_act_generator());
   // Every activation of ops.def: its PTX is activation()'s case, its configuration unary_configs'.
   // clang-format off
-#define TRINE_ACT(name, flops) r.ops.add(OpKind::name, OpKernel{plan_unary});
+#define TRINE_ACT(name, flops, formula) r.ops.add(OpKind::name, OpKernel{plan_unary});
 #include "trine/ops.def"
   // clang-format on
   r.ops.add(OpKind::scale, OpKernel{plan_unary});

@@ -110,7 +110,7 @@ void register_unary(VulkanOps& r) {
   const VulkanKernel act{supports_unary, limits_act, record_act};
   // every activation of ops.def: its case of activate() in shaders/common.glsl is its kernel
   // clang-format off
-#define TRINE_ACT(name, flops) r.add(OpKind::name, act);
+#define TRINE_ACT(name, flops, formula) r.add(OpKind::name, act);
 #include "trine/ops.def"
   // clang-format on
   r.add(OpKind::scale, act);  // activate()'s OP_scale: alpha * x + beta
