@@ -44,20 +44,22 @@ foreach(row ${trine_op_rows})
   string(APPEND trine_ops_glsl "const uint OP_${trine_op_name} = ${trine_op_value}u;\n")
   math(EXPR trine_op_value "${trine_op_value} + 1")
 endforeach()
-# Every activation's kernel is its case of activate() (shaders/common.glsl), which GLSL cannot check
-# for exhaustiveness: a TRINE_ACT row without its case fails here, naming it, rather than running
-# as the identity.
-file(READ ${TRINE_VULKAN_DIR}/shaders/common.glsl trine_common_glsl)
-set_property(DIRECTORY APPEND PROPERTY CMAKE_CONFIGURE_DEPENDS ${TRINE_VULKAN_DIR}/shaders/common.glsl)
+# Every activation's kernel is its formula in ops.def (TRINE_ACT's last argument, in the syntax C++
+# and GLSL share), one `case OP_<name>: return <formula>;` each in TRINE_ACTIVATION_CASES, which
+# activate() (shaders/common.glsl) expands; a formula calling a primitive common.glsl lacks fails
+# glslc, naming it.
+set(trine_act_cases "")
 foreach(row ${trine_op_rows})
-  if(row MATCHES "^[ \t]*TRINE_ACT\\([ \t]*([A-Za-z0-9_]+)")
-    string(FIND "${trine_common_glsl}" "case OP_${CMAKE_MATCH_1}:" trine_act_case)
-    if(trine_act_case EQUAL -1)
-      message(FATAL_ERROR "[vulkan] the activation '${CMAKE_MATCH_1}' of include/trine/ops.def has no case in "
-                          "activate() (backends/vulkan/shaders/common.glsl): add its kernel there")
+  if(row MATCHES "^[ \t]*TRINE_ACT\\(")
+    if(NOT row MATCHES "^[ \t]*TRINE_ACT\\([ \t]*([A-Za-z0-9_]+)[ \t]*,[ \t]*[A-Za-z0-9_]+[ \t]*,[ \t]*(.+)\\)[ \t]*$")
+      message(FATAL_ERROR "[vulkan] include/trine/ops.def: '${row}' is not TRINE_ACT(name, flops, formula) on one "
+                          "line, which is how the shaders read an activation's formula")
     endif()
+    string(APPEND trine_act_cases " case OP_${CMAKE_MATCH_1}: return ${CMAKE_MATCH_2};")
   endif()
 endforeach()
+string(APPEND trine_ops_glsl "// The activations' formulas (ops.def's TRINE_ACT rows), the cases of activate().\n")
+string(APPEND trine_ops_glsl "#define TRINE_ACTIVATION_CASES${trine_act_cases}\n")
 file(WRITE ${TRINE_VULKAN_OPS_GLSL}.tmp "${trine_ops_glsl}")
 file(COPY_FILE ${TRINE_VULKAN_OPS_GLSL}.tmp ${TRINE_VULKAN_OPS_GLSL} ONLY_IF_DIFFERENT)  # no rebuild when unchanged
 

@@ -1,7 +1,8 @@
 // Element-wise ops of one input on Vulkan: the activations and scale (unary.comp and unary_vec4.comp
 // on contiguous input, binary.comp's a-alone operation on strided input), and bias_act (binary.comp:
-// x + bias broadcast, then the activation). An activation's kernel is its case of activate() in
-// shaders/common.glsl, switched on the op's own code: a new TRINE_ACT row needs only that case.
+// x + bias broadcast, then the activation). An activation's kernel is its formula in ops.def, a case
+// of activate() in shaders/common.glsl switched on the op's own code: a new TRINE_ACT row whose
+// formula calls existing primitives needs nothing here.
 // pow runs the shaders' _f64 variants (act_shader), where the device has shaderFloat64.
 #include <algorithm>
 
@@ -108,7 +109,7 @@ void record_bias_act(Recorder& rec, const detail::OpCall& call) {
 
 void register_unary(VulkanOps& r) {
   const VulkanKernel act{supports_unary, limits_act, record_act};
-  // every activation of ops.def: its case of activate() in shaders/common.glsl is its kernel
+  // every activation of ops.def: its formula, expanded in activate() (shaders/common.glsl), is its kernel
   // clang-format off
 #define TRINE_ACT(name, flops, formula) r.add(OpKind::name, act);
 #include "trine/ops.def"

@@ -401,31 +401,30 @@ float pow_c(float x, float y) {
 
 // An activation's op code (ops.def's TRINE_ACT rows), OP_scale (alpha * x + beta), or OP_copy for
 // the identity (a copy is what the identity does).
+// The activation primitives that ops.def's formulas (TRINE_ACT) call, beside the functions above
+// (exp_f32, sigmoid_f32, ...). below and above compare with < and >, false for NaN, so NaN passes
+// through.
+float below(float v, float c, float a, float b) { return v < c ? a : b; }
+float above(float v, float c, float a, float b) { return v > c ? a : b; }
+float silu_f32(float x) { return isnan(x) ? x : times_sigmoid(x, max(x, -120.0)); }  // -inf: 0
+float abs_f32(float x) { return uintBitsToFloat(floatBitsToUint(x) & 0x7FFFFFFFu); }  // bits: exact for every input
+float neg_f32(float x) { return uintBitsToFloat(floatBitsToUint(x) ^ 0x80000000u); }
+float pow_f32(float x, float e) {
+#ifdef TRINE_FLOAT64
+  return pow_c(x, e);
+#else
+  return k_nan();  // never run: the host dispatches pow to the <shader>_f64 variants only (kernels/unary.cpp)
+#endif
+}
+
+// Each activation is its formula in ops.def (TRINE_ACT), expanded from the generated ops.glsl's
+// TRINE_ACTIVATION_CASES (backends/vulkan/vulkan.cmake); OP_copy (the identity) and OP_scale are not
+// activations. A formula calling a primitive missing here fails glslc, naming it.
 float activate(uint code, float x, float alpha, float beta) {
   switch (code) {
     case OP_copy: return x;
-    case OP_relu: return x < 0.0 ? 0.0 : x;  // NaN stays NaN
-    case OP_leaky_relu: return x < 0.0 ? alpha * x : x;
-    case OP_elu: return x < 0.0 ? alpha * expm1_neg(x) : x;
-    case OP_sigmoid: return sigmoid_f32(x);
-    case OP_tanh: return tanh_f32(x);
-    case OP_silu: return isnan(x) ? x : times_sigmoid(x, max(x, -120.0));  // -inf: 0
-    case OP_gelu: return gelu_erf(x);
-    case OP_gelu_tanh: return gelu_tanh_f32(x);
-    case OP_clip: return x < alpha ? alpha : (x > beta ? beta : x);  // NaN fails both: stays NaN
     case OP_scale: return alpha * x + beta;
-    case OP_exp: return exp_f32(x);
-    case OP_log: return log_f32(x);
-    case OP_sqrt: return sqrt_f32(x);
-    case OP_rsqrt: return rsqrt_f32(x);
-    case OP_abs: return uintBitsToFloat(floatBitsToUint(x) & 0x7FFFFFFFu);  // bits: exact for every input
-    case OP_neg: return uintBitsToFloat(floatBitsToUint(x) ^ 0x80000000u);
-    case OP_pow:  // alpha is the exponent
-#ifdef TRINE_FLOAT64
-      return pow_c(x, alpha);
-#else
-      return k_nan();  // never run: the host dispatches pow to the <shader>_f64 variants only (kernels/unary.cpp)
-#endif
+    TRINE_ACTIVATION_CASES
   }
   return x;
 }
