@@ -568,12 +568,14 @@ TEST_CASE("softmax, log_softmax and attention's weights within 4 ulps of the exa
   cases.push_back({rows_lcg(70001, -95.0f, -10.0f, 3), 1, 70001, 1});  // segments merged
   cases.push_back({rows_lcg(40 * 5, -95.0f, 0.0f, 4), 1, 40, 5});      // along axis 0: the columns' pass
   cases.push_back({rows_lcg(3 * 50 * 7, -60.0f, 40.0f, 5), 3, 50, 7});
-  // The cpu carries x - max exactly into the exponential (and log_softmax's log of a sum near 1 as
-  // log1p): 4 ulps everywhere. The cuda and Vulkan kernels round x - max to f32 first, which costs
-  // up to |x - max| ulps more (90 at the far tail), and cuda's log_softmax the sum's log near 1:
-  // their limit is 4 ulps beyond that (issue 31 stays open for it). Rows whose max is 0 (the
-  // first) have x - max exact on every device.
-  const bool exact_shift = dev.kind == DeviceKind::cpu;
+  // The cpu and Vulkan carry x - max exactly into the exponential (and log_softmax's log of a sum
+  // near 1 as log1p): 4 ulps on the cpu, 5 on Vulkan (4.5 measured on lavapipe: its sum over a
+  // workgroup and 1 / sum). The cuda kernels round x - max to f32 first, which costs up to
+  // |x - max| ulps more (90 at the far tail), and log_softmax the sum's log near 1: their limit is
+  // 4 ulps beyond that (issue 31 stays open for it). Rows whose max is 0 (the first) have x - max
+  // exact on every device.
+  const bool exact_shift = dev.kind == DeviceKind::cpu || dev.kind == DeviceKind::vulkan;
+  const double softmax_limit = dev.kind == DeviceKind::vulkan ? 5.0 : 4.0;
   for (bool log : {false, true}) {
     Worst w;
     for (const Case& c : cases) {
@@ -586,7 +588,7 @@ TEST_CASE("softmax, log_softmax and attention's weights within 4 ulps of the exa
       for (std::size_t i = 0; i < y.size(); ++i) w.add(c.x[i], y[i], e[i], exact_shift ? 0.0 : allow[i]);
     }
     w.report(log ? "log_softmax" : "softmax");
-    CHECK(w.worst <= 4.0);
+    CHECK(w.worst <= (log ? 4.0 : softmax_limit));
   }
   // attention with D = 1, q = 1, scale 1: the scores are the keys; V's one-hot rows pick out the
   // weights. Lk = 300 crosses key tiles (the running max's rescale); Lk = 2100 splits the keys.

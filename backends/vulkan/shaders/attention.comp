@@ -50,9 +50,9 @@ void main() {
     for (uint u = 1u; u < n; ++u) mt = max(mt, sp[u]);
     float m_new = max(m, mt);
     // m is -inf before the first tile (corr 0: l and acc are 0 then anyway)
-    float corr = isinf(m) && m < 0.0 ? 0.0 : exp_nonpos(m - m_new);
+    float corr = isinf(m) && m < 0.0 ? 0.0 : exp_diff(m, m_new);
     barrier();  // every invocation has read the scores before they turn into weights
-    if (t < n) sp[t] = exp_nonpos(sp[t] - m_new);
+    if (t < n) sp[t] = exp_diff(sp[t], m_new);
     barrier();
     float lt = 0.0, at = 0.0;
     uint vb = p.v_off + (b * p.Lk + j0) * p.Dv + c;

@@ -36,9 +36,9 @@ void main() {
   // of it). inf - inf is NaN either way: a row with +inf stays NaN.
   float s = 0.0, c = 0.0;
   for (uint k = gl_LocalInvocationID.x; k < p.n; k += WG) {
-    float d = x[p.x_off + row + k * p.inner] - m;
+    float v = x[p.x_off + row + k * p.inner], d = v - m;
     bool lead = p.log_form != 0u && d == 0.0;
-    s += (p.log_form != 0u ? exp_f32(d) : exp_nonpos(d)) - (lead ? 1.0 : 0.0);
+    s += (p.log_form != 0u ? exp_f32(d) : exp_diff(v, m)) - (lead ? 1.0 : 0.0);
     c += lead ? 1.0 : 0.0;
   }
   s = wg_sum(s);
@@ -47,6 +47,6 @@ void main() {
     for (uint k = gl_LocalInvocationID.x; k < p.n; k += WG) y[row + k * p.inner] = (x[p.x_off + row + k * p.inner] - m) - ls;
   } else {
     float inv = 1.0 / s;
-    for (uint k = gl_LocalInvocationID.x; k < p.n; k += WG) y[row + k * p.inner] = exp_nonpos(x[p.x_off + row + k * p.inner] - m) * inv;
+    for (uint k = gl_LocalInvocationID.x; k < p.n; k += WG) y[row + k * p.inner] = exp_diff(x[p.x_off + row + k * p.inner], m) * inv;
   }
 }

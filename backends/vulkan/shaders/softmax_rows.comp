@@ -28,9 +28,9 @@ void main() {
   // as softmax.comp: log_softmax's sum less the entries equal to the max, for ln(1 + t)
   float s = 0.0, c = 0.0;
   for (uint k = 0u; k < p.n; ++k) {
-    float d = x[xr + k * p.inner] - m;
+    float v = x[xr + k * p.inner], d = v - m;
     bool lead = p.log_form != 0u && d == 0.0;
-    s += (p.log_form != 0u ? exp_f32(d) : exp_nonpos(d)) - (lead ? 1.0 : 0.0);
+    s += (p.log_form != 0u ? exp_f32(d) : exp_diff(v, m)) - (lead ? 1.0 : 0.0);
     c += lead ? 1.0 : 0.0;
   }
   if (p.log_form != 0u) {
@@ -38,6 +38,6 @@ void main() {
     for (uint k = 0u; k < p.n; ++k) y[row + k * p.inner] = (x[xr + k * p.inner] - m) - ls;
   } else {
     float inv = 1.0 / s;
-    for (uint k = 0u; k < p.n; ++k) y[row + k * p.inner] = exp_nonpos(x[xr + k * p.inner] - m) * inv;
+    for (uint k = 0u; k < p.n; ++k) y[row + k * p.inner] = exp_diff(x[xr + k * p.inner], m) * inv;
   }
 }
