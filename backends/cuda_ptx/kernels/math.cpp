@@ -93,6 +93,21 @@ Reg<F32> exp_nonpositive(Kernel& k, Reg<F32> x) {
   return mul(k, p.m, V<F32>(pow2_f32(k, max(k, p.e, V<S32>(-127)))));
 }
 
+Reg<F32> exp_neg_dist(Kernel& k, Reg<F32> a, Reg<F32> b) {
+  // TwoSum of a and -b: d + lo = a - b exactly (add.rn and sub.rn: ptxas neither fuses nor
+  // reassociates them). -|a - b| = -|d| - sign(d) lo.
+  Reg<F32> nb = neg(k, b);
+  Reg<F32> d = add(k, a, V<F32>(nb));
+  Reg<F32> bb = sub(k, d, V<F32>(a));
+  Reg<F32> lo = add(k, sub(k, a, V<F32>(sub(k, d, V<F32>(bb)))), V<F32>(sub(k, nb, V<F32>(bb))));
+  Reg<F32> nd = neg(k, abs(k, d));
+  Reg<F32> nlo = selp<F32>(k, lo, neg(k, lo), setp(k, Cmp::lt, d, V<F32>(0.0f)));
+  // Below -120 (an infinite a or b included, where lo is NaN) e^nd is 0 in f32: the low part goes.
+  Reg<Pred> far = setp(k, Cmp::lt, nd, V<F32>(-120.0f));
+  const ExpParts p = exp_parts(k, max(k, nd, V<F32>(-120.0f)), selp<F32>(k, 0.0f, nlo, far));
+  return mul(k, p.m, V<F32>(pow2_f32(k, max(k, p.e, V<S32>(-127)))));
+}
+
 Reg<F32> exp2_nonpositive(Kernel& k, Reg<F32> t) {
   const ExpParts p = exp2_parts(k, max(k, t, V<F32>(-150.0f)));
   return mul(k, p.m, V<F32>(pow2_f32(k, max(k, p.e, V<S32>(-127)))));

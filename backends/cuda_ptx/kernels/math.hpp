@@ -34,6 +34,11 @@ Reg<F32> scale_pow2(Kernel& k, Reg<F32> v, Reg<S32> e);
 // e^x for x <= 0 (-inf included), within 1.82u where the result is normal (at least 2^-126);
 // results below 2^-126 may be 0. A NaN x gives a finite value: callers that take NaN select it.
 Reg<F32> exp_nonpositive(Kernel& k, Reg<F32> x);
+// e^-|a - b| with a - b carried exactly into the exponential (TwoSum, then exp_parts' low part):
+// within 2.07u of the exact e^-|a - b| where that is normal, however far apart a and b are (the
+// rounded difference would cost |a - b| u more). Results below 2^-126 may be 0; an infinite a or b
+// (not both) gives 0; NaN gives NaN. softmax's e^(x - max) and its running rescales.
+Reg<F32> exp_neg_dist(Kernel& k, Reg<F32> a, Reg<F32> b);
 // 2^t the same way, for t <= 0 (-inf included).
 Reg<F32> exp2_nonpositive(Kernel& k, Reg<F32> t);
 // The natural log within 1.1 ulp; NaN below 0, -inf at +-0, +inf at +inf, subnormals included.
