@@ -178,9 +178,14 @@ struct Val {
 };
 V<F32> operand(Val v) { return V<F32>(v.r); }
 V<F32> operand(float c) { return V<F32>(c); }
+// The arithmetic a formula may write (ops.def: `*` and `/` of values and float literals, as C++ and
+// GLSL both take them); today's formulas use Val * Val only, so the other forms are unused.
 Val operator*(Val a, Val b) { return {a.k, mul(*a.k, a.r, V<F32>(b.r))}; }
-Val operator*(Val a, float b) { return {a.k, mul(*a.k, a.r, V<F32>(b))}; }
-Val operator*(float a, Val b) { return b * a; }
+[[maybe_unused]] Val operator*(Val a, float b) { return {a.k, mul(*a.k, a.r, V<F32>(b))}; }
+[[maybe_unused]] Val operator*(float a, Val b) { return b * a; }
+[[maybe_unused]] Val operator/(Val a, Val b) { return {a.k, div(*a.k, a.r, V<F32>(b.r))}; }
+[[maybe_unused]] Val operator/(Val a, float b) { return {a.k, div(*a.k, a.r, V<F32>(b))}; }
+[[maybe_unused]] Val operator/(float a, Val b) { return {b.k, div(*b.k, mov<F32>(*b.k, a), V<F32>(b.r))}; }
 template <class C, class A, class B>
 Val below(Val v, C c, A a, B b) {
   Kernel& k = *v.k;
