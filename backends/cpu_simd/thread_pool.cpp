@@ -16,6 +16,7 @@
 #include "backends/cpu_simd/thread_pool.hpp"
 
 #include <sched.h>
+#include <sys/mman.h>
 
 #include <algorithm>
 #include <atomic>
@@ -235,11 +236,19 @@ ThreadPool::ThreadPool(int threads, ThreadStarter start) : s_(std::make_unique<S
   }
   // A thread-count or address-space limit can stop us part way: run with the workers that started.
   // Nothing below throws, so the executor and those workers are always joined by the destructor.
+  // Under an address-space limit (ulimit -v) the workers' stacks would take all of it and leave the
+  // process nothing to allocate the op's tensors from (whether anything was left depended on the
+  // library's size modulo a stack): `headroom` holds address space back while they start.
+  constexpr std::size_t headroom_bytes = std::size_t{64} << 20;
+  void* headroom = threads > 1 ? mmap(nullptr, headroom_bytes, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE,
+                                      -1, 0)
+                               : MAP_FAILED;
   try {
     s->workers.reserve(static_cast<std::size_t>(std::max(0, threads - 1)));
     for (int i = 1; i < threads; ++i) s->workers.push_back(start([s] { s->worker_loop(); }));
   } catch (...) {
   }
+  if (headroom != MAP_FAILED) munmap(headroom, headroom_bytes);
 }
 
 ThreadPool::~ThreadPool() {
