@@ -70,7 +70,7 @@ void check_activation_params(const Check& c, Activation act, float alpha, float 
 
 // ---- dtype rules ----
 
-// Every defined input f32, the result f32.
+// Every defined input f32, the result f32: the ops whose kernels read f32 only so far.
 template <class P>
 DType dtype_float(const Check& c, const P&) {
   for (std::size_t i = 0; i < c.in.size(); ++i) {
@@ -80,6 +80,28 @@ DType dtype_float(const Check& c, const P&) {
     }
   }
   return DType::f32;
+}
+
+// Inputs from index `first` on: each f32, f16 or bf16; the result their promoted dtype (the
+// shared dtype, f32 when they differ).
+DType promoted_inputs(const Check& c, std::size_t first) {
+  DType out = DType::f32;
+  bool any = false;
+  for (std::size_t i = first; i < c.in.size(); ++i) {
+    if (!c.has(i)) continue;
+    const DType d = c.at(i).dtype();
+    if (!dtype_is_float(d))
+      c.dtype_error("input " + std::to_string(i) + " must be f32, f16 or bf16, got " + dtype_name(d));
+    out = any ? dtype_promote(out, d) : d;
+    any = true;
+  }
+  return out;
+}
+
+// Every defined input f32, f16 or bf16, computed in f32; the result in the promoted dtype.
+template <class P>
+DType dtype_promoted(const Check& c, const P&) {
+  return promoted_inputs(c, 0);
 }
 
 // f32, f16 or bf16 operands in any pair; the result f32.
@@ -109,21 +131,13 @@ DType dtype_same(const Check& c, const P&) {
   return c.at(0).dtype();
 }
 
-// where(cond, a, b): cond f32 or i32 (true where nonzero), a and b f32; the result f32.
-DType dtype_where(const Check& c, const NoParams&) {
-  if (c.at(0).dtype() != DType::f32 && c.at(0).dtype() != DType::i32)
-    c.dtype_error(std::string("cond must be f32 or i32, got ") + dtype_name(c.at(0).dtype()));
-  for (std::size_t i = 1; i < 3; ++i) {
-    if (c.at(i).dtype() != DType::f32)
-      c.dtype_error("input " + std::to_string(i) + " must be f32, got " + dtype_name(c.at(i).dtype()) +
-                    " (cast it first)");
-  }
-  return DType::f32;
-}
+// where(cond, a, b): cond of any dtype (true where nonzero), a and b f32, f16 or bf16; the result
+// their promoted dtype.
+DType dtype_where(const Check& c, const NoParams&) { return promoted_inputs(c, 1); }
 
-// f32 values; the result is their indices, i32.
+// f32, f16 or bf16 values; the result is their indices, i32.
 DType dtype_argmax(const Check& c, const ReduceParams& p) {
-  dtype_float(c, p);
+  dtype_promoted(c, p);
   return DType::i32;
 }
 

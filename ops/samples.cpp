@@ -631,6 +631,49 @@ const char* layout_name(Layout layout) noexcept {
   return "?";
 }
 
+// f16 and bf16 copies of an op's f32 cases: for each format, the largest case (many staged pieces,
+// every thread), the first case with a view, and the smallest; then the largest with its floating
+// inputs in mixed formats (input 0 f16, the others bf16: an f32 result). matmul and the copy family
+// list their 16-bit cases themselves.
+void sixteen_bit_cases(OpKind op, std::vector<Sample>& out) {
+  const OpInfo& info = op_info(op);
+  if (!info.takes_16bit || info.family == OpFamily::matmul || info.family == OpFamily::copy || out.empty()) return;
+  auto elems = [](const Sample& s) {
+    i64 n = 0;
+    for (const Input& x : s.inputs) n += x.absent ? 0 : x.shape.numel();
+    return n;
+  };
+  const std::vector<Sample> f32 = out;
+  std::size_t largest = 0, smallest = 0, view = f32.size();
+  for (std::size_t i = 0; i < f32.size(); ++i) {
+    if (f32[i].cpu_only) continue;
+    if (elems(f32[i]) > elems(f32[largest]) || f32[largest].cpu_only) largest = i;
+    if (elems(f32[i]) < elems(f32[smallest]) || f32[smallest].cpu_only) smallest = i;
+    for (const Input& x : f32[i].inputs)
+      if (view == f32.size() && x.layout != L::contiguous && x.dtype == DType::f32) view = i;
+  }
+  auto copy = [&](std::size_t i, DType first, DType rest, const char* what) {
+    if (i >= f32.size()) return;
+    Sample s = f32[i];
+    bool first_float = true;
+    for (std::size_t k = 0; k < s.inputs.size(); ++k) {
+      Input& x = s.inputs[k];
+      if (x.dtype != DType::f32 || (op == OpKind::where && k == 0)) continue;  // i32 indices, where's cond
+      x.dtype = first_float ? first : rest;
+      first_float = false;
+    }
+    s.note = std::string(what) + (s.note.empty() ? "" : ", ") + s.note;
+    out.push_back(std::move(s));
+  };
+  for (DType t : {DType::f16, DType::bf16}) {
+    const std::string name = dtype_name(t);
+    copy(largest, t, t, (name + " in and out, the largest case").c_str());
+    copy(view, t, t, (name + " view").c_str());
+    copy(smallest, t, t, name.c_str());
+  }
+  if (info.max_inputs > 1) copy(largest, DType::f16, DType::bf16, "f16 with bf16: an f32 result");
+}
+
 std::vector<Sample> conformance(OpKind op) {
   std::vector<Sample> out;
   switch (op) {
@@ -681,6 +724,7 @@ std::vector<Sample> conformance(OpKind op) {
     case OpKind::gather: gather_cases(out); break;
     case OpKind::concat: concat_cases(out); break;
   }
+  sixteen_bit_cases(op, out);
   return out;
 }
 

@@ -11,6 +11,7 @@
 #include <iterator>
 #include <optional>
 #include <span>
+#include <string_view>
 #include <type_traits>
 #include <variant>
 
@@ -150,6 +151,7 @@ struct OpInfo {
   OpFamily family;
   OpBound bound;
   std::size_t params_index;  // the alternative of OpParams the op takes
+  bool takes_16bit;          // its floating inputs may be f16 or bf16, not f32 only (docs/ops.md, "Dtypes")
 };
 
 namespace detail {
@@ -165,9 +167,12 @@ struct variant_index<P, std::variant<Ts...>> {
   }();
 };
 inline constexpr OpInfo op_infos[] = {
-#define TRINE_OP(name, family, min_in, max_in, Params, shape, dtypes, flops, bound) \
-  {OpKind::name, #name, min_in, max_in, OpFamily::family, OpBound::bound, variant_index<Params, OpParams>::value},
+// clang-format off
+#define TRINE_OP(name, family, min_in, max_in, Params, shape, dtypes, flops, bound)                \
+  {OpKind::name, #name, min_in, max_in, OpFamily::family, OpBound::bound,                           \
+   variant_index<Params, OpParams>::value, std::string_view(#dtypes) != "dtype_float"},
 #include "trine/ops.def"
+// clang-format on
 };
 inline constexpr const char* family_names[] = {
 #define TRINE_FAMILY(name) #name,

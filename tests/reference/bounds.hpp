@@ -155,6 +155,15 @@ inline double device_math_factor(DeviceKind kind, OpKind op, const OpParams& par
 // op a device may round otherwise: the Vulkan environment of SPIR-V lets OpFDiv err by 2.5 ulp, and
 // an NVIDIA H100 gave quotients an ulp off (1.18 eps seen) where lavapipe divides exactly. Its
 // bound is 3 eps: 2.5 ulp, plus the half ulp of the reference's own rounding to f32.
+// What storing a result in a 16-bit dtype adds to an op's f32 bound: one rounding to nearest, half
+// an ulp relative (f16 2^-11, bf16 2^-8), measured against the reference rounded to f32 (a hair more
+// for the f32 result being off by its own bound).
+inline double storage_rounding(DType t) {
+  if (t == DType::f16) return 0x1p-11 * 1.001;
+  if (t == DType::bf16) return 0x1p-8 * 1.001;
+  return 0;
+}
+
 inline double device_bound(OpKind op, const OpParams& params, std::int64_t terms, DeviceKind kind) {
   if (kind == DeviceKind::vulkan && op == OpKind::div) return 3 * f32_eps;
   // Vulkan's sqrt is "inherited from 1.0 / inversesqrt()": inversesqrt's 2 ulp and the division's

@@ -120,10 +120,14 @@ struct Comparison {
   std::string first_mismatch;  // where specials differ, or the worst element
 };
 
-// `out_dtype` is the result's dtype: an i32 result is compared exactly, not rounded to f32 first.
+// `out_dtype` is the result's dtype: an i32 result is compared exactly, not rounded to f32 first;
+// an f16 or bf16 result is measured the same way as an f32 one (its bound adds storage_rounding,
+// bounds.hpp), its infinities where the reference overflows the 16-bit format, and f16's subnormal
+// results allowed their absolute rounding (2^-25).
 inline Comparison compare(const std::vector<double>& out, const Array& expect, DType out_dtype = DType::f32) {
   if (out.size() != expect.data.size()) throw std::invalid_argument("[ref compare] sizes differ");
   Comparison c;
+  const bool sixteen = out_dtype == DType::f16 || out_dtype == DType::bf16;
   double worst = -1;
   std::size_t worst_i = 0;
   for (std::size_t i = 0; i < out.size(); ++i) {
@@ -132,10 +136,12 @@ inline Comparison compare(const std::vector<double>& out, const Array& expect, D
     // The hardware's double -> float conversion rounds to nearest even; from FLT_MAX plus half an
     // ulp (2^128 - 2^103) on, round to nearest gives inf (and the conversion would be undefined).
     // A finite reference beyond f32's range must come out as that infinity.
-    const double r32 = out_dtype == DType::i32 ? r
-                       : std::isfinite(r) && std::fabs(r) >= 0x1.ffffffp127
-                           ? std::copysign(HUGE_VAL, r)
-                           : static_cast<double>(static_cast<float>(r));
+    double r32 = out_dtype == DType::i32                              ? r
+                 : std::isfinite(r) && std::fabs(r) >= 0x1.ffffffp127 ? std::copysign(HUGE_VAL, r)
+                                                                      : static_cast<double>(static_cast<float>(r));
+    // A 16-bit result is the f32 one rounded once more: a reference past the format's range must
+    // come out as its infinity (f16 from 65520 on).
+    if (sixteen && std::isfinite(r32) && std::isinf(round_to_dtype(r, out_dtype))) r32 = std::copysign(HUGE_VAL, r);
     if (!std::isfinite(r32) || !std::isfinite(o)) {
       const bool same = (std::isnan(r32) && std::isnan(o)) || r32 == o;  // r32 == o: the same infinity
       if (!same && c.specials_match) {
@@ -148,6 +154,8 @@ inline Comparison compare(const std::vector<double>& out, const Array& expect, D
     }
     double diff = std::fabs(o - r32);
     if (expect.normal_results_kept ? std::fabs(r32) < FLT_MIN && diff <= FLT_MIN : diff < 0x1p-100) diff = 0;
+    // f16's subnormal results (below 2^-14) are 2^-24 apart: half of that is their rounding.
+    if (out_dtype == DType::f16 && std::fabs(r32) < 0x1p-14) diff = std::max(0.0, diff - 0x1p-25);
     const double scale = expect.scale.empty() ? std::fabs(r) : expect.scale[i];
     double e = 0;
     if (diff > 0) e = scale > 0 ? diff / scale : std::numeric_limits<double>::infinity();

@@ -212,20 +212,18 @@ void rmsnorm(const float* x, const float* gamma, float* y, i64 rows, i64 n, floa
 void run_layernorm(const KernelTable& k, const trine::detail::OpCall& call) {
   const auto& in = call.inputs;
   const i64 n = in[0].dim(-1);
-  Tensor keep0, keep1, keep2;
-  const float* gamma = in.size() > 1 ? contiguous_f32(k, in[1], keep1) : nullptr;
-  const float* beta = in.size() > 2 ? contiguous_f32(k, in[2], keep2) : nullptr;
-  layernorm(contiguous_f32(k, in[0], keep0), gamma, beta, out_f32(call), call.output.numel() / n, n,
-            std::get<NormParams>(call.params).eps);
+  const float eps = std::get<NormParams>(call.params).eps;
+  // staged (execute.hpp) for f16 / bf16: pieces of rows, gamma and beta widened once
+  run_staged(k, call, call.output.numel() / n, {n, 0, 0}, n, grain_cheap,
+             [&](const float* const* x, float* out, i64 rows) { layernorm(x[0], x[1], x[2], out, rows, n, eps); });
 }
 
 void run_rmsnorm(const KernelTable& k, const trine::detail::OpCall& call) {
   const auto& in = call.inputs;
   const i64 n = in[0].dim(-1);
-  Tensor keep0, keep1;
-  const float* gamma = in.size() > 1 ? contiguous_f32(k, in[1], keep1) : nullptr;
-  rmsnorm(contiguous_f32(k, in[0], keep0), gamma, out_f32(call), call.output.numel() / n, n,
-          std::get<NormParams>(call.params).eps);
+  const float eps = std::get<NormParams>(call.params).eps;
+  run_staged(k, call, call.output.numel() / n, {n, 0}, n, grain_cheap,
+             [&](const float* const* x, float* out, i64 rows) { rmsnorm(x[0], x[1], out, rows, n, eps); });
 }
 
 }  // namespace

@@ -268,9 +268,10 @@ template <OpKind Op>
 void run_reduce(const KernelTable& k, const trine::detail::OpCall& call) {
   i64 outer, n, inner;
   split_axis(call.inputs[0].shape(), std::get<ReduceParams>(call.params).axis, outer, n, inner);
-  Tensor keep;
-  reduce<Op == OpKind::max>(contiguous_f32(k, call.inputs[0], keep), out_f32(call), outer, n, inner,
-                            Op == OpKind::mean);
+  // staged (execute.hpp) for f16 / bf16: pieces of [n, inner] slabs
+  run_staged(k, call, outer, {n * inner}, inner, grain_cheap, [&](const float* const* in, float* out, i64 count) {
+    reduce<Op == OpKind::max>(in[0], out, count, n, inner, Op == OpKind::mean);
+  });
 }
 
 // ---- argmax ----
@@ -321,13 +322,19 @@ void argmax_columns(const float* x, std::int32_t* y, i64 n, i64 inner, i64 j0, i
   }
 }
 
+void argmax(const float* x, std::int32_t* y, i64 outer, i64 n, i64 inner);
+
 void run_argmax(const KernelTable& k, const trine::detail::OpCall& call) {
   i64 outer, n, inner;
   split_axis(call.inputs[0].shape(), std::get<ReduceParams>(call.params).axis, outer, n, inner);
   if (outer * inner == 0) return;
-  Tensor keep;
-  const float* x = contiguous_f32(k, call.inputs[0], keep);
-  auto* y = reinterpret_cast<std::int32_t*>(base_ptr(call.output));
+  // staged (execute.hpp) for f16 / bf16 values: pieces of [n, inner] slabs
+  run_staged(k, call, outer, {n * inner}, inner, grain_cheap, [&](const float* const* in, float* out, i64 count) {
+    argmax(in[0], reinterpret_cast<std::int32_t*>(out), count, n, inner);
+  });
+}
+
+void argmax(const float* x, std::int32_t* y, i64 outer, i64 n, i64 inner) {
   if (inner == 1) {
     parallel_for(outer, grain_for(n, grain_cheap), [&](i64 r0, i64 r1) {
       for (i64 r = r0; r < r1; ++r) y[r] = argmax_row(x + r * n, n);

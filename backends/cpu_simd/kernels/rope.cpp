@@ -107,8 +107,10 @@ void run_rope(const KernelTable& k, const trine::detail::OpCall& call) {
   const auto& p = std::get<RopeParams>(call.params);
   const Tensor& x = call.inputs[0];
   const i64 d = x.dim(-1), l = x.dim(-2);
-  Tensor keep;
-  rope(contiguous_f32(k, x, keep), out_f32(call), call.output.numel() / (l * d), l, d, p.base, p.position_offset);
+  // staged (execute.hpp) for f16 / bf16: pieces of [l, d] slabs
+  run_staged(
+      k, call, call.output.numel() / (l * d), {l * d}, l * d, grain_cheap,
+      [&](const float* const* in, float* out, i64 count) { rope(in[0], out, count, l, d, p.base, p.position_offset); });
 }
 
 }  // namespace

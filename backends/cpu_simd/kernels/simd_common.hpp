@@ -7,6 +7,8 @@
 #include <cmath>
 #include <cstdint>
 #include <limits>
+#include <type_traits>
+#include <utility>
 
 #include "backends/cpu_simd/isa.hpp"
 
@@ -253,6 +255,113 @@ inline void store_partial(float* p, i64 r, const batch_f32& v) {
 }
 #endif
 
+// ---- 16-bit storage: vec_width f16 or bf16 values as one batch_f32, and back ----
+//
+// Widening is exact. Narrowing rounds to nearest even, overflows to inf and keeps NaN quiet with
+// its top payload bits, exactly as trine's f32_to_f16 / f32_to_bf16 (and so cast) do: vcvtps2ph for
+// f16 (F16C on the avx2 and avx512 builds; the sse4_2 build converts f16 one lane at a time, in
+// scalar code), integer arithmetic for bf16. The kernels that read and write 16-bit tensors in their
+// own loops (the activations and scale, docs/ops.md's Dtypes) load and store through these.
+using half_bits = std::uint16_t;
+
+#if defined(TRINE_ISA_AVX512)
+template <DType D>
+inline batch_f32 load_wide(const half_bits* p) {
+  const __m256i h = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p));
+  if constexpr (D == DType::f16) return _mm512_cvtph_ps(h);
+  else return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(h), 16));
+}
+template <DType D>
+inline __m256i narrow(const batch_f32& v) {
+  if constexpr (D == DType::f16) {
+    return _mm512_cvtps_ph(v, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+  } else {
+    const __m512i x = _mm512_castps_si512(v);
+    const __m512i lsb = _mm512_and_si512(_mm512_srli_epi32(x, 16), _mm512_set1_epi32(1));
+    const __m512i rounded = _mm512_srli_epi32(_mm512_add_epi32(x, _mm512_add_epi32(_mm512_set1_epi32(0x7fff), lsb)), 16);
+    const __mmask16 nan =
+        _mm512_cmpgt_epi32_mask(_mm512_and_si512(x, _mm512_set1_epi32(0x7fffffff)), _mm512_set1_epi32(0x7f800000));
+    const __m512i r = _mm512_mask_or_epi32(rounded, nan, _mm512_srli_epi32(x, 16), _mm512_set1_epi32(0x40));
+    return _mm512_cvtepi32_epi16(r);
+  }
+}
+template <DType D>
+inline void store_narrow(half_bits* p, const batch_f32& v) {
+  _mm256_storeu_si256(reinterpret_cast<__m256i*>(p), narrow<D>(v));
+}
+template <DType D>
+inline void store_narrow_stream(half_bits* p, const batch_f32& v) {  // p 32-byte aligned
+  _mm256_stream_si256(reinterpret_cast<__m256i*>(p), narrow<D>(v));
+}
+#elif defined(TRINE_ISA_AVX2)
+template <DType D>
+inline batch_f32 load_wide(const half_bits* p) {
+  const __m128i h = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p));
+  if constexpr (D == DType::f16) return _mm256_cvtph_ps(h);
+  else return _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(h), 16));
+}
+template <DType D>
+inline __m128i narrow(const batch_f32& v) {
+  if constexpr (D == DType::f16) {
+    return _mm256_cvtps_ph(v, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+  } else {
+    const __m256i x = _mm256_castps_si256(v);
+    const __m256i lsb = _mm256_and_si256(_mm256_srli_epi32(x, 16), _mm256_set1_epi32(1));
+    const __m256i rounded =
+        _mm256_srli_epi32(_mm256_add_epi32(x, _mm256_add_epi32(_mm256_set1_epi32(0x7fff), lsb)), 16);
+    const __m256i nan =
+        _mm256_cmpgt_epi32(_mm256_and_si256(x, _mm256_set1_epi32(0x7fffffff)), _mm256_set1_epi32(0x7f800000));
+    const __m256i quiet = _mm256_or_si256(_mm256_srli_epi32(x, 16), _mm256_set1_epi32(0x40));
+    const __m256i r = _mm256_blendv_epi8(rounded, quiet, nan);
+    // packus works within 128-bit lanes: [r0-3 r0-3 | r4-7 r4-7]; qwords 0 and 2 are r0..r7
+    return _mm256_castsi256_si128(_mm256_permute4x64_epi64(_mm256_packus_epi32(r, r), 0x08));
+  }
+}
+template <DType D>
+inline void store_narrow(half_bits* p, const batch_f32& v) {
+  _mm_storeu_si128(reinterpret_cast<__m128i*>(p), narrow<D>(v));
+}
+template <DType D>
+inline void store_narrow_stream(half_bits* p, const batch_f32& v) {  // p 16-byte aligned
+  _mm_stream_si128(reinterpret_cast<__m128i*>(p), narrow<D>(v));
+}
+#else
+template <DType D>
+inline batch_f32 load_wide(const half_bits* p) {
+  if constexpr (D == DType::f16) {
+    alignas(16) float t[4];
+    for (int i = 0; i < 4; ++i) t[i] = f16_to_f32(p[i]);
+    return _mm_load_ps(t);
+  } else {
+    const __m128i h = _mm_loadl_epi64(reinterpret_cast<const __m128i*>(p));
+    return _mm_castsi128_ps(_mm_slli_epi32(_mm_cvtepu16_epi32(h), 16));
+  }
+}
+template <DType D>
+inline void store_narrow(half_bits* p, const batch_f32& v) {
+  alignas(16) float t[4];
+  _mm_store_ps(t, v);
+  for (int i = 0; i < 4; ++i) p[i] = D == DType::f16 ? f32_to_f16(t[i]) : f32_to_bf16(t[i]);
+}
+template <DType D>
+inline void store_narrow_stream(half_bits* p, const batch_f32& v) {
+  store_narrow<D>(p, v);
+}
+#endif
+// The first r lanes (0 <= r <= vec_width) through a stack copy: tails only.
+template <DType D>
+inline batch_f32 load_wide_partial(const half_bits* p, i64 r) {
+  alignas(64) half_bits buf[vec_width] = {};
+  for (i64 i = 0; i < r; ++i) buf[i] = p[i];
+  return load_wide<D>(buf);
+}
+template <DType D>
+inline void store_narrow_partial(half_bits* p, i64 r, const batch_f32& v) {
+  alignas(64) half_bits buf[vec_width];
+  store_narrow<D>(buf, v);
+  for (i64 i = 0; i < r; ++i) p[i] = buf[i];
+}
+
 #if defined(TRINE_ISA_AVX2) || defined(TRINE_ISA_AVX512)
 // v[i] = row i of an 8x8 block of floats; afterwards v[j] = column j. AVX2 shuffles, which the
 // AVX-512 build has too (convert's cast and transpose, GEMM's A packing).
@@ -308,16 +417,27 @@ inline constexpr i64 stream_min_run = 1024;
 // k-th vector (still in out until block() overwrites it; nothing for the first block), for a block
 // that computes in passes to call during its first: its stores then spread over the whole block,
 // instead of leaving in a burst of U that the core's write-combining buffers cannot take at once.
-template <int U, class Block, class Part, bool Deferred = false>
-inline void store_run_blocks(float* y, i64 n, bool stream, Block&& block, Part&& part,
-                             std::bool_constant<Deferred> = {}) {
+//
+// store_run_blocks_as<U, Out> is the same for an output stored as Out (f32, or f16 / bf16 through
+// store_narrow: the kernels still compute f32 vectors, each rounded once as it is stored).
+template <int U, DType Out, class Block, class Part, bool Deferred = false>
+inline void store_run_blocks_as(void* out_ptr, i64 n, bool stream, Block&& block, Part&& part,
+                                std::bool_constant<Deferred> = {}) {
+  static_assert(Out == DType::f32 || Out == DType::f16 || Out == DType::bf16);
+  using T = std::conditional_t<Out == DType::f32, float, half_bits>;
+  T* y = static_cast<T*>(out_ptr);
+  auto put_partial = [](T* p, i64 r, const batch_f32& v) __attribute__((always_inline)) {
+    if constexpr (Out == DType::f32) store_partial(p, r, v);
+    else store_narrow_partial<Out>(p, r, v);
+  };
   constexpr i64 span = U * vec_width;
   i64 i = 0;
   const bool nt = stream && n >= stream_min_run;
   if (nt) {
-    constexpr auto align = static_cast<std::uintptr_t>(vec_width * 4);
-    i = std::min<i64>(n, static_cast<i64>((align - reinterpret_cast<std::uintptr_t>(y) % align) % align) / 4);
-    if (i > 0) store_partial(y, i, part(i64{0}, i));
+    // f32: whole vectors aligned to their size; 16-bit: the narrowed vector's (half of it)
+    constexpr auto align = static_cast<std::uintptr_t>(vec_width * sizeof(T));
+    i = std::min<i64>(n, static_cast<i64>((align - reinterpret_cast<std::uintptr_t>(y) % align) % align / sizeof(T)));
+    if (i > 0) put_partial(y, i, part(i64{0}, i));
   }
   batch_f32 out[U];
   auto blocks = [&](auto store) __attribute__((always_inline)) {
@@ -340,15 +460,27 @@ inline void store_run_blocks(float* y, i64 n, bool stream, Block&& block, Part&&
     }
   };
   if (nt) {  // two loops: relu's vector is too little work to share with a branch
-    blocks([](float* p, const batch_f32& v) __attribute__((always_inline)) { store_stream(p, v); });
+    blocks([](T* p, const batch_f32& v) __attribute__((always_inline)) {
+      if constexpr (Out == DType::f32) store_stream(p, v);
+      else store_narrow_stream<Out>(p, v);
+    });
   } else {
-    blocks([](float* p, const batch_f32& v) __attribute__((always_inline)) { v.store_unaligned(p); });
+    blocks([](T* p, const batch_f32& v) __attribute__((always_inline)) {
+      if constexpr (Out == DType::f32) v.store_unaligned(p);
+      else store_narrow<Out>(p, v);
+    });
   }
   for (; i < n; i += vec_width) {
     const i64 r = std::min(vec_width, n - i);
-    store_partial(y + i, r, part(i, r));
+    put_partial(y + i, r, part(i, r));
   }
   if (nt) _mm_sfence();
+}
+
+template <int U, class Block, class Part, bool Deferred = false>
+inline void store_run_blocks(float* y, i64 n, bool stream, Block&& block, Part&& part,
+                             std::bool_constant<Deferred> deferred = {}) {
+  store_run_blocks_as<U, DType::f32>(y, n, stream, std::forward<Block>(block), std::forward<Part>(part), deferred);
 }
 
 // The same, a vector at a time: full(i) returns y[i, i + vec_width).

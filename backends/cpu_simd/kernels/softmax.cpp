@@ -403,8 +403,9 @@ template <bool Log>
 void run_softmax(const KernelTable& k, const trine::detail::OpCall& call) {
   i64 outer, n, inner;
   split_axis(call.inputs[0].shape(), std::get<AxisParams>(call.params).axis, outer, n, inner);
-  Tensor keep;
-  softmax(Log, contiguous_f32(k, call.inputs[0], keep), out_f32(call), outer, n, inner);
+  // staged (execute.hpp) for f16 / bf16: pieces of [n, inner] slabs
+  run_staged(k, call, outer, {n * inner}, n * inner, grain_cheap,
+             [&](const float* const* in, float* out, i64 count) { softmax(Log, in[0], out, count, n, inner); });
 }
 
 }  // namespace

@@ -281,20 +281,36 @@ void with_act(Activation a, Body&& body) {
 }
 // clang-format on
 
+// The element type x and y are stored as (D: f32, f16 or bf16), and a vector of it loaded as f32.
+template <DType D>
+using elem_t = std::conditional_t<D == DType::f32, float, half_bits>;
+template <DType D>
+[[gnu::always_inline]] inline batch_f32 load_as(const elem_t<D>* p) {
+  if constexpr (D == DType::f32) return batch_f32::load_unaligned(p);
+  else return load_wide<D>(p);
+}
+template <DType D>
+[[gnu::always_inline]] inline batch_f32 load_partial_as(const elem_t<D>* p, i64 r) {
+  if constexpr (D == DType::f32) return load_partial(p, r);
+  else return load_wide_partial<D>(p, r);
+}
+
 // y[i] = act(x[i] + bias[i]) (bias may be null) over [0, n); `stream`: see store_run. gelu is computed
 // U = gelu_block vectors a step (see gelu_erf), and what whole blocks leave gelu_short_block vectors a
-// step; the others a vector at a time.
-template <Activation A, bool HasBias, int U = A == Activation::gelu ? gelu_block : 1>
-void act_span(const float* x, const float* bias, float* y, i64 n, float alpha, float beta, bool stream = false) {
+// step; the others a vector at a time. x and y are stored as D (f16 / bf16: widened as loaded,
+// rounded once as stored; the bias, when there is one, is f32).
+template <Activation A, bool HasBias, int U = A == Activation::gelu ? gelu_block : 1, DType D = DType::f32>
+void act_span(const elem_t<D>* x, const float* bias, elem_t<D>* y, i64 n, float alpha, float beta,
+              bool stream = false) {
   if constexpr (A == Activation::gelu && U == gelu_block) {
     const i64 whole = n / (U * vec_width) * (U * vec_width);
     if (whole < n)
-      act_span<A, HasBias, gelu_short_block>(x + whole, HasBias ? bias + whole : nullptr, y + whole, n - whole, alpha,
-                                             beta, stream);
+      act_span<A, HasBias, gelu_short_block, D>(x + whole, HasBias ? bias + whole : nullptr, y + whole, n - whole,
+                                                alpha, beta, stream);
     n = whole;
   }
   auto part = [&](i64 i, i64 r) {
-    batch_f32 v = load_partial(x + i, r);
+    batch_f32 v = load_partial_as<D>(x + i, r);
     if constexpr (HasBias) v += load_partial(bias + i, r);
     return act<A>(v, alpha, beta);
   };
@@ -303,7 +319,7 @@ void act_span(const float* x, const float* bias, float* y, i64 n, float alpha, f
       __attribute__((always_inline)) {  // else GCC may call it per step
     auto load = [&](int k) __attribute__((always_inline)) {
       const i64 at = i + k * vec_width;
-      batch_f32 xv = batch_f32::load_unaligned(x + at);
+      batch_f32 xv = load_as<D>(x + at);
       if constexpr (HasBias) xv += batch_f32::load_unaligned(bias + at);
       return xv;
     };
@@ -325,30 +341,36 @@ void act_span(const float* x, const float* bias, float* y, i64 n, float alpha, f
     }
   };
   if constexpr (A == Activation::gelu && U == gelu_block) {
-    store_run_blocks<U>(y, n, stream, body, part, std::true_type{});
+    store_run_blocks_as<U, D>(y, n, stream, body, part, std::true_type{});
   } else {
-    store_run_blocks<U>(
+    store_run_blocks_as<U, D>(
         y, n, stream, [&](i64 i, batch_f32(&v)[U]) __attribute__((always_inline)) { body(i, v, [](int) {}); }, part);
   }
 }
 
-void unary(Activation a, float alpha, float beta, const float* x, float* y, i64 n) {
-  const bool stream = n * 4 >= stream_store_bytes();
+template <DType D = DType::f32>
+void unary(Activation a, float alpha, float beta, const elem_t<D>* x, elem_t<D>* y, i64 n) {
+  const bool stream = n * static_cast<i64>(sizeof(elem_t<D>)) >= stream_store_bytes();
   with_act(a, [&](auto tag) {
     constexpr Activation A = decltype(tag)::value;
-    parallel_for(n, act_costly(A) ? grain_costly : grain_cheap,
-                 [&](i64 b, i64 e) { act_span<A, false>(x + b, nullptr, y + b, e - b, alpha, beta, stream); });
+    parallel_for(n, act_costly(A) ? grain_costly : grain_cheap, [&](i64 b, i64 e) {
+      act_span<A, false, A == Activation::gelu ? gelu_block : 1, D>(x + b, nullptr, y + b, e - b, alpha, beta, stream);
+    });
   });
 }
 
-void scale(float alpha, float beta, const float* x, float* y, i64 n) {
-  const bool stream = n * 4 >= stream_store_bytes();
+template <DType D = DType::f32>
+void scale(float alpha, float beta, const elem_t<D>* x, elem_t<D>* y, i64 n) {
+  const bool stream = n * static_cast<i64>(sizeof(elem_t<D>)) >= stream_store_bytes();
   parallel_for(n, grain_cheap, [&](i64 b, i64 e) {
     const batch_f32 va(alpha), vb(beta);
-    const float* xb = x + b;
-    store_run(
-        y + b, e - b, stream, [&](i64 i) { return xsimd::fma(va, batch_f32::load_unaligned(xb + i), vb); },
-        [&](i64 i, i64 r) { return xsimd::fma(va, load_partial(xb + i, r), vb); });
+    const elem_t<D>* xb = x + b;
+    store_run_blocks_as<1, D>(
+        y + b, e - b, stream,
+        [&](i64 i, batch_f32(&out)[1]) __attribute__((always_inline)) {
+          out[0] = xsimd::fma(va, load_as<D>(xb + i), vb);
+        },
+        [&](i64 i, i64 r) { return xsimd::fma(va, load_partial_as<D>(xb + i, r), vb); });
   });
 }
 
@@ -369,13 +391,30 @@ void bias_act(Activation a, float alpha, float beta, const float* x, const float
 
 // ---- the calls ----
 
+// The activations and scale read and write f16 and bf16 in their own loops (x and y share the
+// dtype: one input); bias_act with a 16-bit tensor runs staged (execute.hpp), pieces of rows, its
+// bias widened once.
+template <class F>
+void with_storage(const trine::detail::OpCall& call, F&& f) {
+  switch (call.output.dtype()) {
+    case DType::f16: return f(std::integral_constant<DType, DType::f16>{});
+    case DType::bf16: return f(std::integral_constant<DType, DType::bf16>{});
+    default: return f(std::integral_constant<DType, DType::f32>{});
+  }
+}
+
 template <Activation A>
 void run_act(const KernelTable& k, const trine::detail::OpCall& call) {
   const i64 n = call.output.numel();
   if (n == 0) return;
   const auto& p = std::get<ActParams>(call.params);
   Tensor keep;
-  unary(A, p.alpha, p.beta, contiguous_f32(k, call.inputs[0], keep), out_f32(call), n);
+  const std::uint8_t* x = contiguous_bytes(k, call.inputs[0], keep);
+  with_storage(call, [&](auto tag) {
+    constexpr DType D = decltype(tag)::value;
+    unary<D>(A, p.alpha, p.beta, reinterpret_cast<const elem_t<D>*>(x),
+             reinterpret_cast<elem_t<D>*>(base_ptr(call.output)), n);
+  });
 }
 
 void run_scale(const KernelTable& k, const trine::detail::OpCall& call) {
@@ -383,7 +422,12 @@ void run_scale(const KernelTable& k, const trine::detail::OpCall& call) {
   if (n == 0) return;
   const auto& p = std::get<ScaleParams>(call.params);
   Tensor keep;
-  scale(p.alpha, p.beta, contiguous_f32(k, call.inputs[0], keep), out_f32(call), n);
+  const std::uint8_t* x = contiguous_bytes(k, call.inputs[0], keep);
+  with_storage(call, [&](auto tag) {
+    constexpr DType D = decltype(tag)::value;
+    scale<D>(p.alpha, p.beta, reinterpret_cast<const elem_t<D>*>(x), reinterpret_cast<elem_t<D>*>(base_ptr(call.output)),
+             n);
+  });
 }
 
 void run_bias_act(const KernelTable& k, const trine::detail::OpCall& call) {
@@ -391,9 +435,10 @@ void run_bias_act(const KernelTable& k, const trine::detail::OpCall& call) {
   if (n == 0) return;
   const auto& p = std::get<BiasActParams>(call.params);
   const i64 cols = call.inputs[0].dim(-1);
-  Tensor keep0, keep1;
-  bias_act(p.act, p.alpha, p.beta, contiguous_f32(k, call.inputs[0], keep0), contiguous_f32(k, call.inputs[1], keep1),
-           out_f32(call), n / cols, cols);
+  run_staged(k, call, n / cols, {cols, 0}, cols, act_costly(p.act) ? grain_costly : grain_cheap,
+             [&](const float* const* in, float* out, i64 rows) {
+               bias_act(p.act, p.alpha, p.beta, in[0], in[1], out, rows, cols);
+             });
 }
 
 }  // namespace

@@ -360,9 +360,9 @@ void register_copy(CudaOps& r) {
   r.generators.push_back(&cast_generator());
   r.generators.push_back(&gather_generator());
   r.generators.push_back(&concat_generator());
-  for (OpKind op : {OpKind::copy, OpKind::cast}) r.ops.add(op, OpKernel{plan_cast});
-  r.ops.add(OpKind::gather, OpKernel{plan_gather, nullptr, true});
-  r.ops.add(OpKind::concat, OpKernel{plan_concat});
+  for (OpKind op : {OpKind::copy, OpKind::cast}) r.ops.add(op, OpKernel{plan_cast, nullptr, false, true});
+  r.ops.add(OpKind::gather, OpKernel{plan_gather, nullptr, true, true});
+  r.ops.add(OpKind::concat, OpKernel{plan_concat, nullptr, false, true});
 }
 
 }  // namespace trine::cuda::kernels

@@ -287,7 +287,7 @@ void register_matmul(CudaOps& r) {
   r.generators.push_back(&simple_generator());
   r.generators.push_back(&tiled_generator());
   r.generators.push_back(&matmul_mma_generator());
-  r.ops.add(OpKind::matmul, OpKernel{plan});
+  r.ops.add(OpKind::matmul, OpKernel{plan, nullptr, false, true});  // f16 / bf16 inputs, an f32 result
 }
 
 }  // namespace trine::cuda::kernels

@@ -90,6 +90,10 @@ struct OpKernel {
   // Its launches check an input on the device (gather's indices) and may fail the call when the
   // work completes (Steps::index_check): the backend reads the check back after them.
   bool checks_on_device = false;
+  // Its kernels read (and write) f16 and bf16 tensors. The op table lets most ops take them (issue
+  // 32), but a kernel written for f32 would read their bytes as f32: without this, a call with a
+  // 16-bit tensor is refused, naming the reason (cuda_launch.cpp's refusal).
+  bool takes_16bit = false;
 };
 
 // What the family files fill: every op's kernel or refusal, and the generators their plans launch

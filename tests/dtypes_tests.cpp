@@ -1,0 +1,187 @@
+// f16 and bf16 through the ops (issue 32): the dtype rules (promotion, what is refused and how),
+// rounding once when the result is written, and the 16-bit special values through every family
+// whose kernels take them, on the device under test.
+#include <catch2/catch.hpp>
+
+#include <cmath>
+#include <cstdint>
+#include <cstdio>
+#include <limits>
+#include <string>
+#include <vector>
+
+#include "tests/harness.hpp"
+#include "trine/debug.hpp"
+#include "trine/trine.hpp"
+
+using namespace trine;
+
+namespace {
+
+Tensor r(const Shape& s, DType t = DType::f32) { return Tensor::random(s, 11, -1, 1, t); }
+
+template <class F>
+std::string error_of(F&& f, ErrorCode& code) {
+  try {
+    f();
+  } catch (const Error& e) {
+    code = e.code();
+    return e.what();
+  }
+  code = ErrorCode::internal;
+  return "(no error)";
+}
+
+// f rounded to the 16-bit format t and back, by the scalar conversions cast is held to.
+float round16(DType t, float f) { return t == DType::f16 ? f16_to_f32(f32_to_f16(f)) : bf16_to_f32(f32_to_bf16(f)); }
+
+constexpr float k_inf = std::numeric_limits<float>::infinity();
+constexpr float k_nan = std::numeric_limits<float>::quiet_NaN();
+
+}  // namespace
+
+TEST_CASE("dtype rules: a 16-bit op result keeps its inputs' dtype, mixed formats give f32", "[dtypes]") {
+  const DType f16 = DType::f16, bf16 = DType::bf16, f32 = DType::f32;
+  CHECK(relu(r({8}, f16)).dtype() == f16);
+  CHECK(gelu(r({8}, bf16)).dtype() == bf16);
+  CHECK(scale(r({8}, bf16), 2.0f).dtype() == bf16);
+  CHECK(add(r({2, 8}, f16), r({8}, f16)).dtype() == f16);
+  CHECK(add(r({8}, f16), r({8}, bf16)).dtype() == f32);
+  CHECK(mul(r({8}, f32), r({8}, bf16)).dtype() == f32);
+  CHECK(where(r({8}, f16), r({8}, bf16), r({8}, bf16)).dtype() == bf16);  // cond does not count
+  CHECK(bias_act(r({3, 8}, f16), r({8}, f16), Activation::silu).dtype() == f16);
+  CHECK(bias_act(r({3, 8}, f16), r({8}, f32), Activation::silu).dtype() == f32);
+  CHECK(softmax(r({2, 8}, bf16)).dtype() == bf16);
+  CHECK(layernorm(r({2, 8}, f16), r({8}, f16), r({8}, f16)).dtype() == f16);
+  CHECK(rmsnorm(r({2, 8}, bf16), r({8}, f32)).dtype() == f32);
+  CHECK(sum(r({2, 8}, f16), 1).dtype() == f16);
+  CHECK(argmax(r({2, 8}, bf16), 1).dtype() == DType::i32);
+  CHECK(rope(r({2, 4, 8}, f16)).dtype() == f16);
+  // matmul reads 16-bit and returns f32 until its out_dtype lands
+  CHECK(matmul(r({2, 3}, f16), r({3, 2}, f16)).dtype() == f32);
+}
+
+TEST_CASE("dtype rules: a dtype an op does not take is dtype_mismatch naming the op, the dtype and the device",
+          "[dtypes]") {
+  ErrorCode code{};
+  std::string m = error_of([] { relu(Tensor::from(std::vector<std::int32_t>{1, 2}, {2})); }, code);
+  CHECK(code == ErrorCode::dtype_mismatch);
+  CHECK(m.find("[relu]") != std::string::npos);
+  CHECK(m.find("i32") != std::string::npos);
+  CHECK(m.find("cpu") != std::string::npos);
+  m = error_of([] { add(r({2}, DType::f16), Tensor::from(std::vector<std::int32_t>{1, 2}, {2})); }, code);
+  CHECK(code == ErrorCode::dtype_mismatch);
+  CHECK(m.find("[add]") != std::string::npos);
+  CHECK(m.find("f16") != std::string::npos);
+  CHECK(m.find("i32") != std::string::npos);
+  // the ops whose kernels read f32 only so far say so
+  for (auto f : {+[] {
+                   gemv(r({3, 4}, DType::f16), r({4}, DType::f16));
+                 },
+                 +[] {
+                   attention(r({2, 4}, DType::bf16), r({3, 4}, DType::bf16), r({3, 4}, DType::bf16));
+                 },
+                 +[] {
+                   conv2d(r({1, 1, 4, 4}, DType::f16), r({1, 1, 3, 3}));
+                 }}) {
+    m = error_of(f, code);
+    INFO(m);
+    CHECK(code == ErrorCode::dtype_mismatch);
+    CHECK(m.find("must be f32") != std::string::npos);
+  }
+}
+
+TEST_CASE("16-bit results are rounded once, from the f32 result, as cast rounds", "[dtypes][numerics]") {
+  const Device dev = test::test_device();
+  for (DType t : {DType::f16, DType::bf16}) {
+    const Tensor a = Tensor::random({4099}, 5, -300, 300, t, dev), b = Tensor::random({4099}, 6, -3, 3, t, dev);
+    Tensor sum_ab, prod;
+    try {
+      sum_ab = add(a, b);
+      prod = scale(a, 1.0f / 3.0f, 0.25f);
+    } catch (const Error& e) {
+      if (e.code() != ErrorCode::unsupported || dev.kind == DeviceKind::cpu) throw;
+      std::printf("16-bit rounding: not run on %s, which refuses it: %s\n", dev.str().c_str(), e.what());
+      return;
+    }
+    const std::vector<float> av = a.to_vector(), bv = b.to_vector(), s = sum_ab.to_vector(), p = prod.to_vector();
+    std::size_t wrong_s = 0, wrong_p = 0;
+    // a + b in f32, rounded once: exactly that (twice, through another format, would differ)
+    for (std::size_t i = 0; i < s.size(); ++i) wrong_s += s[i] != round16(t, av[i] + bv[i]);
+    // alpha x + beta in f32 (one FMA or two roundings), then one rounding to 16 bits: within the f32
+    // result's rounding, so the 16-bit value is the cast of some f32 value within an f32 ulp or two
+    for (std::size_t i = 0; i < p.size(); ++i) {
+      const float f = av[i] * (1.0f / 3.0f) + 0.25f;
+      const float lo = std::nextafter(std::nextafter(f, -k_inf), -k_inf),
+                  hi = std::nextafter(std::nextafter(f, k_inf), k_inf);
+      wrong_p += !(p[i] >= round16(t, lo) && p[i] <= round16(t, hi));
+    }
+    INFO(dtype_name(t) << " on " << dev.str());
+    CHECK(wrong_s == 0);
+    CHECK(wrong_p == 0);
+  }
+}
+
+TEST_CASE("16-bit special values through every op family that takes them", "[dtypes][numerics]") {
+  const Device dev = test::test_device();
+  // inf, NaN, the largest finite value, the smallest subnormal and normal, signed zeros, and values
+  // whose results overflow the 16-bit format (f16: 300 * 300, e^12, 2 * 60000, sums past 65504)
+  const std::vector<float> f16_specials = {k_inf, -k_inf, k_nan, 65504.0f, -65504.0f, 0x1p-24f, 0x1p-14f, -0.0f,
+                                           0.0f,  1.0f,   -2.5f, 300.0f,   12.0f,     60000.0f, -11.0f,   0.5f};
+  const std::vector<float> bf16_specials = {k_inf,     -k_inf, k_nan,  0x1.fep127f, -0x1.fep127f, 0x1p-133f,
+                                            0x1p-126f, -0.0f,  0.0f,   1.0f,        -2.5f,        3e38f,
+                                            88.0f,     -90.0f, 1e-20f, 0.5f};
+  const std::int64_t n = 16;
+  std::size_t ran = 0, refused = 0;
+  for (DType t : {DType::f16, DType::bf16}) {
+    const std::vector<float>& v = t == DType::f16 ? f16_specials : bf16_specials;
+    REQUIRE(static_cast<std::int64_t>(v.size()) == n);
+    std::vector<float> w(v.rbegin(), v.rend());  // a second operand: the same values reversed
+    const Tensor x = Tensor::from(v, {n}, t, dev), y = Tensor::from(w, {n}, t, dev);
+    const Tensor x2 = Tensor::from(v, {2, n / 2}, t, dev),
+                 g = Tensor::from(std::vector<float>(w.begin(), w.begin() + n / 2), {n / 2}, t, dev);
+    const Tensor x3 = Tensor::from(v, {2, 2, n / 4}, t, dev);
+    struct Case {
+      OpKind op;
+      std::vector<Tensor> in;
+      OpParams params;
+    };
+    std::vector<Case> cases = {
+        {OpKind::relu, {x}, ActParams{}},
+        {OpKind::exp, {x}, ActParams{}},
+        {OpKind::sigmoid, {x}, ActParams{}},
+        {OpKind::gelu, {x}, ActParams{}},
+        {OpKind::sqrt, {x}, ActParams{}},
+        {OpKind::scale, {x}, ScaleParams{2.0f, 0.0f}},
+        {OpKind::bias_act, {x2, g}, BiasActParams{Activation::silu, 0, 0}},
+        {OpKind::add, {x, y}, NoParams{}},
+        {OpKind::mul, {x, y}, NoParams{}},
+        {OpKind::div, {x, y}, NoParams{}},
+        {OpKind::maximum, {x, y}, NoParams{}},
+        {OpKind::where, {y, x, y}, NoParams{}},
+        {OpKind::softmax, {x2}, AxisParams{-1}},
+        {OpKind::log_softmax, {x2}, AxisParams{0}},
+        {OpKind::layernorm, {x2}, NormParams{}},
+        {OpKind::rmsnorm, {x2, g}, NormParams{}},
+        {OpKind::sum, {x2}, ReduceParams{-1}},
+        {OpKind::max, {x2}, ReduceParams{0}},
+        {OpKind::argmax, {x2}, ReduceParams{-1}},
+        {OpKind::rope, {x3}, RopeParams{}},
+    };
+    for (const Case& c : cases) {
+      try {
+        (void)run_op(c.op, c.in, c.params);
+      } catch (const Error& e) {
+        if (e.code() != ErrorCode::unsupported || dev.kind == DeviceKind::cpu) throw;
+        std::printf("16-bit specials, %s %s: not run on %s, which refuses it: %s\n", op_info(c.op).name, dtype_name(t),
+                    dev.str().c_str(), e.what());
+        ++refused;
+        continue;
+      }
+      test::check_op(c.op, c.in, c.params, std::string(dtype_name(t)) + " special values");
+      ++ran;
+    }
+  }
+  CHECK(ran + refused == 40);
+  if (dev.kind == DeviceKind::cpu) CHECK(ran == 40);
+}
