@@ -1,6 +1,6 @@
 // Attention, FlashAttention-style: the CTA's eight warps each own one query row and stream the keys
 // and values through shared memory 32 at a time; lane j scores key j, an online softmax (running
-// max and sum, in log2 units) rescales the output accumulator, and the scores never reach memory.
+// max and sum) rescales the output accumulator, and the scores never reach memory.
 // Causal masking is aligned to the end (query i sees keys j <= i + lk - lq), Lq != Lk allowed.
 #include <cmath>
 #include <tuple>
@@ -16,6 +16,21 @@ namespace {
 constexpr int warps = 8;
 constexpr int block_threads = warps * 32;
 constexpr int keys_per_tile = 32;
+
+// e^(t - m) for a score t = hi + lo (the exact product of the dot product and the scale) and a
+// running max m >= hi, with t - m carried exactly: TwoSum of hi - m, its low part and lo joining
+// exp_parts' reduced argument (lo and the TwoSum's part are each under an ulp of m, their sum's
+// rounding under 2^-48 of it), so within exp_parts' 2.07u however far t is below m (the rounded
+// difference would cost |t - m| u more: 62.6 ulps at the far tail). The argument may exceed 0 by
+// lo (hi = m): e^lo, just over 1. Below -120 (hi = -inf included, where the low parts are NaN) the
+// result is 0; NaN stays NaN.
+Reg<F32> exp_score(Kernel& k, TwoF32 t, Reg<F32> m) {
+  const TwoF32 d = two_sum(k, t.hi, neg(k, m));
+  Reg<Pred> far = setp(k, Cmp::lt, d.hi, V<F32>(-120.0f));
+  Reg<F32> lo = selp<F32>(k, 0.0f, add(k, d.lo, V<F32>(t.lo)), far);
+  const ExpParts p = exp_parts(k, max(k, d.hi, V<F32>(-120.0f)), lo);
+  return mul(k, p.m, V<F32>(pow2_f32(k, max(k, p.e, V<S32>(-127)))));
+}
 
 // D, Dv in {64, 128} exactly, or padded: any D, Dv up to 64 or 128, given as parameters, the rows
 // zero-padded to that width in shared memory and registers (zeros add nothing to a score or an
@@ -71,8 +86,8 @@ std::string generate(std::size_t config, Target target) {
   Reg<U32> causal_end = min(k, add(k, add(k, last_query, V<U32>(shift)), V<U32>(1u)), V<U32>(lk));
   Reg<U32> kv_end = selp<U32>(k, causal_end, lk, is_causal);
 
-  // This warp's query row, pre-scaled into log2 units.
-  Reg<F32> q_scale = mul(k, scale, V<F32>(1.44269504088896340736f));
+  // This warp's query row as given: the scale multiplies each score exactly (two_prod) below, where
+  // scaling q (or scaling into log2 units) would round every score by up to |s| u.
   Reg<U64> q_base = mul_wide(k, fma(k, batch, V<U32>(lq), V<U32>(qi)), d_true);
   Ptr<Shared, F32> my_q = element(k, q_rows, mul(k, warp, V<U32>(std::uint32_t(d))));
   for (int t = 0; t < per_lane; ++t) {
@@ -83,7 +98,7 @@ std::string generate(std::size_t config, Target target) {
       Kernel::Guard g(k, load, false);
       ld_to(k, val, element(k, q, add(k, q_base, V<U64>(to_u64(k, col)))));
     }
-    st(k, element(k, my_q, col), V<F32>(mul(k, val, V<F32>(q_scale))));
+    st(k, element(k, my_q, col), V<F32>(val));
   }
 
   Reg<F32> m = mov<F32>(k, neg_inf), l = mov<F32>(k, 0.0f);
@@ -143,16 +158,18 @@ std::string generate(std::size_t config, Target target) {
     Reg<Pred> visible = setp(k, Cmp::lt, key, V<U32>(lk));
     Reg<Pred> past_diagonal = and_(k, is_causal, V<Pred>(setp(k, Cmp::gt, key, V<U32>(diagonal))));
     visible = and_(k, visible, V<Pred>(not_(k, past_diagonal)));
-    s = selp<F32>(k, s, neg_inf, visible);
+    // The scaled score as hi + lo exactly; masked keys -inf.
+    TwoF32 t = two_prod(k, s, scale);
+    t.hi = selp<F32>(k, t.hi, neg_inf, visible);
 
     // Online softmax: -inf scores contribute 0, and an unchanged max rescales by exactly 1.
-    Reg<F32> m_new = max_nan(k, m, warp_max_nan(k, s));
-    // 2^(s - max) within 1.82u (exp2_nonpositive: IEEE operations only; ex2.approx errs by up to
-    // 2.5 ulp, more than attention's bound at small D and Lk), the difference's own rounding
-    // counted by the measure's (1 + |s - max|); the rescale factor the same way (once a tile).
-    Reg<F32> p = exp2_nonpositive(k, sub(k, s, V<F32>(m_new)));
-    p = selp<F32>(k, 0.0f, p, setp(k, Cmp::eq, s, V<F32>(neg_inf)));
-    Reg<F32> factor = exp2_nonpositive(k, sub(k, m, V<F32>(m_new)));
+    // e^(t - max) within 2.07u (exp_score: IEEE operations only, the difference carried exactly;
+    // ex2.approx errs by up to 2.5 ulp, more than attention's bound at small D and Lk), and the
+    // rescale factor e^(max_old - max_new) within 2.07u the same way (exp_neg_dist, once a tile).
+    Reg<F32> m_new = max_nan(k, m, warp_max_nan(k, t.hi));
+    Reg<F32> p = exp_score(k, t, m_new);
+    p = selp<F32>(k, 0.0f, p, setp(k, Cmp::eq, t.hi, V<F32>(neg_inf)));
+    Reg<F32> factor = exp_neg_dist(k, m, m_new);
     factor = selp<F32>(k, 1.0f, factor, setp(k, Cmp::eq, m, V<F32>(m_new)));
     assign(k, l, V<F32>(fma(k, l, V<F32>(factor), V<F32>(warp_sum(k, p)))));
     assign(k, m, V<F32>(m_new));

@@ -93,13 +93,22 @@ Reg<F32> exp_nonpositive(Kernel& k, Reg<F32> x) {
   return mul(k, p.m, V<F32>(pow2_f32(k, max(k, p.e, V<S32>(-127)))));
 }
 
+TwoF32 two_sum(Kernel& k, Reg<F32> a, Reg<F32> b) {
+  Reg<F32> hi = add(k, a, V<F32>(b));
+  Reg<F32> bb = sub(k, hi, V<F32>(a));
+  Reg<F32> lo = add(k, sub(k, a, V<F32>(sub(k, hi, V<F32>(bb)))), V<F32>(sub(k, b, V<F32>(bb))));
+  return {hi, lo};
+}
+
+TwoF32 two_prod(Kernel& k, Reg<F32> a, Reg<F32> b) {
+  Reg<F32> hi = mul(k, a, V<F32>(b));
+  return {hi, fma(k, a, V<F32>(b), V<F32>(neg(k, hi)))};
+}
+
 Reg<F32> exp_neg_dist(Kernel& k, Reg<F32> a, Reg<F32> b) {
-  // TwoSum of a and -b: d + lo = a - b exactly (add.rn and sub.rn: ptxas neither fuses nor
-  // reassociates them). -|a - b| = -|d| - sign(d) lo.
-  Reg<F32> nb = neg(k, b);
-  Reg<F32> d = add(k, a, V<F32>(nb));
-  Reg<F32> bb = sub(k, d, V<F32>(a));
-  Reg<F32> lo = add(k, sub(k, a, V<F32>(sub(k, d, V<F32>(bb)))), V<F32>(sub(k, nb, V<F32>(bb))));
+  // TwoSum of a and -b: d + lo = a - b exactly. -|a - b| = -|d| - sign(d) lo.
+  const TwoF32 diff = two_sum(k, a, neg(k, b));
+  Reg<F32> d = diff.hi, lo = diff.lo;
   Reg<F32> nd = neg(k, abs(k, d));
   Reg<F32> nlo = selp<F32>(k, lo, neg(k, lo), setp(k, Cmp::lt, d, V<F32>(0.0f)));
   // Below -120 (an infinite a or b included, where lo is NaN) e^nd is 0 in f32: the low part goes.
@@ -138,10 +147,11 @@ Reg<F32> exp_accurate(Kernel& k, Reg<F32> x) {
 //   (1u): 2.2u in all.
 // The host simulation over every positive f32 errs by at most 1.00 eps against the exact value
 // rounded to f32.
-Reg<F32> log_accurate(Kernel& k, Reg<F32> x) {
-  const LogArgument a = log_argument(k, x);
-  Reg<F32> f = a.f;
-  Reg<F32> ef = cvt<F32>(k, a.e, Round::rn);  // |e| <= 149: exact
+namespace {
+// log(2^e (1 + f)) for |e| <= 149 and 1 + f in [sqrt(1/2), sqrt(2)), as the comment above counts
+// it; no special values. `extra`, a term under 2^-23 in magnitude, joins the small
+// terms (one more rounding at a magnitude under 0.07: 2^-28, 0.06u of a result of at least 0.346).
+Reg<F32> log_core(Kernel& k, Reg<F32> ef, Reg<F32> f, std::optional<Reg<F32>> extra = std::nullopt) {
   Reg<F32> s = div(k, f, V<F32>(add(k, f, V<F32>(2.0f))));
   Reg<F32> z = mul(k, s, V<F32>(s));
   Reg<F32> big_r = mul(k, z, V<F32>(horner<F32, 5>(k, z, {2.0f / 3, 2.0f / 5, 2.0f / 7, 2.0f / 9, 2.0f / 11})));
@@ -150,11 +160,42 @@ Reg<F32> log_accurate(Kernel& k, Reg<F32> x) {
   Reg<F32> t = add(k, hi, V<F32>(f));
   Reg<F32> t_err = sub(k, f, V<F32>(sub(k, t, V<F32>(hi))));  // hi + f = t + t_err exactly
   Reg<F32> lo = fma(k, ef, V<F32>(ln2_lo_f32), V<F32>(neg(k, c)));
-  Reg<F32> y = add(k, t, V<F32>(add(k, t_err, V<F32>(lo))));
+  if (extra) lo = add(k, lo, V<F32>(*extra));
+  return add(k, t, V<F32>(add(k, t_err, V<F32>(lo))));
+}
+}  // namespace
+
+Reg<F32> log_accurate(Kernel& k, Reg<F32> x) {
+  const LogArgument a = log_argument(k, x);
+  Reg<F32> y = log_core(k, cvt<F32>(k, a.e, Round::rn), a.f);  // |e| <= 149: exact
   // log(+-0) = -inf, negative x (-inf included) NaN; +inf and NaN give themselves.
   y = selp<F32>(k, -f32_inf, y, setp(k, Cmp::eq, x, V<F32>(0.0f)));
   y = selp<F32>(k, f32_nan, y, setp(k, Cmp::lt, x, V<F32>(0.0f)));
   return selp<F32>(k, x, y, setp(k, Cmp::geu, x, V<F32>(f32_inf)));
+}
+
+// log(1 + t) = log(u) + log(1 + c/u), u = 1 + t rounded and c = t - (u - 1) its rounding error:
+// - t in [sqrt(1/2) - 1, sqrt(2) - 1): 1 + t is 2^0 (1 + t), t itself the exact f (u is not used):
+//   log_core's e = 0 case, 1.82u relative however small t is (log(u) of the rounded u would lose
+//   everything below ulp(1): log(1 + 1e-9) = 1e-9 came out 0).
+// - elsewhere: log(u) by log_argument, within log_core's 2.2u (|log(1 + t)| >= 0.346), and c/u,
+//   c exact (u - 1 is exact for t >= sqrt(2) - 1: u is a multiple of ulp(u) <= 1, and so is u - 1;
+//   for t in (-1, -1/2], 1 + t is exact and c is 0; between, Sterbenz makes u - 1 exact), |c/u| <=
+//   2^-24, its division and the dropped -c^2/2u^2 under 2^-48: log_core's `extra`. 2.3u in all.
+Reg<F32> log1p_accurate(Kernel& k, Reg<F32> t) {
+  Reg<F32> u = add(k, t, V<F32>(1.0f));
+  const LogArgument a = log_argument(k, u);
+  Reg<F32> c = sub(k, t, V<F32>(sub(k, u, V<F32>(1.0f))));
+  Reg<Pred> near0 = and_(k, setp(k, Cmp::ge, t, V<F32>(std::bit_cast<float>(0xbe95f619u))),  // sqrt(1/2) - 1
+                         V<Pred>(setp(k, Cmp::lt, t, V<F32>(std::bit_cast<float>(0x3ed413ccu)))));  // sqrt(2) - 1
+  Reg<F32> ef = selp<F32>(k, 0.0f, cvt<F32>(k, a.e, Round::rn), near0);
+  Reg<F32> f = selp<F32>(k, t, a.f, near0);
+  Reg<F32> extra = selp<F32>(k, 0.0f, div(k, c, V<F32>(u)), near0);
+  Reg<F32> y = log_core(k, ef, f, extra);
+  // log1p(-1) = -inf, below -1 (-inf included) NaN; +inf and NaN give themselves.
+  y = selp<F32>(k, -f32_inf, y, setp(k, Cmp::eq, t, V<F32>(-1.0f)));
+  y = selp<F32>(k, f32_nan, y, setp(k, Cmp::lt, t, V<F32>(-1.0f)));
+  return selp<F32>(k, t, y, setp(k, Cmp::geu, t, V<F32>(f32_inf)));
 }
 
 // sqrt.rn and rcp.rn round once each (u, then u relative): within 2u + u^2 of 1/sqrt(x).

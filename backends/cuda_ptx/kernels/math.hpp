@@ -34,6 +34,14 @@ Reg<F32> scale_pow2(Kernel& k, Reg<F32> v, Reg<S32> e);
 // e^x for x <= 0 (-inf included), within 1.82u where the result is normal (at least 2^-126);
 // results below 2^-126 may be 0. A NaN x gives a finite value: callers that take NaN select it.
 Reg<F32> exp_nonpositive(Kernel& k, Reg<F32> x);
+// a + b = hi + lo exactly (TwoSum: add.rn and sub.rn, which ptxas neither fuses nor reassociates);
+// a * b = hi + lo exactly (fma), unless the product leaves the normal range. hi is the rounded
+// result; an infinite or NaN operand makes lo NaN.
+struct TwoF32 {
+  Reg<F32> hi, lo;
+};
+TwoF32 two_sum(Kernel& k, Reg<F32> a, Reg<F32> b);
+TwoF32 two_prod(Kernel& k, Reg<F32> a, Reg<F32> b);
 // e^-|a - b| with a - b carried exactly into the exponential (TwoSum, then exp_parts' low part):
 // within 2.07u of the exact e^-|a - b| where that is normal, however far apart a and b are (the
 // rounded difference would cost |a - b| u more). Results below 2^-126 may be 0; an infinite a or b
@@ -43,6 +51,9 @@ Reg<F32> exp_neg_dist(Kernel& k, Reg<F32> a, Reg<F32> b);
 Reg<F32> exp2_nonpositive(Kernel& k, Reg<F32> t);
 // The natural log within 1.1 ulp; NaN below 0, -inf at +-0, +inf at +inf, subnormals included.
 Reg<F32> log_accurate(Kernel& k, Reg<F32> x);
+// log(1 + t) within 2.3u relative however small t is (t itself enters, not the rounded 1 + t);
+// -inf at -1, NaN below, +inf at +inf. log_softmax's log of a row's sum less the max's own 1.
+Reg<F32> log1p_accurate(Kernel& k, Reg<F32> t);
 // 1/sqrt(x): sqrt.rn then rcp.rn, within 1 ulp; +-0 give +-inf, negatives NaN.
 Reg<F32> rsqrt_accurate(Kernel& k, Reg<F32> x);
 // x^y with C's pow rules, computed through y log|x| in f64: the result is the exact power rounded
