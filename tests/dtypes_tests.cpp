@@ -57,6 +57,8 @@ TEST_CASE("dtype rules: a 16-bit op result keeps its inputs' dtype, mixed format
   CHECK(sum(r({2, 8}, f16), 1).dtype() == f16);
   CHECK(argmax(r({2, 8}, bf16), 1).dtype() == DType::i32);
   CHECK(rope(r({2, 4, 8}, f16)).dtype() == f16);
+  CHECK(gemv(r({3, 8}, bf16), r({8}, bf16)).dtype() == bf16);
+  CHECK(gemv(r({3, 8}, f16), r({8}, f32)).dtype() == f32);
   // matmul reads 16-bit and returns f32 until its out_dtype lands
   CHECK(matmul(r({2, 3}, f16), r({3, 2}, f16)).dtype() == f32);
 }
@@ -76,7 +78,7 @@ TEST_CASE("dtype rules: a dtype an op does not take is dtype_mismatch naming the
   CHECK(m.find("i32") != std::string::npos);
   // the ops whose kernels read f32 only so far say so
   for (auto f : {+[] {
-                   gemv(r({3, 4}, DType::f16), r({4}, DType::f16));
+                   dot(r({4}, DType::f16), r({4}, DType::f16));
                  },
                  +[] {
                    attention(r({2, 4}, DType::bf16), r({3, 4}, DType::bf16), r({3, 4}, DType::bf16));

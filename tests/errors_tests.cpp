@@ -55,7 +55,7 @@ TEST_CASE("wrong dtype", "[errors]") {
   expect_error([&] { relu(ints({8})); }, ErrorCode::dtype_mismatch, {"[relu]", "i32", "cpu"});
   expect_error([&] { add(r({8}), ints({8})); }, ErrorCode::dtype_mismatch, {"[add]", "i32"});
   expect_error([&] { softmax(ints({2, 8})); }, ErrorCode::dtype_mismatch, {"[softmax]"});
-  expect_error([] { gemv(r({2, 8}, DType::f16), r({8})); }, ErrorCode::dtype_mismatch, {"[gemv]", "f16"});
+  expect_error([] { dot(r({8}, DType::f16), r({8})); }, ErrorCode::dtype_mismatch, {"[dot]", "f16"});
   // matmul takes f16/bf16 inputs: that is not an error
   CHECK(matmul(r({2, 3}, DType::f16), r({3, 2}, DType::bf16)).dtype() == DType::f32);
 }

@@ -121,8 +121,7 @@ DType expected_dtype(OpKind op, const std::vector<Tensor>& inputs, const OpParam
   if (op == OpKind::copy || op == OpKind::gather || op == OpKind::concat) return inputs.at(0).dtype();
   if (op == OpKind::argmax) return DType::i32;
   // ops whose kernels read f32 only so far (matmul reads 16-bit and returns f32)
-  if (op == OpKind::matmul || op == OpKind::gemv || op == OpKind::dot || op == OpKind::conv2d ||
-      op == OpKind::attention)
+  if (op == OpKind::matmul || op == OpKind::dot || op == OpKind::conv2d || op == OpKind::attention)
     return DType::f32;
   // every other op computes in f32 and returns its floating inputs' dtype when they share one, else
   // f32 (where's cond, input 0, does not count)

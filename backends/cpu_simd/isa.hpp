@@ -46,8 +46,10 @@ inline constexpr i64 vec_width = static_cast<i64>(batch_f32::size);
 void widen_to_f32(DType from, const std::uint16_t* src, float* dst, i64 n);
 
 // kernels/gemv.cpp, called by matmul.cpp for products with one row or one column: y = A x over
-// [0, M), A(i, k) at a[i*a_rs + k*a_cs]; on the pool when `threaded`. K == 0 gives zeros.
-void gemv_impl(i64 M, i64 K, const float* a, i64 a_rs, i64 a_cs, const float* x, float* y, bool threaded);
+// [0, M), A(i, k) at a[i*a_rs + k*a_cs] (elements of a_dtype: f32, or f16 / bf16 weights widened
+// as they are loaded); on the pool when `threaded`. K == 0 gives zeros.
+void gemv_impl(i64 M, i64 K, const void* a, DType a_dtype, i64 a_rs, i64 a_cs, const float* x, float* y,
+               bool threaded);
 
 // kernels/matmul_bf16.cpp, called by matmul.cpp: bf16 x bf16 products on the CPU's bf16 dot products.
 // gemm_bf16_native() is true only in the avx512 build on a CPU with avx512_bf16.

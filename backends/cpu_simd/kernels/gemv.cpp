@@ -16,19 +16,21 @@ constexpr i64 w = vec_width;
 
 // ---- dot ----
 
-// Four independent accumulators hide the FMA latency; the loop is bound by its two loads.
-float dot_serial(const float* x, const float* y, i64 n) {
+// Four independent accumulators hide the FMA latency; the loop is bound by its two loads. x is
+// stored as D (gemv's matrix rows: f32, f16 or bf16, widened as loaded), y is f32.
+template <DType D = DType::f32>
+float dot_serial(const elem_t<D>* x, const float* y, i64 n) {
   batch_f32 s0(0.0f), s1(0.0f), s2(0.0f), s3(0.0f);
   i64 i = 0;
   for (; i + 4 * w <= n; i += 4 * w) {
-    s0 = xsimd::fma(batch_f32::load_unaligned(x + i), batch_f32::load_unaligned(y + i), s0);
-    s1 = xsimd::fma(batch_f32::load_unaligned(x + i + w), batch_f32::load_unaligned(y + i + w), s1);
-    s2 = xsimd::fma(batch_f32::load_unaligned(x + i + 2 * w), batch_f32::load_unaligned(y + i + 2 * w), s2);
-    s3 = xsimd::fma(batch_f32::load_unaligned(x + i + 3 * w), batch_f32::load_unaligned(y + i + 3 * w), s3);
+    s0 = xsimd::fma(load_as<D>(x + i), batch_f32::load_unaligned(y + i), s0);
+    s1 = xsimd::fma(load_as<D>(x + i + w), batch_f32::load_unaligned(y + i + w), s1);
+    s2 = xsimd::fma(load_as<D>(x + i + 2 * w), batch_f32::load_unaligned(y + i + 2 * w), s2);
+    s3 = xsimd::fma(load_as<D>(x + i + 3 * w), batch_f32::load_unaligned(y + i + 3 * w), s3);
   }
-  for (; i + w <= n; i += w) s0 = xsimd::fma(batch_f32::load_unaligned(x + i), batch_f32::load_unaligned(y + i), s0);
+  for (; i + w <= n; i += w) s0 = xsimd::fma(load_as<D>(x + i), batch_f32::load_unaligned(y + i), s0);
   float s = xsimd::hadd((s0 + s1) + (s2 + s3));
-  for (; i < n; ++i) s += x[i] * y[i];
+  for (; i < n; ++i) s += scalar_f32<D>(x[i]) * y[i];
   return s;
 }
 
@@ -52,10 +54,13 @@ float dot_kernel(const float* x, const float* y, i64 n) {
 }
 
 // ---- gemv ----
+//
+// A is stored as D (f32, f16 or bf16: 16-bit weights widened as loaded, so memory sees their bytes
+// only); x and y are f32.
 
 // y[i, i + R) for row-major A: the R rows share each load of x.
-template <int R>
-void gemv_row_block(const float* r, i64 a_rs, i64 K, const float* x, float* y) {
+template <int R, DType D>
+void gemv_row_block(const elem_t<D>* r, i64 a_rs, i64 K, const float* x, float* y) {
   batch_f32 s[R];
 #pragma GCC unroll 8
   for (int u = 0; u < R; ++u) s[u] = batch_f32(0.0f);
@@ -63,11 +68,11 @@ void gemv_row_block(const float* r, i64 a_rs, i64 K, const float* x, float* y) {
   for (; k + w <= K; k += w) {
     const batch_f32 xv = batch_f32::load_unaligned(x + k);
 #pragma GCC unroll 8
-    for (int u = 0; u < R; ++u) s[u] = xsimd::fma(batch_f32::load_unaligned(r + u * a_rs + k), xv, s[u]);
+    for (int u = 0; u < R; ++u) s[u] = xsimd::fma(load_as<D>(r + u * a_rs + k), xv, s[u]);
   }
   for (int u = 0; u < R; ++u) {
     float t = xsimd::hadd(s[u]);
-    for (i64 kk = k; kk < K; ++kk) t += r[u * a_rs + kk] * x[kk];
+    for (i64 kk = k; kk < K; ++kk) t += scalar_f32<D>(r[u * a_rs + kk]) * x[kk];
     y[u] = t;
   }
 }
@@ -76,16 +81,18 @@ void gemv_row_block(const float* r, i64 a_rs, i64 K, const float* x, float* y) {
 // streams from memory in flight where four kept four: 4096 x 4096 on the Xeon, against sgemv, 10
 // runs of 7 rounds each way, 1 thread: 0.96-1.09 -> 1.01-1.10; 2 threads, 4 runs: 0.94-1.02 ->
 // 0.97-1.18. The gain is a few percent; the machine's phases move it as much.
-void gemv_rows(const float* a, i64 a_rs, i64 K, const float* x, float* y, i64 i0, i64 i1) {
+template <DType D>
+void gemv_rows(const elem_t<D>* a, i64 a_rs, i64 K, const float* x, float* y, i64 i0, i64 i1) {
   i64 i = i0;
-  for (; i + 8 <= i1; i += 8) gemv_row_block<8>(a + i * a_rs, a_rs, K, x, y + i);
-  for (; i + 4 <= i1; i += 4) gemv_row_block<4>(a + i * a_rs, a_rs, K, x, y + i);
-  for (; i < i1; ++i) y[i] = dot_serial(a + i * a_rs, x, K);
+  for (; i + 8 <= i1; i += 8) gemv_row_block<8, D>(a + i * a_rs, a_rs, K, x, y + i);
+  for (; i + 4 <= i1; i += 4) gemv_row_block<4, D>(a + i * a_rs, a_rs, K, x, y + i);
+  for (; i < i1; ++i) y[i] = dot_serial<D>(a + i * a_rs, x, K);
 }
 
 // Column-major A (a_rs == 1): y += x[k] * column k, four columns per pass over a block of y that
 // stays in L1, so A is read as contiguous column segments the prefetchers can follow.
-void gemv_cols(const float* a, i64 a_cs, i64 K, const float* x, float* y, i64 i0, i64 i1) {
+template <DType D>
+void gemv_cols(const elem_t<D>* a, i64 a_cs, i64 K, const float* x, float* y, i64 i0, i64 i1) {
   // A block of y (16 KB) stays in L1 while eight columns at a time stream past it: fewer passes
   // over y per column, and each column segment long enough for the prefetchers.
   constexpr i64 row_block = 4096;
@@ -95,7 +102,7 @@ void gemv_cols(const float* a, i64 a_cs, i64 K, const float* x, float* y, i64 i0
     for (i64 i = 0; i < len; ++i) yb[i] = 0.0f;
     i64 k = 0;
     for (; k + 8 <= K; k += 8) {
-      const float* c[8];
+      const elem_t<D>* c[8];
       batch_f32 xv[8];
 #pragma GCC unroll 8
       for (int u = 0; u < 8; ++u) {
@@ -105,44 +112,45 @@ void gemv_cols(const float* a, i64 a_cs, i64 K, const float* x, float* y, i64 i0
       i64 i = 0;
       for (; i + w <= len; i += w) {
         batch_f32 y0 = batch_f32::load_unaligned(yb + i), y1(0.0f);
-        y0 = xsimd::fma(xv[0], batch_f32::load_unaligned(c[0] + i), y0);
-        y1 = xsimd::fma(xv[1], batch_f32::load_unaligned(c[1] + i), y1);
-        y0 = xsimd::fma(xv[2], batch_f32::load_unaligned(c[2] + i), y0);
-        y1 = xsimd::fma(xv[3], batch_f32::load_unaligned(c[3] + i), y1);
-        y0 = xsimd::fma(xv[4], batch_f32::load_unaligned(c[4] + i), y0);
-        y1 = xsimd::fma(xv[5], batch_f32::load_unaligned(c[5] + i), y1);
-        y0 = xsimd::fma(xv[6], batch_f32::load_unaligned(c[6] + i), y0);
-        y1 = xsimd::fma(xv[7], batch_f32::load_unaligned(c[7] + i), y1);
+        y0 = xsimd::fma(xv[0], load_as<D>(c[0] + i), y0);
+        y1 = xsimd::fma(xv[1], load_as<D>(c[1] + i), y1);
+        y0 = xsimd::fma(xv[2], load_as<D>(c[2] + i), y0);
+        y1 = xsimd::fma(xv[3], load_as<D>(c[3] + i), y1);
+        y0 = xsimd::fma(xv[4], load_as<D>(c[4] + i), y0);
+        y1 = xsimd::fma(xv[5], load_as<D>(c[5] + i), y1);
+        y0 = xsimd::fma(xv[6], load_as<D>(c[6] + i), y0);
+        y1 = xsimd::fma(xv[7], load_as<D>(c[7] + i), y1);
         (y0 + y1).store_unaligned(yb + i);
       }
       for (; i < len; ++i) {
         float t = yb[i];
-        for (int u = 0; u < 8; ++u) t += x[k + u] * c[u][i];
+        for (int u = 0; u < 8; ++u) t += x[k + u] * scalar_f32<D>(c[u][i]);
         yb[i] = t;
       }
     }
     for (; k < K; ++k) {
-      const float* c0 = a + k * a_cs + ib;
+      const elem_t<D>* c0 = a + k * a_cs + ib;
       const batch_f32 x0(x[k]);
       i64 i = 0;
       for (; i + w <= len; i += w) {
-        xsimd::fma(x0, batch_f32::load_unaligned(c0 + i), batch_f32::load_unaligned(yb + i)).store_unaligned(yb + i);
+        xsimd::fma(x0, load_as<D>(c0 + i), batch_f32::load_unaligned(yb + i)).store_unaligned(yb + i);
       }
-      for (; i < len; ++i) yb[i] += x[k] * c0[i];
+      for (; i < len; ++i) yb[i] += x[k] * scalar_f32<D>(c0[i]);
     }
   }
 }
 
-void gemv_strided(const float* a, i64 a_rs, i64 a_cs, i64 K, const float* x, float* y, i64 i0, i64 i1) {
+template <DType D>
+void gemv_strided(const elem_t<D>* a, i64 a_rs, i64 a_cs, i64 K, const float* x, float* y, i64 i0, i64 i1) {
   for (i64 i = i0; i < i1; ++i) {
-    const float* row = a + i * a_rs;
+    const elem_t<D>* row = a + i * a_rs;
     float s0 = 0.0f, s1 = 0.0f;
     i64 k = 0;
     for (; k + 2 <= K; k += 2) {
-      s0 += row[k * a_cs] * x[k];
-      s1 += row[(k + 1) * a_cs] * x[k + 1];
+      s0 += scalar_f32<D>(row[k * a_cs]) * x[k];
+      s1 += scalar_f32<D>(row[(k + 1) * a_cs]) * x[k + 1];
     }
-    if (k < K) s0 += row[k * a_cs] * x[k];
+    if (k < K) s0 += scalar_f32<D>(row[k * a_cs]) * x[k];
     y[i] = s0 + s1;
   }
 }
@@ -156,15 +164,17 @@ constexpr i64 gemv_min_work_per_thread = i64{1} << 16;
 // partial results are added in block order, so y does not depend on the thread count.
 constexpr i64 gemv_k_block = 8192;
 
-void gemv_rows_any(const float* a, i64 a_rs, i64 a_cs, i64 K, const float* x, float* y, i64 i0, i64 i1);
+template <DType D>
+void gemv_rows_any(const elem_t<D>* a, i64 a_rs, i64 a_cs, i64 K, const float* x, float* y, i64 i0, i64 i1);
 
-void gemv_split_k(i64 M, i64 K, const float* a, i64 a_rs, i64 a_cs, const float* x, float* y, bool threaded) {
+template <DType D>
+void gemv_split_k(i64 M, i64 K, const elem_t<D>* a, i64 a_rs, i64 a_cs, const float* x, float* y, bool threaded) {
   const i64 blocks = (K + gemv_k_block - 1) / gemv_k_block;
   std::vector<float> partial(static_cast<std::size_t>(blocks * M));
   auto run = [&](i64 b0, i64 b1) {
     for (i64 b = b0; b < b1; ++b) {
       const i64 k0 = b * gemv_k_block, len = std::min(gemv_k_block, K - k0);
-      gemv_rows_any(a + k0 * a_cs, a_rs, a_cs, len, x + k0, partial.data() + b * M, 0, M);
+      gemv_rows_any<D>(a + k0 * a_cs, a_rs, a_cs, len, x + k0, partial.data() + b * M, 0, M);
     }
   };
   if (threaded) {
@@ -179,28 +189,28 @@ void gemv_split_k(i64 M, i64 K, const float* a, i64 a_rs, i64 a_cs, const float*
   }
 }
 
-void gemv_rows_any(const float* a, i64 a_rs, i64 a_cs, i64 K, const float* x, float* y, i64 i0, i64 i1) {
+template <DType D>
+void gemv_rows_any(const elem_t<D>* a, i64 a_rs, i64 a_cs, i64 K, const float* x, float* y, i64 i0, i64 i1) {
   if (a_cs == 1) {
-    gemv_rows(a, a_rs, K, x, y, i0, i1);
+    gemv_rows<D>(a, a_rs, K, x, y, i0, i1);
   } else if (a_rs == 1) {
-    gemv_cols(a, a_cs, K, x, y, i0, i1);
+    gemv_cols<D>(a, a_cs, K, x, y, i0, i1);
   } else {
-    gemv_strided(a, a_rs, a_cs, K, x, y, i0, i1);
+    gemv_strided<D>(a, a_rs, a_cs, K, x, y, i0, i1);
   }
 }
 
-}  // namespace
-
-void gemv_impl(i64 M, i64 K, const float* a, i64 a_rs, i64 a_cs, const float* x, float* y, bool threaded) {
+template <DType D>
+void gemv_typed(i64 M, i64 K, const elem_t<D>* a, i64 a_rs, i64 a_cs, const float* x, float* y, bool threaded) {
   if (M <= 0) return;
   if (K <= 0) {
     for (i64 i = 0; i < M; ++i) y[i] = 0.0f;
     return;
   }
-  auto rows = [&](i64 i0, i64 i1) { gemv_rows_any(a, a_rs, a_cs, K, x, y, i0, i1); };
+  auto rows = [&](i64 i0, i64 i1) { gemv_rows_any<D>(a, a_rs, a_cs, K, x, y, i0, i1); };
   // Also on one thread, so that y is the same for every thread count; a block of x stays in L1.
   if (M <= gemv_row_unit && K >= 2 * gemv_k_block && M * K >= 2 * gemv_min_work_per_thread) {
-    gemv_split_k(M, K, a, a_rs, a_cs, x, y, threaded);
+    gemv_split_k<D>(M, K, a, a_rs, a_cs, x, y, threaded);
     return;
   }
   if (!threaded || M * K < 2 * gemv_min_work_per_thread) {
@@ -216,6 +226,19 @@ void gemv_impl(i64 M, i64 K, const float* a, i64 a_rs, i64 a_cs, const float* x,
   parallel_for(units, grain, [&](i64 u0, i64 u1) { rows(u0 * gemv_row_unit, std::min(M, u1 * gemv_row_unit)); });
 }
 
+}  // namespace
+
+void gemv_impl(i64 M, i64 K, const void* a, DType a_dtype, i64 a_rs, i64 a_cs, const float* x, float* y,
+               bool threaded) {
+  switch (a_dtype) {
+    case DType::f16:
+      return gemv_typed<DType::f16>(M, K, static_cast<const half_bits*>(a), a_rs, a_cs, x, y, threaded);
+    case DType::bf16:
+      return gemv_typed<DType::bf16>(M, K, static_cast<const half_bits*>(a), a_rs, a_cs, x, y, threaded);
+    default: return gemv_typed<DType::f32>(M, K, static_cast<const float*>(a), a_rs, a_cs, x, y, threaded);
+  }
+}
+
 namespace {
 
 void run_gemv(const KernelTable& k, const trine::detail::OpCall& call) {
@@ -223,13 +246,23 @@ void run_gemv(const KernelTable& k, const trine::detail::OpCall& call) {
   const Tensor& a = call.inputs[0];
   const i64 M = call.output.numel(), K = call.inputs[1].numel();
   if (M == 0) return;
-  if (K == 0) {
-    std::memset(out_f32(call), 0, static_cast<std::size_t>(M) * sizeof(float));
-    return;
-  }
+  // A of any float dtype read in place (16-bit weights widened as loaded); a 16-bit x is widened
+  // first (K elements); a 16-bit y is computed in f32 (M elements) and rounded once into place.
+  const DType yd = call.output.dtype();
+  std::vector<float> xw, yw(yd == DType::f32 ? 0 : static_cast<std::size_t>(M));
+  float* y = yd == DType::f32 ? out_f32(call) : yw.data();
   Tensor keep;
-  gemv_impl(M, K, reinterpret_cast<const float*>(base_ptr(a)), p.trans ? a.strides()[1] : a.strides()[0],
-            p.trans ? a.strides()[0] : a.strides()[1], contiguous_f32(k, call.inputs[1], keep), out_f32(call), true);
+  const float* x = nullptr;
+  if (call.inputs[1].dtype() == DType::f32) {
+    x = contiguous_f32(k, call.inputs[1], keep);
+  } else {
+    xw.resize(static_cast<std::size_t>(K));
+    strided_convert(k, call.inputs[1], reinterpret_cast<std::uint8_t*>(xw.data()), DType::f32);
+    x = xw.data();
+  }
+  gemv_impl(M, K, base_ptr(a), a.dtype(), p.trans ? a.strides()[1] : a.strides()[0],
+            p.trans ? a.strides()[0] : a.strides()[1], x, y, true);
+  if (yd != DType::f32) k.convert(DType::f32, yd, yw.data(), 1, base_ptr(call.output), M);
 }
 
 void run_dot(const KernelTable& k, const trine::detail::OpCall& call) {

@@ -362,6 +362,27 @@ inline void store_narrow_partial(half_bits* p, i64 r, const batch_f32& v) {
   for (i64 i = 0; i < r; ++i) p[i] = buf[i];
 }
 
+// The element type a tensor of dtype D (f32, f16 or bf16) is stored as; one element, and a vector or
+// the first r lanes of one, loaded as f32.
+template <DType D>
+using elem_t = std::conditional_t<D == DType::f32, float, half_bits>;
+template <DType D>
+[[gnu::always_inline]] inline float scalar_f32(elem_t<D> v) {
+  if constexpr (D == DType::f32) return v;
+  else if constexpr (D == DType::f16) return f16_to_f32(v);
+  else return bf16_to_f32(v);
+}
+template <DType D>
+[[gnu::always_inline]] inline batch_f32 load_as(const elem_t<D>* p) {
+  if constexpr (D == DType::f32) return batch_f32::load_unaligned(p);
+  else return load_wide<D>(p);
+}
+template <DType D>
+[[gnu::always_inline]] inline batch_f32 load_partial_as(const elem_t<D>* p, i64 r) {
+  if constexpr (D == DType::f32) return load_partial(p, r);
+  else return load_wide_partial<D>(p, r);
+}
+
 #if defined(TRINE_ISA_AVX2) || defined(TRINE_ISA_AVX512)
 // v[i] = row i of an 8x8 block of floats; afterwards v[j] = column j. AVX2 shuffles, which the
 // AVX-512 build has too (convert's cast and transpose, GEMM's A packing).

@@ -281,20 +281,6 @@ void with_act(Activation a, Body&& body) {
 }
 // clang-format on
 
-// The element type x and y are stored as (D: f32, f16 or bf16), and a vector of it loaded as f32.
-template <DType D>
-using elem_t = std::conditional_t<D == DType::f32, float, half_bits>;
-template <DType D>
-[[gnu::always_inline]] inline batch_f32 load_as(const elem_t<D>* p) {
-  if constexpr (D == DType::f32) return batch_f32::load_unaligned(p);
-  else return load_wide<D>(p);
-}
-template <DType D>
-[[gnu::always_inline]] inline batch_f32 load_partial_as(const elem_t<D>* p, i64 r) {
-  if constexpr (D == DType::f32) return load_partial(p, r);
-  else return load_wide_partial<D>(p, r);
-}
-
 // y[i] = act(x[i] + bias[i]) (bias may be null) over [0, n); `stream`: see store_run. gelu is computed
 // U = gelu_block vectors a step (see gelu_erf), and what whole blocks leave gelu_short_block vectors a
 // step; the others a vector at a time. x and y are stored as D (f16 / bf16: widened as loaded,
