@@ -18,7 +18,10 @@ i64 round_up(i64 n, i64 m) { return (n + m - 1) / m * m; }
 // Scores of one zero-padded query row against key rows [0, tn), vec_width keys at a time: one
 // accumulator per key, then one transposing sum gives vec_width scores (a horizontal sum per key
 // would cost as much as the dot product itself at D = 64).
-void tile_scores(const float* q, const float* k, i64 D, i64 tn, float scale, float* s) {
+// Each score is the dot product times scale carried as a sum of two floats, s + s_lo (the product's
+// rounding is what s_lo holds): rounded, it would cost the weight |s - m| u, 38.7 ulps measured with
+// scale 0.7 (issue 31); exp_diff takes the low part into the exponential's reduced argument.
+void tile_scores(const float* q, const float* k, i64 D, i64 tn, float scale, float* s, float* s_lo) {
   const i64 d_full = D / vec_width * vec_width;
   const batch_f32 vscale(scale);
   for (i64 j = 0; j < tn; j += vec_width) {
@@ -42,11 +45,15 @@ void tile_scores(const float* q, const float* k, i64 D, i64 tn, float scale, flo
       const batch_f32 qv = batch_f32::load_aligned(q + d_full);
       for (i64 u = 0; u < g; ++u) acc[u] = xsimd::fma(qv, load_partial(k + (j + u) * D + d_full, D - d_full), acc[u]);
     }
-    const batch_f32 sums = hsum_rows(acc) * vscale;
-    if (g == vec_width)
+    batch_f32 sums, lo;
+    two_prod(hsum_rows(acc), vscale, sums, lo);
+    if (g == vec_width) {
       sums.store_unaligned(s + j);
-    else
+      lo.store_unaligned(s_lo + j);
+    } else {
       store_partial(s + j, g, sums);
+      store_partial(s_lo + j, g, lo);
+    }
   }
 }
 
@@ -59,7 +66,7 @@ void tile_scores(const float* q, const float* k, i64 D, i64 tn, float scale, flo
 // rescale_slack (weights then reach e^2, sums e^2 Lk), since each rescale rounds l and acc once more
 // (2u a rescale; rows of 2100 keys reached 4.3 ulps from them on SSE4.2).
 constexpr float rescale_slack = 2.0f;
-void softmax_step(float* s, i64 nv, float& m, float& l, float* acc, i64 dvp) {
+void softmax_step(float* s, const float* s_lo, i64 nv, float& m, float& l, float* acc, i64 dvp) {
   batch_f32 bm(-f32_inf);
   i64 j = 0;
   for (; j + vec_width <= nv; j += vec_width) bm = max_nan(bm, batch_f32::load_unaligned(s + j));
@@ -80,12 +87,12 @@ void softmax_step(float* s, i64 nv, float& m, float& l, float* acc, i64 dvp) {
   const batch_f32 vm(m_new);
   batch_f32 sum(0.0f);
   for (j = 0; j + vec_width <= nv; j += vec_width) {
-    const batch_f32 p = exp_diff(batch_f32::load_unaligned(s + j), vm);
+    const batch_f32 p = exp_diff(batch_f32::load_unaligned(s + j), vm, batch_f32::load_unaligned(s_lo + j));
     sum += p;
     p.store_unaligned(s + j);
   }
   if (j < nv) {
-    const batch_f32 p = exp_diff(load_partial(s + j, nv - j, -f32_inf), vm);
+    const batch_f32 p = exp_diff(load_partial(s + j, nv - j, -f32_inf), vm, load_partial(s_lo + j, nv - j));
     sum += p;
     store_partial(s + j, nv - j, p);
   }
@@ -144,7 +151,7 @@ void tile_values(const float* v, i64 Dv, i64 tn, const i64* nv, const float* p, 
 }
 
 struct Scratch {
-  std::vector<float, xsimd::aligned_allocator<float, 64>> q, acc, s;
+  std::vector<float, xsimd::aligned_allocator<float, 64>> q, acc, s, s_lo;
 };
 
 // Where a query block's running state goes when it has seen its keys: straight into y, or (for one
@@ -179,8 +186,9 @@ void attend_block(const AttentionArgs& a, float scale, i64 b, i64 i0, i64 k0, i6
       nv[r] = std::min(tn, vis[r] - t0);
       if (nv[r] <= 0) continue;
       float* s = w.s.data() + r * key_tile;
-      tile_scores(w.q.data() + r * dp, k + t0 * D, D, nv[r], scale, s);
-      softmax_step(s, nv[r], m[r], l[r], w.acc.data() + r * dvp, dvp);
+      float* s_lo = w.s_lo.data() + r * key_tile;
+      tile_scores(w.q.data() + r * dp, k + t0 * D, D, nv[r], scale, s, s_lo);
+      softmax_step(s, s_lo, nv[r], m[r], l[r], w.acc.data() + r * dvp, dvp);
     }
     tile_values<NQ>(v + t0 * Dv, Dv, tn, nv, w.s.data(), w.acc.data(), dvp);
   }
@@ -224,6 +232,7 @@ Scratch make_scratch(const AttentionArgs& a) {
   w.q.resize(static_cast<size_t>(q_block * round_up(a.D, vec_width)));
   w.acc.resize(static_cast<size_t>(q_block * round_up(a.Dv, vec_width)));
   w.s.resize(static_cast<size_t>(q_block * key_tile));
+  w.s_lo.resize(static_cast<size_t>(q_block * key_tile));
   return w;
 }
 

@@ -24,7 +24,8 @@ layout(push_constant) uniform Push {
   uint q_off, k_off, v_off;
 } p;
 
-shared float sp[WG];  // the tile's scores, then their weights exp(s - m)
+shared float sp[WG];     // the tile's scores, then their weights exp(s - m)
+shared float sp_lo[WG];  // each score's low part: q.k * scale = sp + sp_lo exactly
 
 void main() {
   uint blocks = (p.Dv + WG - 1u) / WG;
@@ -43,7 +44,13 @@ void main() {
       uint kb = p.k_off + (b * p.Lk + j0 + t) * p.D;
       float s = 0.0;
       for (uint d = 0u; d < p.D; ++d) s += q[qb + d] * k[kb + d];
-      sp[t] = s * p.scale;
+      // The product's rounding, rounded into the weight, would cost it |s - m| ulps (58 measured with
+      // scale 0.7 on lavapipe): it is carried into the exponential. Past 2^100 (or inf, NaN) the
+      // split of two_prod would overflow: no low part there.
+      float hi, lo;
+      two_prod(s, p.scale, hi, lo);
+      sp[t] = hi;
+      sp_lo[t] = abs(hi) < 1.0e30 ? lo : 0.0;
     }
     barrier();
     float mt = sp[0];
@@ -52,7 +59,7 @@ void main() {
     // m is -inf before the first tile (corr 0: l and acc are 0 then anyway)
     float corr = isinf(m) && m < 0.0 ? 0.0 : exp_diff(m, m_new);
     barrier();  // every invocation has read the scores before they turn into weights
-    if (t < n) sp[t] = exp_diff(sp[t], m_new);
+    if (t < n) sp[t] = exp_diff(sp[t], m_new, sp_lo[t]);
     barrier();
     float lt = 0.0, at = 0.0;
     uint vb = p.v_off + (b * p.Lk + j0) * p.Dv + c;

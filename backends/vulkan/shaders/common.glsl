@@ -136,15 +136,17 @@ float exp_f32(float x) {
 // |v - m| 2^-24 relative: 65 ulps at v - m = -90). Results below 2^-126 are flushed to 0 (the op
 // table lets them: they are below every normal probability), in one multiply; v = -inf gives 0;
 // NaN stays NaN.
-float exp_diff(float v, float m) {
+float exp_diff(float v, float m, float v_lo) {  // v_lo: a low part of v (attention's scaled scores)
   float d, lo;
   two_sum(v, -m, d, lo);
+  lo += v_lo;
   float q;
   int k;
   exp_parts_lo(max(d, -104.0), d > -104.0 ? lo : 0.0, q, k);  // lo is NaN for v = -inf
   float r = scale_flush(q + 1.0, k);
   return isnan(d) ? d : r;
 }
+float exp_diff(float v, float m) { return exp_diff(v, m, 0.0); }
 
 // e^x - 1 for x <= 0 (elu, tanh), accurate relative to itself: (1 + q) 2^k - 1 = q 2^k + (2^k - 1),
 // where 2^k - 1 is exact for k >= -24 and q 2^k is exact, so the sum is rounded once (fused or
