@@ -4,6 +4,7 @@
 #include <cmath>
 #include <limits>
 #include <type_traits>
+#include <vector>
 
 #include "backends/cpu_simd/execute.hpp"
 #include "backends/cpu_simd/kernels/simd_common.hpp"
@@ -360,16 +361,19 @@ void scale(float alpha, float beta, const elem_t<D>* x, elem_t<D>* y, i64 n) {
   });
 }
 
-void bias_act(Activation a, float alpha, float beta, const float* x, const float* bias, float* y, i64 rows, i64 cols) {
+template <DType D = DType::f32>
+void bias_act(Activation a, float alpha, float beta, const elem_t<D>* x, const float* bias, elem_t<D>* y, i64 rows,
+              i64 cols) {
   if (rows <= 0 || cols <= 0) return;
-  const bool stream = rows * cols * 4 >= stream_store_bytes();
+  const bool stream = rows * cols * static_cast<i64>(sizeof(elem_t<D>)) >= stream_store_bytes();
   with_act(a, [&](auto tag) {
     constexpr Activation A = decltype(tag)::value;
     for_row_segments(rows, cols, act_costly(A) ? grain_costly : grain_cheap, [&](i64 b, i64 e, i64 segs, i64 seg) {
       for (i64 it = b; it < e; ++it) {
         const i64 r = segs == 1 ? it : it / segs;
         const i64 c0 = (it - r * segs) * seg, c1 = std::min(cols, c0 + seg);
-        act_span<A, true>(x + r * cols + c0, bias + c0, y + r * cols + c0, c1 - c0, alpha, beta, stream);
+        act_span<A, true, A == Activation::gelu ? gelu_block : 1, D>(x + r * cols + c0, bias + c0, y + r * cols + c0,
+                                                                     c1 - c0, alpha, beta, stream);
       }
     });
   });
@@ -378,8 +382,9 @@ void bias_act(Activation a, float alpha, float beta, const float* x, const float
 // ---- the calls ----
 
 // The activations and scale read and write f16 and bf16 in their own loops (x and y share the
-// dtype: one input); bias_act with a 16-bit tensor runs staged (execute.hpp), pieces of rows, its
-// bias widened once.
+// dtype: one input), and so does bias_act when x and its result share one (its bias, one row,
+// widened to f32 first); bias_act with mixed dtypes (an f32 result) runs staged (execute.hpp),
+// pieces of rows.
 template <class F>
 void with_storage(const trine::detail::OpCall& call, F&& f) {
   switch (call.output.dtype()) {
@@ -421,6 +426,19 @@ void run_bias_act(const KernelTable& k, const trine::detail::OpCall& call) {
   if (n == 0) return;
   const auto& p = std::get<BiasActParams>(call.params);
   const i64 cols = call.inputs[0].dim(-1);
+  const DType xd = call.inputs[0].dtype(), yd = call.output.dtype();
+  if (xd == yd && xd != DType::f32) {
+    Tensor keep;
+    const std::uint8_t* x = contiguous_bytes(k, call.inputs[0], keep);
+    std::vector<float> bias(static_cast<std::size_t>(cols));
+    strided_convert(k, call.inputs[1], reinterpret_cast<std::uint8_t*>(bias.data()), DType::f32);
+    with_storage(call, [&](auto tag) {
+      constexpr DType D = decltype(tag)::value;
+      bias_act<D>(p.act, p.alpha, p.beta, reinterpret_cast<const elem_t<D>*>(x), bias.data(),
+                  reinterpret_cast<elem_t<D>*>(base_ptr(call.output)), n / cols, cols);
+    });
+    return;
+  }
   run_staged(k, call, n / cols, {cols, 0}, cols, act_costly(p.act) ? grain_costly : grain_cheap,
              [&](const float* const* in, float* out, i64 rows) {
                bias_act(p.act, p.alpha, p.beta, in[0], in[1], out, rows, cols);
