@@ -43,15 +43,15 @@ constexpr float identity_value() {
 // Plain maxima (maxps may drop a NaN) and, beside them, whether any element was NaN: three
 // operations a vector where max_nan's NaN-carrying select takes six, which kept max over rows of
 // 4096 at three quarters of a contiguous sum's speed.
-float max_contig(const float* p, i64 n) {
+template <DType D = DType::f32>
+float max_contig(const elem_t<D>* p, i64 n) {
   using bool_f32 = xsimd::batch_bool<float, Arch>;
   batch_f32 m0(-f32_inf), m1(-f32_inf), m2(-f32_inf), m3(-f32_inf);
   bool_f32 nan0(false), nan1(false);
   i64 i = 0;
   for (; i + 4 * vec_width <= n; i += 4 * vec_width) {
-    const batch_f32 v0 = batch_f32::load_unaligned(p + i), v1 = batch_f32::load_unaligned(p + i + vec_width),
-                    v2 = batch_f32::load_unaligned(p + i + 2 * vec_width),
-                    v3 = batch_f32::load_unaligned(p + i + 3 * vec_width);
+    const batch_f32 v0 = load_as<D>(p + i), v1 = load_as<D>(p + i + vec_width), v2 = load_as<D>(p + i + 2 * vec_width),
+                    v3 = load_as<D>(p + i + 3 * vec_width);
     m0 = xsimd::max(m0, v0);
     m1 = xsimd::max(m1, v1);
     m2 = xsimd::max(m2, v2);
@@ -60,12 +60,21 @@ float max_contig(const float* p, i64 n) {
     nan1 = nan1 || (xsimd::isnan(v2) || xsimd::isnan(v3));
   }
   for (; i + vec_width <= n; i += vec_width) {
-    const batch_f32 v = batch_f32::load_unaligned(p + i);
+    const batch_f32 v = load_as<D>(p + i);
     m0 = xsimd::max(m0, v);
     nan0 = nan0 || xsimd::isnan(v);
   }
   if (i < n) {
-    const batch_f32 v = load_partial(p + i, n - i, -f32_inf);
+    // the padding lanes are -inf
+    batch_f32 v;
+    if constexpr (D == DType::f32) {
+      v = load_partial(p + i, n - i, -f32_inf);
+    } else {
+      alignas(64) float t[vec_width];
+      load_partial_as<D>(p + i, n - i).store_aligned(t);
+      for (i64 l = n - i; l < vec_width; ++l) t[l] = -f32_inf;
+      v = batch_f32::load_aligned(t);
+    }
     m1 = xsimd::max(m1, v);
     nan1 = nan1 || xsimd::isnan(v);
   }
@@ -73,21 +82,22 @@ float max_contig(const float* p, i64 n) {
   return hmax_nan(xsimd::max(xsimd::max(m0, m1), xsimd::max(m2, m3)));
 }
 
-template <bool Max>
-float reduce_contig(const float* p, i64 n) {
+template <bool Max, DType D = DType::f32>
+float reduce_contig(const elem_t<D>* p, i64 n) {
   if constexpr (Max)
-    return max_contig(p, n);
+    return max_contig<D>(p, n);
   else
-    return sum_mapped(p, n, [](const batch_f32& v) { return v; });
+    return sum_mapped<D>(p, n, [](const batch_f32& v) { return v; });
 }
 
-template <bool Max>
-void reduce_rows(const float* x, float* y, i64 outer, i64 n, bool mean) {
+// Rows of x, stored as D (f16 / bf16 rows are widened as loaded: memory sees their bytes only).
+template <bool Max, DType D = DType::f32>
+void reduce_rows(const elem_t<D>* x, float* y, i64 outer, i64 n, bool mean) {
   const i64 segs = (n + segment_len - 1) / segment_len;
   if (segs == 1) {
     parallel_for(outer, grain_for(n, grain_cheap), [&](i64 b, i64 e) {
       for (i64 r = b; r < e; ++r) {
-        const float v = reduce_contig<Max>(x + r * n, n);
+        const float v = reduce_contig<Max, D>(x + r * n, n);
         y[r] = mean ? v / static_cast<float>(n) : v;
       }
     });
@@ -97,7 +107,7 @@ void reduce_rows(const float* x, float* y, i64 outer, i64 n, bool mean) {
   parallel_for(outer * segs, 1, [&](i64 b, i64 e) {
     for (i64 it = b; it < e; ++it) {
       const i64 r = it / segs, j0 = (it % segs) * segment_len;
-      part[it] = reduce_contig<Max>(x + r * n + j0, std::min(segment_len, n - j0));
+      part[it] = reduce_contig<Max, D>(x + r * n + j0, std::min(segment_len, n - j0));
     }
   });
   for (i64 r = 0; r < outer; ++r) {
@@ -268,7 +278,24 @@ template <OpKind Op>
 void run_reduce(const KernelTable& k, const trine::detail::OpCall& call) {
   i64 outer, n, inner;
   split_axis(call.inputs[0].shape(), std::get<ReduceParams>(call.params).axis, outer, n, inner);
-  // staged (execute.hpp) for f16 / bf16: pieces of [n, inner] slabs
+  const DType xd = call.inputs[0].dtype();
+  if (inner == 1 && n > 0 && xd != DType::f32) {
+    // Rows of 16-bit values: summed (or maxed) as they are widened; the outer results, in f32,
+    // rounded once into a 16-bit output.
+    Tensor keep;
+    const std::uint8_t* x = contiguous_bytes(k, call.inputs[0], keep);
+    const DType yd = call.output.dtype();
+    std::vector<float> yw(yd == DType::f32 ? 0 : static_cast<std::size_t>(outer));
+    float* y = yd == DType::f32 ? out_f32(call) : yw.data();
+    if (xd == DType::f16)
+      reduce_rows<Op == OpKind::max, DType::f16>(reinterpret_cast<const half_bits*>(x), y, outer, n, Op == OpKind::mean);
+    else
+      reduce_rows<Op == OpKind::max, DType::bf16>(reinterpret_cast<const half_bits*>(x), y, outer, n,
+                                                  Op == OpKind::mean);
+    if (yd != DType::f32) k.convert(DType::f32, yd, yw.data(), 1, base_ptr(call.output), outer);
+    return;
+  }
+  // staged (execute.hpp) for other f16 / bf16 layouts: pieces of [n, inner] slabs
   run_staged(k, call, outer, {n * inner}, inner, grain_cheap, [&](const float* const* in, float* out, i64 count) {
     reduce<Op == OpKind::max>(in[0], out, count, n, inner, Op == OpKind::mean);
   });

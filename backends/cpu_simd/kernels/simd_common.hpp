@@ -569,8 +569,8 @@ inline float hmax_nan(const batch_f32& v) {
 
 // Sum of f(x[i]) over [0, n) with four accumulators, flushed into a total every block so the
 // rounding error grows with the block count, not with n. The tail is padded with 0: f(0) must be 0.
-template <class F>
-float sum_mapped(const float* p, i64 n, F&& f) {
+template <DType D = DType::f32, class F>
+float sum_mapped(const elem_t<D>* p, i64 n, F&& f) {
   constexpr i64 block = 256 * vec_width;
   batch_f32 total(0.0f);
   i64 i = 0;
@@ -578,16 +578,16 @@ float sum_mapped(const float* p, i64 n, F&& f) {
     batch_f32 a0(0.0f), a1(0.0f), a2(0.0f), a3(0.0f);
     const i64 end = std::min(n, i + block);
     for (; i + 4 * vec_width <= end; i += 4 * vec_width) {
-      a0 += f(batch_f32::load_unaligned(p + i));
-      a1 += f(batch_f32::load_unaligned(p + i + vec_width));
-      a2 += f(batch_f32::load_unaligned(p + i + 2 * vec_width));
-      a3 += f(batch_f32::load_unaligned(p + i + 3 * vec_width));
+      a0 += f(load_as<D>(p + i));
+      a1 += f(load_as<D>(p + i + vec_width));
+      a2 += f(load_as<D>(p + i + 2 * vec_width));
+      a3 += f(load_as<D>(p + i + 3 * vec_width));
     }
     total += (a0 + a1) + (a2 + a3);
   }
   batch_f32 rest(0.0f);
-  for (; i + vec_width <= n; i += vec_width) rest += f(batch_f32::load_unaligned(p + i));
-  if (i < n) rest += f(load_partial(p + i, n - i));
+  for (; i + vec_width <= n; i += vec_width) rest += f(load_as<D>(p + i));
+  if (i < n) rest += f(load_partial_as<D>(p + i, n - i));
   return hsum(total + rest);
 }
 
