@@ -77,9 +77,7 @@ TEST_CASE("dtype rules: a dtype an op does not take is dtype_mismatch naming the
   CHECK(m.find("f16") != std::string::npos);
   CHECK(m.find("i32") != std::string::npos);
   // the ops whose kernels read f32 only so far say so
-  for (auto f : {+[] {
-                   dot(r({4}, DType::f16), r({4}, DType::f16));
-                 },
+  for (auto f : {+[] { dot(r({4}, DType::f16), r({4}, DType::f16)); },
                  +[] {
                    attention(r({2, 4}, DType::bf16), r({3, 4}, DType::bf16), r({3, 4}, DType::bf16));
                  },
@@ -186,4 +184,28 @@ TEST_CASE("16-bit special values through every op family that takes them", "[dty
   }
   CHECK(ran + refused == 40);
   if (dev.kind == DeviceKind::cpu) CHECK(ran == 40);
+}
+
+TEST_CASE("16-bit tensors through async calls, a batch and the dispatcher's placement", "[dtypes]") {
+  // Host tensors: the dispatcher places each op (the GPU backends that refuse 16-bit are passed
+  // over, never an error); the sync, async and batch paths give the same bits.
+  for (DType t : {DType::f16, DType::bf16}) {
+    std::vector<float> xs(3 * 1000);
+    for (std::size_t i = 0; i < xs.size(); ++i) xs[i] = static_cast<float>(static_cast<int>(i % 97) - 48) / 8.0f;
+    const Tensor x = Tensor::from(xs, {3, 1000}, t);
+    const Tensor sync = softmax(add(relu(x), x));
+    CHECK(sync.dtype() == t);
+    const Tensor via_async = async::softmax(async::add(async::relu(x).get(), x).get()).get();
+    CHECK(via_async.dtype() == t);
+    CHECK(via_async.to_vector() == sync.to_vector());
+    Batch batch;
+    const Tensor bx = batch.upload(xs, {3, 1000}, t);
+    BatchRead out = batch.read(softmax(add(relu(bx), bx)));
+    batch.run();
+    CHECK(out.get() == sync.to_vector());
+    // the cost model counts 16-bit bytes: half of the f32 call's
+    const Tensor x32 = Tensor::from(xs, {3, 1000});
+    const std::vector<Tensor> in16{x}, in32{x32};
+    CHECK(op_cost(OpKind::relu, in16, ActParams{}).bytes * 2 == op_cost(OpKind::relu, in32, ActParams{}).bytes);
+  }
 }
