@@ -43,6 +43,16 @@ struct OpCall {
   OpCost cost;  // the op table's estimate of its work (flops, bytes)
 };
 
+// Whether an input or the output of `call` is f16 or bf16 (for the backends whose kernels for some
+// ops read f32 only so far, and refuse those calls with that reason).
+inline bool has_16bit(const OpCall& call) {
+  auto sixteen = [](const Tensor& t) { return t.defined() && (t.dtype() == DType::f16 || t.dtype() == DType::bf16); };
+  if (sixteen(call.output)) return true;
+  for (const Tensor& t : call.inputs)
+    if (sixteen(t)) return true;
+  return false;
+}
+
 // Host memory -> [offset, offset + bytes) of `dst`. `src` stays valid until the submission completes.
 struct Upload {
   std::shared_ptr<Storage> dst;

@@ -108,24 +108,12 @@ std::vector<std::size_t> needs_gather(const detail::OpCall& call, int sm) {
   return out;
 }
 
-namespace {
-
-bool has_16bit(const detail::OpCall& call) {
-  auto sixteen = [](const Tensor& t) { return t.defined() && (t.dtype() == DType::f16 || t.dtype() == DType::bf16); };
-  if (sixteen(call.output)) return true;
-  for (const Tensor& t : call.inputs)
-    if (sixteen(t)) return true;
-  return false;
-}
-
-}  // namespace
-
 std::string refusal(const detail::OpCall& call, int sm) {
   (void)sm;
   const auto& ops = kernels::table().ops;
   const OpKernel* k = ops.find(call.op);
   if (!k) return ops.refusal(call.op);
-  if (!k->takes_16bit && has_16bit(call))
+  if (!k->takes_16bit && detail::has_16bit(call))
     return "its cuda kernels read and write f32 only so far (f16 / bf16 through every op is issue 32, landing "
            "family by family); the cpu backend takes these dtypes, or cast to f32 first";
   if (k->limits) {
@@ -137,7 +125,7 @@ std::string refusal(const detail::OpCall& call, int sm) {
 bool can_launch(const detail::OpCall& call, int sm) {
   const OpKernel* k = kernels::table().ops.find(call.op);
   if (!k) return false;  // refused
-  if (!k->takes_16bit && has_16bit(call)) return false;
+  if (!k->takes_16bit && detail::has_16bit(call)) return false;
   if (plan(call, sm, Resources{}, false)) return true;
   // Strided inputs gathered into contiguous temporaries first (the gather kernel takes any view).
   bool strided = false;

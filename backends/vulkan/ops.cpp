@@ -62,14 +62,6 @@ bool inputs_f32(const detail::OpCall& call) {
   return true;
 }
 
-bool has_16bit(const detail::OpCall& call) {
-  auto sixteen = [](const Tensor& t) { return t.defined() && (t.dtype() == DType::f16 || t.dtype() == DType::bf16); };
-  if (sixteen(call.output)) return true;
-  for (const Tensor& t : call.inputs)
-    if (sixteen(t)) return true;
-  return false;
-}
-
 bool inputs_fit_u32(const detail::OpCall& call) {
   // Offsets and element indices are 32-bit in the shaders; maxStorageBufferRange keeps real
   // bindings far below 2^32 elements anyway.

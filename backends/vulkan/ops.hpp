@@ -51,8 +51,6 @@ inline std::uint32_t op_code(OpKind op) { return static_cast<std::uint32_t>(op);
 
 // Every defined input is f32 / fits the shaders' 32-bit element indices.
 bool inputs_f32(const detail::OpCall& call);
-// An input or the output is f16 or bf16.
-bool has_16bit(const detail::OpCall& call);
 bool inputs_fit_u32(const detail::OpCall& call);
 
 // The shaders' dtype codes (matmul.comp, copy.comp): 0 f32, 1 f16, 2 bf16, 3 i32 (copy.comp only).

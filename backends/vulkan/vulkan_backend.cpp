@@ -134,7 +134,7 @@ class VulkanBackend final : public detail::Backend {
   std::string unsupported_reason(const detail::OpCall& call) const override {
     if (const char* why = vulkan_ops().refusal(call.op)) return why;  // an op this backend refuses
     const Device d = call.output.defined() ? call.output.device() : Device::cpu();
-    if (!supports_op(call) && has_16bit(call))
+    if (!supports_op(call) && detail::has_16bit(call))
       return "its vulkan kernels read and write f32 only so far (f16 / bf16 through every op is issue 32, landing "
              "family by family); the cpu backend takes these dtypes, or cast to f32 first";
     if (!supports_op(call) || d.kind != DeviceKind::vulkan || d.index < 0 ||

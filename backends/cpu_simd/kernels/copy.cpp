@@ -132,17 +132,7 @@ void store_vec(void* p, Vec v) {
     // Round to nearest even; NaN stays NaN with its top payload bits, as f32_to_f16 does.
     _mm_storeu_si128(static_cast<__m128i*>(p), _mm256_cvtps_ph(v, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
   } else {
-    const __m256i x = _mm256_castps_si256(v);
-    const __m256i lsb = _mm256_and_si256(_mm256_srli_epi32(x, 16), _mm256_set1_epi32(1));
-    const __m256i rounded =
-        _mm256_srli_epi32(_mm256_add_epi32(x, _mm256_add_epi32(_mm256_set1_epi32(0x7fff), lsb)), 16);
-    const __m256i nan =
-        _mm256_cmpgt_epi32(_mm256_and_si256(x, _mm256_set1_epi32(0x7fffffff)), _mm256_set1_epi32(0x7f800000));
-    const __m256i quiet = _mm256_or_si256(_mm256_srli_epi32(x, 16), _mm256_set1_epi32(0x40));
-    const __m256i r = _mm256_blendv_epi8(rounded, quiet, nan);
-    // packus works within 128-bit lanes: [r0-3 r0-3 | r4-7 r4-7]; qwords 0 and 2 are r0..r7.
-    const __m256i packed = _mm256_permute4x64_epi64(_mm256_packus_epi32(r, r), 0x08);
-    _mm_storeu_si128(static_cast<__m128i*>(p), _mm256_castsi256_si128(packed));
+    _mm_storeu_si128(static_cast<__m128i*>(p), bf16_from_f32x8(v));
   }
 }
 

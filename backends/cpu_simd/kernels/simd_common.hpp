@@ -258,6 +258,22 @@ inline void store_partial(float* p, i64 r, const batch_f32& v) {
 }
 #endif
 
+#if defined(TRINE_ISA_AVX2) || defined(TRINE_ISA_AVX512)
+// Eight floats rounded to bf16 as f32_to_bf16 does (to nearest even; NaN kept quiet with its top
+// payload bits), in integer arithmetic: the avx2 kernels' narrowing and the convert kernel's.
+inline __m128i bf16_from_f32x8(const __m256& v) {
+  const __m256i x = _mm256_castps_si256(v);
+  const __m256i lsb = _mm256_and_si256(_mm256_srli_epi32(x, 16), _mm256_set1_epi32(1));
+  const __m256i rounded = _mm256_srli_epi32(_mm256_add_epi32(x, _mm256_add_epi32(_mm256_set1_epi32(0x7fff), lsb)), 16);
+  const __m256i nan =
+      _mm256_cmpgt_epi32(_mm256_and_si256(x, _mm256_set1_epi32(0x7fffffff)), _mm256_set1_epi32(0x7f800000));
+  const __m256i quiet = _mm256_or_si256(_mm256_srli_epi32(x, 16), _mm256_set1_epi32(0x40));
+  const __m256i r = _mm256_blendv_epi8(rounded, quiet, nan);
+  // packus works within 128-bit lanes: [r0-3 r0-3 | r4-7 r4-7]; qwords 0 and 2 are r0..r7
+  return _mm256_castsi256_si128(_mm256_permute4x64_epi64(_mm256_packus_epi32(r, r), 0x08));
+}
+#endif
+
 // ---- 16-bit storage: vec_width f16 or bf16 values as one batch_f32, and back ----
 //
 // Widening is exact. Narrowing rounds to nearest even, overflows to inf and keeps NaN quiet with
@@ -305,20 +321,8 @@ inline batch_f32 load_wide(const half_bits* p) {
 }
 template <DType D>
 inline __m128i narrow(const batch_f32& v) {
-  if constexpr (D == DType::f16) {
-    return _mm256_cvtps_ph(v, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-  } else {
-    const __m256i x = _mm256_castps_si256(v);
-    const __m256i lsb = _mm256_and_si256(_mm256_srli_epi32(x, 16), _mm256_set1_epi32(1));
-    const __m256i rounded =
-        _mm256_srli_epi32(_mm256_add_epi32(x, _mm256_add_epi32(_mm256_set1_epi32(0x7fff), lsb)), 16);
-    const __m256i nan =
-        _mm256_cmpgt_epi32(_mm256_and_si256(x, _mm256_set1_epi32(0x7fffffff)), _mm256_set1_epi32(0x7f800000));
-    const __m256i quiet = _mm256_or_si256(_mm256_srli_epi32(x, 16), _mm256_set1_epi32(0x40));
-    const __m256i r = _mm256_blendv_epi8(rounded, quiet, nan);
-    // packus works within 128-bit lanes: [r0-3 r0-3 | r4-7 r4-7]; qwords 0 and 2 are r0..r7
-    return _mm256_castsi256_si128(_mm256_permute4x64_epi64(_mm256_packus_epi32(r, r), 0x08));
-  }
+  if constexpr (D == DType::f16) return _mm256_cvtps_ph(v, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+  else return bf16_from_f32x8(v);
 }
 template <DType D>
 inline void store_narrow(half_bits* p, const batch_f32& v) {
