@@ -65,16 +65,7 @@ float max_contig(const elem_t<D>* p, i64 n) {
     nan0 = nan0 || xsimd::isnan(v);
   }
   if (i < n) {
-    // the padding lanes are -inf
-    batch_f32 v;
-    if constexpr (D == DType::f32) {
-      v = load_partial(p + i, n - i, -f32_inf);
-    } else {
-      alignas(64) float t[vec_width];
-      load_partial_as<D>(p + i, n - i).store_aligned(t);
-      for (i64 l = n - i; l < vec_width; ++l) t[l] = -f32_inf;
-      v = batch_f32::load_aligned(t);
-    }
+    const batch_f32 v = load_partial_as<D>(p + i, n - i, -f32_inf);
     m1 = xsimd::max(m1, v);
     nan1 = nan1 || xsimd::isnan(v);
   }

@@ -46,8 +46,9 @@ void build_row(double pos, const std::vector<double>& inv_freq, float* cs, float
   }
 }
 
-template <bool Stream>
-void rotate_row(const float* x, float* y, i64 D, const float* cs, const float* sn) {
+// x and y stored as DT (f16 / bf16 widened as loaded, rounded once as stored).
+template <bool Stream, DType DT = DType::f32>
+void rotate_row(const elem_t<DT>* x, elem_t<DT>* y, i64 D, const float* cs, const float* sn) {
   constexpr auto swap_mask = xsimd::make_batch_constant<xsimd::batch<std::uint32_t, Arch>, PairSwap>();
   auto one = [&](const batch_f32& v, i64 c) {
     return xsimd::fma(v, batch_f32::load_aligned(cs + c),
@@ -55,18 +56,29 @@ void rotate_row(const float* x, float* y, i64 D, const float* cs, const float* s
   };
   i64 c = 0;
   for (; c + vec_width <= D; c += vec_width) {
-    const batch_f32 r = one(batch_f32::load_unaligned(x + c), c);
-    if constexpr (Stream) {
-      store_stream(y + c, r);  // the caller checked that y's rows are whole aligned vectors
+    const batch_f32 r = one(load_as<DT>(x + c), c);
+    if constexpr (DT == DType::f32) {
+      if constexpr (Stream) {
+        store_stream(y + c, r);  // the caller checked that y's rows are whole aligned vectors
+      } else {
+        r.store_unaligned(y + c);
+      }
+    } else if constexpr (Stream) {
+      store_narrow_stream<DT>(y + c, r);
     } else {
-      r.store_unaligned(y + c);
+      store_narrow<DT>(y + c, r);
     }
   }
   // D and vec_width are even, so the tail holds whole pairs.
-  if (c < D) store_partial(y + c, D - c, one(load_partial(x + c, D - c), c));
+  if (c < D) {
+    const batch_f32 r = one(load_partial_as<DT>(x + c, D - c), c);
+    if constexpr (DT == DType::f32) store_partial(y + c, D - c, r);
+    else store_narrow_partial<DT>(y + c, D - c, r);
+  }
 }
 
-void rope(const float* x, float* y, i64 outer, i64 L, i64 D, float base, i64 offset) {
+template <DType DT = DType::f32>
+void rope(const elem_t<DT>* x, elem_t<DT>* y, i64 outer, i64 L, i64 D, float base, i64 offset) {
   if (outer <= 0 || L <= 0 || D <= 0) return;
   TRINE_ASSERT(D % 2 == 0, "[rope] the op table let an odd head dimension through");  // rotate_row reads pairs
   std::vector<double> inv_freq(static_cast<size_t>(D / 2));
@@ -77,8 +89,9 @@ void rope(const float* x, float* y, i64 outer, i64 L, i64 D, float base, i64 off
   const i64 lb = std::clamp<i64>(table_floats / dp, 1, L);  // positions per item
   const i64 lblocks = (L + lb - 1) / lb, oblocks = (outer + rows_per_item - 1) / rows_per_item;
   // Non-temporal stores (see store_run) where y is large and every row is whole aligned vectors.
-  const bool stream = outer * L * D * 4 >= stream_store_bytes() && D % vec_width == 0 &&
-                      reinterpret_cast<std::uintptr_t>(y) % (vec_width * sizeof(float)) == 0;
+  const bool stream = outer * L * D * static_cast<i64>(sizeof(elem_t<DT>)) >= stream_store_bytes() &&
+                      D % vec_width == 0 &&
+                      reinterpret_cast<std::uintptr_t>(y) % (vec_width * sizeof(elem_t<DT>)) == 0;
   parallel_for(lblocks * oblocks, grain_for(lb * D * std::min(outer, rows_per_item), grain_cheap), [&](i64 b, i64 e) {
     AlignedFloats cs(static_cast<size_t>(lb * dp), 0.0f), sn(cs.size(), 0.0f);
     i64 built = -1;
@@ -94,8 +107,8 @@ void rope(const float* x, float* y, i64 outer, i64 L, i64 D, float base, i64 off
       auto rows = [&](auto stream) {
         for (i64 o = o0; o < std::min(outer, o0 + rows_per_item); ++o)
           for (i64 l = l0; l < l1; ++l)
-            rotate_row<decltype(stream)::value>(x + (o * L + l) * D, y + (o * L + l) * D, D, cs.data() + (l - l0) * dp,
-                                                sn.data() + (l - l0) * dp);
+            rotate_row<decltype(stream)::value, DT>(x + (o * L + l) * D, y + (o * L + l) * D, D,
+                                                    cs.data() + (l - l0) * dp, sn.data() + (l - l0) * dp);
       };
       stream ? rows(std::true_type{}) : rows(std::false_type{});
     }
@@ -107,10 +120,22 @@ void run_rope(const KernelTable& k, const trine::detail::OpCall& call) {
   const auto& p = std::get<RopeParams>(call.params);
   const Tensor& x = call.inputs[0];
   const i64 d = x.dim(-1), l = x.dim(-2);
-  // staged (execute.hpp) for f16 / bf16: pieces of [l, d] slabs
-  run_staged(
-      k, call, call.output.numel() / (l * d), {l * d}, l * d, grain_cheap,
-      [&](const float* const* in, float* out, i64 count) { rope(in[0], out, count, l, d, p.base, p.position_offset); });
+  const i64 outer = call.output.numel() / (l * d);
+  Tensor keep;
+  const std::uint8_t* xs = contiguous_bytes(k, x, keep);
+  std::uint8_t* ys = base_ptr(call.output);
+  // one input: the result has its dtype, and 16-bit rows are rotated as stored
+  switch (x.dtype()) {
+    case DType::f16:
+      return rope<DType::f16>(reinterpret_cast<const half_bits*>(xs), reinterpret_cast<half_bits*>(ys), outer, l, d,
+                              p.base, p.position_offset);
+    case DType::bf16:
+      return rope<DType::bf16>(reinterpret_cast<const half_bits*>(xs), reinterpret_cast<half_bits*>(ys), outer, l, d,
+                               p.base, p.position_offset);
+    default:
+      return rope(reinterpret_cast<const float*>(xs), reinterpret_cast<float*>(ys), outer, l, d, p.base,
+                  p.position_offset);
+  }
 }
 
 }  // namespace

@@ -384,10 +384,19 @@ template <DType D>
   if constexpr (D == DType::f32) return batch_f32::load_unaligned(p);
   else return load_wide<D>(p);
 }
+// (the lanes past r hold `fill`)
 template <DType D>
-[[gnu::always_inline]] inline batch_f32 load_partial_as(const elem_t<D>* p, i64 r) {
-  if constexpr (D == DType::f32) return load_partial(p, r);
-  else return load_wide_partial<D>(p, r);
+[[gnu::always_inline]] inline batch_f32 load_partial_as(const elem_t<D>* p, i64 r, float fill = 0.0f) {
+  if constexpr (D == DType::f32) {
+    return load_partial(p, r, fill);
+  } else {
+    const batch_f32 v = load_wide_partial<D>(p, r);
+    if (fill == 0.0f) return v;
+    alignas(64) float t[vec_width];
+    v.store_aligned(t);
+    for (i64 l = r; l < vec_width; ++l) t[l] = fill;
+    return batch_f32::load_aligned(t);
+  }
 }
 
 #if defined(TRINE_ISA_AVX2) || defined(TRINE_ISA_AVX512)

@@ -117,17 +117,19 @@ void write_row(const float* x, float* y, i64 n, RowStat st, bool stream) {
 
 // The row's max, four maxima side by side so the pass runs at the loads' rate rather than maxps's
 // latency. A NaN that one of them drops still makes the row NaN, through its own exp.
-float row_max(const float* x, i64 n) {
+// x stored as D (f16 / bf16 widened as loaded), here and in exp_sum.
+template <DType D = DType::f32>
+float row_max(const elem_t<D>* x, i64 n) {
   batch_f32 b0(-f32_inf), b1(-f32_inf), b2(-f32_inf), b3(-f32_inf);
   i64 j = 0;
   for (; j + 4 * vec_width <= n; j += 4 * vec_width) {
-    b0 = xsimd::max(b0, batch_f32::load_unaligned(x + j));
-    b1 = xsimd::max(b1, batch_f32::load_unaligned(x + j + vec_width));
-    b2 = xsimd::max(b2, batch_f32::load_unaligned(x + j + 2 * vec_width));
-    b3 = xsimd::max(b3, batch_f32::load_unaligned(x + j + 3 * vec_width));
+    b0 = xsimd::max(b0, load_as<D>(x + j));
+    b1 = xsimd::max(b1, load_as<D>(x + j + vec_width));
+    b2 = xsimd::max(b2, load_as<D>(x + j + 2 * vec_width));
+    b3 = xsimd::max(b3, load_as<D>(x + j + 3 * vec_width));
   }
-  for (; j + vec_width <= n; j += vec_width) b0 = xsimd::max(b0, batch_f32::load_unaligned(x + j));
-  if (j < n) b0 = xsimd::max(b0, load_partial(x + j, n - j, -f32_inf));
+  for (; j + vec_width <= n; j += vec_width) b0 = xsimd::max(b0, load_as<D>(x + j));
+  if (j < n) b0 = xsimd::max(b0, load_partial_as<D>(x + j, n - j, -f32_inf));
   return hmax_nan(xsimd::max(xsimd::max(b0, b1), xsimd::max(b2, b3)));
 }
 
@@ -139,9 +141,9 @@ constexpr i64 sum_block = 1024;
 
 // The sum of exp(x - m) over a row, each exp also stored to y when Store, `next` (or null) prefetched
 // meanwhile, a line per two vectors. With Off, *off gets the part of the sum from entries below m.
-template <bool Store, bool Off = false>
-[[gnu::always_inline]] inline batch_f32 exp_sum(const float* x, i64 n, const batch_f32 m, const float* next, float* y,
-                                                batch_f32* off = nullptr) {
+template <bool Store, bool Off = false, DType D = DType::f32>
+[[gnu::always_inline]] inline batch_f32 exp_sum(const elem_t<D>* x, i64 n, const batch_f32 m, const elem_t<D>* next,
+                                                float* y, batch_f32* off = nullptr) {
   const i64 pairs = n / (2 * vec_width) * (2 * vec_width);
   batch_f32 t(0.0f), t_off(0.0f);
   auto below = [&](const batch_f32& v, const batch_f32& e) __attribute__((always_inline)) {
@@ -153,7 +155,7 @@ template <bool Store, bool Off = false>
       if (next) {
         for (i64 l = 0; l < 2 * vec_width; l += 16) __builtin_prefetch(next + j + l, 0, 3);  // each 64-byte line
       }
-      const batch_f32 v0 = batch_f32::load_unaligned(x + j), v1 = batch_f32::load_unaligned(x + j + vec_width);
+      const batch_f32 v0 = load_as<D>(x + j), v1 = load_as<D>(x + j + vec_width);
       const batch_f32 e0 = exp_term(v0, m), e1 = exp_term(v1, m);
       s0 += e0;
       s1 += e1;
@@ -168,13 +170,13 @@ template <bool Store, bool Off = false>
   }
   i64 j = pairs;
   for (; j + vec_width <= n; j += vec_width) {
-    const batch_f32 v = batch_f32::load_unaligned(x + j), e = exp_term(v, m);
+    const batch_f32 v = load_as<D>(x + j), e = exp_term(v, m);
     t += e;
     below(v, e);
     if constexpr (Store) e.store_unaligned(y + j);
   }
   if (j < n) {
-    const batch_f32 v = load_partial(x + j, n - j, -f32_inf), e = exp_term(v, m);
+    const batch_f32 v = load_partial_as<D>(x + j, n - j, -f32_inf), e = exp_term(v, m);
     t += e;
     below(v, e);
     if constexpr (Store) store_partial(y + j, n - j, e);
@@ -399,11 +401,58 @@ void softmax(bool log, const float* x, float* y, i64 outer, i64 n, i64 inner) {
   }
 }
 
+// Rows (inner == 1, n <= cached_row_len) of x and y stored as one 16-bit dtype D: the cached passes
+// on the row as stored (widened as loaded, the next row prefetched meanwhile), softmax's exps kept
+// in an f32 row buffer (L2), the result rounded once as stored.
+template <bool Log, DType D>
+void softmax_rows_16(const elem_t<D>* x, elem_t<D>* y, i64 outer, i64 n) {
+  const bool stream = outer * n * static_cast<i64>(sizeof(elem_t<D>)) >= stream_store_bytes();
+  parallel_for(outer, grain_for(n, grain_costly), [&](i64 b, i64 e) {
+    std::vector<float> ex(Log ? 0 : static_cast<std::size_t>(n));
+    for (i64 r = b; r < e; ++r) {
+      const elem_t<D>* xr = x + r * n;
+      const elem_t<D>* next = r + 1 < e ? xr + n : nullptr;
+      elem_t<D>* yr = y + r * n;
+      if constexpr (Log) {
+        const float mf = row_max<D>(xr, n);
+        batch_f32 off(0.0f);
+        const float s = xsimd::hadd(exp_sum<false, true, D>(xr, n, batch_f32(mf), next, nullptr, &off));
+        const RowStat st = mf == -f32_inf ? RowStat{mf, 0.0f, 0.0f} : RowStat{mf, s, xsimd::hadd(off)};
+        const batch_f32 m(st.m), ls(log_sum(st.s, st.s_off));
+        store_run_blocks_as<1, D>(
+            yr, n, stream,
+            [&](i64 j, batch_f32(&o)[1]) __attribute__((always_inline)) { o[0] = finish<true>(load_as<D>(xr + j), m, ls); },
+            [&](i64 j, i64 rr) { return finish<true>(load_partial_as<D>(xr + j, rr), m, ls); });
+      } else {
+        const batch_f32 m(row_max<D>(xr, n));
+        const batch_f32 inv(1.0f / xsimd::hadd(exp_sum<true, false, D>(xr, n, m, next, ex.data())));
+        store_run_blocks_as<1, D>(
+            yr, n, stream,
+            [&](i64 j, batch_f32(&o)[1]) __attribute__((always_inline)) {
+              o[0] = batch_f32::load_unaligned(ex.data() + j) * inv;
+            },
+            [&](i64 j, i64 rr) { return load_partial(ex.data() + j, rr) * inv; });
+      }
+    }
+  });
+}
+
 template <bool Log>
 void run_softmax(const KernelTable& k, const trine::detail::OpCall& call) {
   i64 outer, n, inner;
   split_axis(call.inputs[0].shape(), std::get<AxisParams>(call.params).axis, outer, n, inner);
-  // staged (execute.hpp) for f16 / bf16: pieces of [n, inner] slabs
+  const DType xd = call.inputs[0].dtype();
+  if (inner == 1 && n > 0 && n <= cached_row_len && xd != DType::f32 && call.output.dtype() == xd) {
+    Tensor keep;
+    const std::uint8_t* x = contiguous_bytes(k, call.inputs[0], keep);
+    auto* y = reinterpret_cast<half_bits*>(base_ptr(call.output));
+    if (xd == DType::f16)
+      softmax_rows_16<Log, DType::f16>(reinterpret_cast<const half_bits*>(x), y, outer, n);
+    else
+      softmax_rows_16<Log, DType::bf16>(reinterpret_cast<const half_bits*>(x), y, outer, n);
+    return;
+  }
+  // staged (execute.hpp) for the other f16 / bf16 calls: pieces of [n, inner] slabs
   run_staged(k, call, outer, {n * inner}, n * inner, grain_cheap,
              [&](const float* const* in, float* out, i64 count) { softmax(Log, in[0], out, count, n, inner); });
 }
