@@ -44,9 +44,9 @@ struct OpCall {
 };
 
 // Whether an input or the output of `call` is f16 or bf16 (for the backends whose kernels for some
-// ops read f32 only so far, and refuse those calls with that reason).
+// ops read f32 only so far, and run those calls between casts: backends/widen.hpp).
 inline bool has_16bit(const OpCall& call) {
-  auto sixteen = [](const Tensor& t) { return t.defined() && (t.dtype() == DType::f16 || t.dtype() == DType::bf16); };
+  auto sixteen = [](const Tensor& t) { return t.defined() && dtype_is_16bit(t.dtype()); };
   if (sixteen(call.output)) return true;
   for (const Tensor& t : call.inputs)
     if (sixteen(t)) return true;

@@ -144,13 +144,13 @@ void run_staged_raw(const KernelTable& k, const detail::OpCall& call, i64 units,
   const std::uint8_t* in[max_inputs] = {};
   DType dt[max_inputs] = {};
   const DType out_dtype = call.output.dtype();
-  bool wide = is_16bit(out_dtype);
+  bool wide = dtype_is_16bit(out_dtype);
   for (std::size_t i = 0; i < call.inputs.size(); ++i) {
     const Tensor& t = call.inputs[i];
     if (!t.defined()) continue;
     in[i] = contiguous_bytes(k, t, keep[i]);
     dt[i] = t.dtype();
-    wide = wide || is_16bit(dt[i]);
+    wide = wide || dtype_is_16bit(dt[i]);
   }
   std::uint8_t* out = base_ptr(call.output);
   const float* p[max_inputs] = {};
@@ -162,7 +162,7 @@ void run_staged_raw(const KernelTable& k, const detail::OpCall& call, i64 units,
   // Inputs read whole: widened once.
   std::vector<float> whole[max_inputs];
   for (std::size_t i = 0; i < call.inputs.size(); ++i) {
-    if (in[i] && unit[i] == 0 && is_16bit(dt[i])) {
+    if (in[i] && unit[i] == 0 && dtype_is_16bit(dt[i])) {
       const i64 n = call.inputs[i].numel();
       whole[i].resize(static_cast<std::size_t>(n));
       k.convert(dt[i], DType::f32, in[i], 1, whole[i].data(), n);
@@ -172,7 +172,7 @@ void run_staged_raw(const KernelTable& k, const detail::OpCall& call, i64 units,
   for (std::size_t i = 0; i < n_in; ++i) unit_elems = std::max(unit_elems, unit[i]);
   const i64 piece = std::max<i64>(1, staged_piece_elems / unit_elems);
   const i64 grain = std::max(piece, std::max<i64>(1, grain_elems / unit_elems));
-  const bool out16 = is_16bit(out_dtype);
+  const bool out16 = dtype_is_16bit(out_dtype);
   const i64 out_size = static_cast<i64>(dtype_size(out_dtype));
   const bool stream = out16 && call.output.numel() * out_size >= stream_store_bytes();
   parallel_for(units, grain, [&](i64 b, i64 e) {
@@ -187,7 +187,7 @@ void run_staged_raw(const KernelTable& k, const detail::OpCall& call, i64 units,
       if (u + staged_ahead * piece < e) {
         const i64 next = std::min(piece, e - u - staged_ahead * piece);
         for (std::size_t i = 0; i < n_in; ++i) {
-          if (!in[i] || unit[i] == 0 || !is_16bit(dt[i])) continue;
+          if (!in[i] || unit[i] == 0 || !dtype_is_16bit(dt[i])) continue;
           const std::uint8_t* p0 = in[i] + (u + staged_ahead * piece) * unit[i] * 2;
           for (i64 off = 0; off < next * unit[i] * 2; off += 64) __builtin_prefetch(p0 + off, 0, 2);
         }
@@ -196,8 +196,8 @@ void run_staged_raw(const KernelTable& k, const detail::OpCall& call, i64 units,
         if (!in[i]) {
           q[i] = nullptr;
         } else if (unit[i] == 0) {
-          q[i] = is_16bit(dt[i]) ? whole[i].data() : reinterpret_cast<const float*>(in[i]);
-        } else if (is_16bit(dt[i])) {
+          q[i] = dtype_is_16bit(dt[i]) ? whole[i].data() : reinterpret_cast<const float*>(in[i]);
+        } else if (dtype_is_16bit(dt[i])) {
           const i64 n = count * unit[i];
           buf[i].resize(static_cast<std::size_t>(n));
           k.convert(dt[i], DType::f32, in[i] + u * unit[i] * 2, 1, buf[i].data(), n);

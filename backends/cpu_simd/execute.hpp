@@ -59,8 +59,6 @@ void run_staged(const KernelTable& k, const detail::OpCall& call, std::int64_t u
       [](void* c, const float* const* in, float* out, std::int64_t count) { (*static_cast<Fn*>(c))(in, out, count); },
       const_cast<void*>(static_cast<const void*>(&kernel)));
 }
-// Whether `t` is stored in f16 or bf16.
-inline bool is_16bit(DType t) { return t == DType::f16 || t == DType::bf16; }
 
 // [outer, n, inner] around `axis` of `shape` (negative counts from the end; validated already).
 void split_axis(const Shape& shape, int axis, i64& outer, i64& n, i64& inner);

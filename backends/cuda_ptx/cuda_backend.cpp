@@ -15,6 +15,7 @@
 
 #include "backends/backend.hpp"
 #include "backends/entries.hpp"
+#include "backends/widen.hpp"
 #include "backends/cuda_ptx/cuda_launch.hpp"
 #include "backends/cuda_ptx/driver/driver_api.hpp"
 #include "backends/cuda_ptx/driver/check.hpp"
@@ -373,7 +374,23 @@ class CudaBackend final : public detail::Backend {
   bool supports(const detail::OpCall& call) const override {
     for (const auto& t : call.inputs)
       if (t.defined() && t.device().kind != DeviceKind::cuda) return false;
-    return call.output.is_contiguous() && can_launch(call, devices_[static_cast<std::size_t>(call.output.device().index)].sm);
+    if (!call.output.is_contiguous()) return false;
+    const int sm = devices_[static_cast<std::size_t>(call.output.device().index)].sm;
+    return can_launch(call, sm) || widens(call, sm);
+  }
+
+  // A 16-bit call whose kernel reads and writes f32 only runs as its f32 form between casts
+  // (backends/widen.hpp; encode inserts them): when the f32 form and each cast have a kernel.
+  bool widens(const detail::OpCall& call, int sm) const {
+    if (!detail::has_16bit(call)) return false;
+    auto* self = const_cast<CudaBackend*>(this);  // phantoms name their backend; nothing is allocated
+    const detail::OpCall wide = detail::widened_call(call, self);
+    if (!can_launch(wide, sm)) return false;
+    for (std::size_t i = 0; i < call.inputs.size(); ++i)
+      if (call.inputs[i].defined() && call.inputs[i].dtype() != wide.inputs[i].dtype() &&
+          !can_launch(detail::cast_call(call.inputs[i], wide.inputs[i]), sm))
+        return false;
+    return call.output.dtype() == wide.output.dtype() || can_launch(detail::cast_call(wide.output, call.output), sm);
   }
 
   // A call whose kernel needs contiguous inputs gets each strided one copied (the gather kernel,
@@ -382,7 +399,13 @@ class CudaBackend final : public detail::Backend {
     for (const auto& t : call.inputs)
       if (t.defined() && t.device().kind != DeviceKind::cuda) return "an input is on " + t.device().str();
     if (!call.output.is_contiguous()) return "the output is not contiguous";
-    return refusal(call, devices_[static_cast<std::size_t>(call.output.device().index)].sm);
+    const int sm = devices_[static_cast<std::size_t>(call.output.device().index)].sm;
+    // A 16-bit call refused in its f32 form too: the f32 form's reason (shapes, limits).
+    if (detail::has_16bit(call)) {
+      const detail::OpCall wide = detail::widened_call(call, const_cast<CudaBackend*>(this));
+      if (!can_launch(wide, sm)) return refusal(wide, sm);
+    }
+    return refusal(call, sm);
   }
 
   std::unique_ptr<detail::Submission> encode(std::vector<detail::Entry> entries) override {
@@ -390,30 +413,48 @@ class CudaBackend final : public detail::Backend {
     s->recorded = entries.size();
     s->entries.reserve(entries.size());
     for (std::size_t i = 0; i < entries.size(); ++i) {
-      detail::Entry& e = entries[i];
-      std::size_t gathers = 0;
-      if (auto* call = std::get_if<detail::OpCall>(&e)) {
-        const int index = call->output.device().index;
-        for (std::size_t input : needs_gather(*call, device(index).sm)) {
-          const Tensor& view = call->inputs[input];
-          Tensor tmp;
-          try {
-            tmp = detail::empty_tensor(view.shape(), view.dtype(), view.device(), false);
-          } catch (const Error& err) {
-            // Raised when the submission runs, as any failure of its entries is.
-            s->failed = std::make_exception_ptr(
-                detail::entry_error(e, i, entries.size(), err, Device{DeviceKind::cuda, index}));
-            return s;
-          }
-          detail::OpCall gather{OpKind::copy, {view}, tmp, NoParams{}, {}};
-          s->entries.emplace_back(std::move(gather));
-          call->inputs[input] = std::move(tmp);
-          ++gathers;
+      // Entry i becomes its parts: the casts around a 16-bit call its kernel runs in f32 only
+      // (backends/widen.hpp), and before each part the gathers of its strided inputs.
+      std::vector<detail::Entry> parts;
+      std::size_t main_part = 0;
+      const std::size_t first = s->entries.size();
+      std::size_t main_entry = static_cast<std::size_t>(-1);  // where parts[main_part] went, once pushed
+      try {
+        auto* call = std::get_if<detail::OpCall>(&entries[i]);
+        if (call && detail::has_16bit(*call) && !can_launch(*call, device(call->output.device().index).sm)) {
+          detail::Widened w = detail::widen(*call);
+          for (auto& c : w.before) parts.emplace_back(std::move(c));
+          main_part = parts.size();
+          parts.emplace_back(std::move(w.call));
+          for (auto& c : w.after) parts.emplace_back(std::move(c));
+        } else {
+          parts.push_back(std::move(entries[i]));
         }
+        for (std::size_t p = 0; p < parts.size(); ++p) {
+          if (auto* part = std::get_if<detail::OpCall>(&parts[p])) {
+            for (std::size_t input : needs_gather(*part, device(part->output.device().index).sm)) {
+              const Tensor& view = part->inputs[input];
+              Tensor tmp = detail::empty_tensor(view.shape(), view.dtype(), view.device(), false);
+              detail::OpCall gather{OpKind::copy, {view}, tmp, NoParams{}, {}};
+              s->entries.emplace_back(std::move(gather));
+              part->inputs[input] = std::move(tmp);
+            }
+          }
+          if (p == main_part) main_entry = s->entries.size();
+          s->entries.push_back(std::move(parts[p]));
+        }
+      } catch (const Error& err) {
+        // A temporary that could not be allocated: raised when the submission runs, as any failure
+        // of its entries is.
+        const detail::Entry& named = main_entry < s->entries.size() ? s->entries[main_entry]
+                                     : parts.empty()                ? entries[i]
+                                                                    : parts[main_part];
+        s->failed = std::make_exception_ptr(
+            detail::entry_error(named, i, entries.size(), err, Device{DeviceKind::cuda, detail::device_of(named)}));
+        return s;
       }
-      s->entries.push_back(std::move(e));
-      for (std::size_t g = 0; g <= gathers; ++g) {
-        s->serves.push_back(s->entries.size() - 1);
+      for (std::size_t k = first; k < s->entries.size(); ++k) {
+        s->serves.push_back(main_entry);
         s->position.push_back(i);
       }
     }

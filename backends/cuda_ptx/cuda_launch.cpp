@@ -114,8 +114,8 @@ std::string refusal(const detail::OpCall& call, int sm) {
   const OpKernel* k = ops.find(call.op);
   if (!k) return ops.refusal(call.op);
   if (!k->takes_16bit && detail::has_16bit(call))
-    return "its cuda kernels read and write f32 only so far (f16 / bf16 through every op is issue 32, landing "
-           "family by family); the cpu backend takes these dtypes, or cast to f32 first";
+    return "its cuda kernels read and write f32 only, and the casts that would run it in f32 (backends/widen.hpp) "
+           "have no kernel for these tensors; cast to f32 first";
   if (k->limits) {
     if (auto why = k->limits(call)) return *why;
   }

@@ -15,6 +15,7 @@
 
 #include "backends/backend.hpp"
 #include "backends/entries.hpp"
+#include "backends/widen.hpp"
 #include "backends/vulkan/completion.hpp"
 #include "backends/vulkan/context.hpp"
 #include "backends/vulkan/memory.hpp"
@@ -26,10 +27,21 @@ namespace {
 
 // The entries as given: recording happens at submit, once the backend knows which dependencies
 // are still running (uploads straight into mapped memory need none).
+// Where the entries of a submission came from when encode added some (the casts around a 16-bit
+// call whose kernel runs in f32 only, backends/widen.hpp): per entry, the index in `entries` of the
+// recorded entry it is part of and that entry's position, of `recorded`. Empty: entry i is the
+// caller's entry i.
+struct Origins {
+  std::vector<std::size_t> serves, position;
+  std::size_t recorded = 0;
+};
+
 class VulkanSubmission final : public detail::Submission {
  public:
   std::vector<detail::Entry> entries;
+  Origins origins;
   int device = 0;
+  std::exception_ptr failed;  // set when encoding failed (a temporary could not be allocated)
 };
 
 Allocation* alloc_of(const detail::Storage& s) { return static_cast<Allocation*>(s.handle()); }
@@ -128,25 +140,82 @@ class VulkanBackend final : public detail::Backend {
         static_cast<std::size_t>(d.index) >= instance_->count())
       return false;
     // The same answer the recorder acts on (record_op): nothing accepted here is refused at submit.
-    return supports_op(call) && refusal(instance_->caps(d.index), d.index, call).empty();
+    if (supports_op(call)) return refusal(instance_->caps(d.index), d.index, call).empty();
+    return widens(call);
+  }
+
+  // A 16-bit call whose kernel reads and writes f32 only runs as its f32 form between casts
+  // (backends/widen.hpp; encode inserts them): when the f32 form and each cast run on the device.
+  bool widens(const detail::OpCall& call) const {
+    if (!detail::has_16bit(call) || supports_op(call)) return false;
+    const int index = call.output.device().index;
+    const DeviceCaps& caps = instance_->caps(index);
+    auto runs = [&](const detail::OpCall& c) { return supports_op(c) && refusal(caps, index, c).empty(); };
+    auto* self = const_cast<VulkanBackend*>(this);  // phantoms name their backend; nothing is allocated
+    const detail::OpCall wide = detail::widened_call(call, self);
+    if (!runs(wide)) return false;
+    for (std::size_t i = 0; i < call.inputs.size(); ++i)
+      if (call.inputs[i].defined() && call.inputs[i].dtype() != wide.inputs[i].dtype() &&
+          !runs(detail::cast_call(call.inputs[i], wide.inputs[i])))
+        return false;
+    return call.output.dtype() == wide.output.dtype() || runs(detail::cast_call(wide.output, call.output));
   }
 
   std::string unsupported_reason(const detail::OpCall& call) const override {
     if (const char* why = vulkan_ops().refusal(call.op)) return why;  // an op this backend refuses
     const Device d = call.output.defined() ? call.output.device() : Device::cpu();
-    if (!supports_op(call) && detail::has_16bit(call))
-      return "its vulkan kernels read and write f32 only so far (f16 / bf16 through every op is issue 32, landing "
-             "family by family); the cpu backend takes these dtypes, or cast to f32 first";
-    if (!supports_op(call) || d.kind != DeviceKind::vulkan || d.index < 0 ||
-        static_cast<std::size_t>(d.index) >= instance_->count())
+    if (d.kind != DeviceKind::vulkan || d.index < 0 || static_cast<std::size_t>(d.index) >= instance_->count())
       return {};
+    if (!supports_op(call) && detail::has_16bit(call)) {
+      // Its f32 form's reason (a limit it is over), as that is what would run.
+      const detail::OpCall wide = detail::widened_call(call, const_cast<VulkanBackend*>(this));
+      if (!supports_op(wide)) return {};
+      return refusal(instance_->caps(d.index), d.index, wide);
+    }
+    if (!supports_op(call)) return {};
     return refusal(instance_->caps(d.index), d.index, call);
   }
 
   std::unique_ptr<detail::Submission> encode(std::vector<detail::Entry> entries) override {
     auto s = std::make_unique<VulkanSubmission>();
-    s->entries = std::move(entries);
-    if (!s->entries.empty()) s->device = device_of(s->entries.front());
+    if (!entries.empty()) s->device = device_of(entries.front());
+    bool widened = false;
+    for (const auto& e : entries)
+      if (const auto* c = std::get_if<detail::OpCall>(&e)) widened = widened || widens(*c);
+    if (!widened) {
+      s->entries = std::move(entries);
+      return s;
+    }
+    Origins& o = s->origins;
+    o.recorded = entries.size();
+    for (std::size_t i = 0; i < entries.size(); ++i) {
+      const auto* c = std::get_if<detail::OpCall>(&entries[i]);
+      if (!c || !widens(*c)) {
+        o.serves.push_back(s->entries.size());
+        o.position.push_back(i);
+        s->entries.push_back(std::move(entries[i]));
+        continue;
+      }
+      // Temporaries are allocated here; one that cannot be is the recorded entry's error, raised
+      // when the submission runs (as a failure while recording would be).
+      detail::Widened w;
+      try {
+        w = detail::widen(*c);
+      } catch (const Error& err) {
+        s->failed = std::make_exception_ptr(
+            entry_error(entries[i], i, entries.size(), err, Device{DeviceKind::vulkan, s->device}));
+        return s;
+      }
+      const std::size_t main = s->entries.size() + w.before.size();
+      auto add = [&](detail::OpCall&& call) {
+        o.serves.push_back(main);
+        o.position.push_back(i);
+        s->entries.emplace_back(std::move(call));
+      };
+      for (auto& b : w.before) add(std::move(b));
+      add(std::move(w.call));
+      for (auto& a : w.after) add(std::move(a));
+    }
     return s;
   }
 
@@ -155,6 +224,7 @@ class VulkanBackend final : public detail::Backend {
                                              bool caller_waits) override {
     auto* s = dynamic_cast<VulkanSubmission*>(submission.get());
     if (!s) throw Error(ErrorCode::internal, "[vulkan] submit got a submission from another backend");
+    if (s->failed) return detail::completed(s->failed);
     submissions_.fetch_add(1, std::memory_order_relaxed);
     reap();
     DeviceContext& ctx = instance_->device(s->device);
@@ -186,7 +256,7 @@ class VulkanBackend final : public detail::Backend {
         }
         device_value = 0;
       }
-      run(ctx, std::move(s->entries), deps, device_value, done);
+      run(ctx, std::move(s->entries), s->origins, deps, device_value, done);
       track(done);
       return done;
     }
@@ -198,7 +268,7 @@ class VulkanBackend final : public detail::Backend {
         } catch (...) {  // reported by failed_dependency
         }
       }
-      run(ctx, std::move(owned->entries), deps, 0, done);
+      run(ctx, std::move(owned->entries), owned->origins, deps, 0, done);
     });
     track(done);
     return done;
@@ -249,7 +319,7 @@ class VulkanBackend final : public detail::Backend {
   // `wait_value` on the device), finishing `done`. Never throws: failures become done's error.
   // A submission of several entries identical to an earlier one (a batch run again, the same call
   // on the same buffers) is not recorded again: the earlier recording is submitted once more.
-  void run(DeviceContext& ctx, std::vector<detail::Entry> entries,
+  void run(DeviceContext& ctx, std::vector<detail::Entry> entries, const Origins& origins,
            const std::vector<std::shared_ptr<detail::Completion>>& deps, std::uint64_t wait_value,
            const std::shared_ptr<VulkanCompletion>& done) noexcept {
     if (entries.empty()) return done->finished(nullptr, nullptr);
@@ -306,9 +376,13 @@ class VulkanBackend final : public detail::Backend {
       if (!signature.empty() && !replay) keep(ctx, std::move(signature), state, counts, done);
       done->submitted(value, std::move(state), std::move(entries), late);
     } catch (const Error& e) {
+      // Named as the caller recorded it: an entry encode added is part of a recorded one.
+      const std::size_t at = std::min(i, entries.size() - 1);
+      const bool mapped = at < origins.serves.size();
       done->finished(nullptr, std::make_exception_ptr(entry_error(
-                                  entries[std::min(i, entries.size() - 1)], std::min(i, entries.size() - 1),
-                                  entries.size(), e, Device{DeviceKind::vulkan, detail::device_of(entries.front())})));
+                                  entries[mapped ? origins.serves[at] : at], mapped ? origins.position[at] : at,
+                                  mapped ? origins.recorded : entries.size(), e,
+                                  Device{DeviceKind::vulkan, detail::device_of(entries.front())})));
     } catch (const std::exception& e) {
       done->finished(
           nullptr, std::make_exception_ptr(Error(

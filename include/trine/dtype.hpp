@@ -13,6 +13,8 @@ enum class DType : std::uint8_t { f32, f16, bf16, i32 };
 
 constexpr std::size_t dtype_size(DType t) noexcept { return t == DType::f16 || t == DType::bf16 ? 2 : 4; }
 constexpr bool dtype_is_float(DType t) noexcept { return t != DType::i32; }
+// f16 or bf16: the storage-only dtypes.
+constexpr bool dtype_is_16bit(DType t) noexcept { return t == DType::f16 || t == DType::bf16; }
 const char* dtype_name(DType t) noexcept;
 // The dtype of an op's result from two floating inputs: their dtype when they share it, else f32
 // (f16 with bf16, or either with f32: neither 16-bit format holds the other's values).

@@ -350,7 +350,7 @@ void run_where(const KernelTable&, const trine::detail::OpCall& call) {
   const bool cond_i32 = cd == DType::i32;
   // An f16 or bf16 tensor among them: each row a chunk at a time, every operand widened to f32 in
   // L1 (an i32 cond too: a nonzero i32 widens to a nonzero float), a 16-bit result rounded once.
-  const bool wide = is_16bit(cd) || ad != DType::f32 || bd != DType::f32 || yd != DType::f32;
+  const bool wide = dtype_is_16bit(cd) || ad != DType::f32 || bd != DType::f32 || yd != DType::f32;
   parallel_for(rows, grain_for(inner, grain_cheap), [&](i64 r0, i64 r1) {
     for (i64 r = r0; r < r1; ++r) {
       i64 off[3] = {0, 0, 0};

@@ -92,7 +92,7 @@ struct OpKernel {
   bool checks_on_device = false;
   // Its kernels read (and write) f16 and bf16 tensors. The op table lets most ops take them (issue
   // 32), but a kernel written for f32 would read their bytes as f32: without this, a call with a
-  // 16-bit tensor is refused, naming the reason (cuda_launch.cpp's refusal).
+  // 16-bit tensor runs as its f32 form between casts (backends/widen.hpp, cuda_backend.cpp's encode).
   bool takes_16bit = false;
 };
 

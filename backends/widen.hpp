@@ -1,0 +1,34 @@
+// f16 and bf16 through a GPU kernel that reads and writes f32 only (issue 32's first GPU slice):
+// the call runs as its f32 form between casts. Each 16-bit input is cast into an f32 temporary,
+// the kernel writes an f32 temporary where the output is 16-bit, and one cast rounds that into the
+// output: the op computes in f32 and rounds its result once, as on the cpu, at the cost of a pass
+// over each 16-bit tensor more. A backend asks its kernel for the call first (its own 16-bit
+// kernels are faster) and widens only what that refuses; both GPU backends use these.
+#pragma once
+
+#include <vector>
+
+#include "backends/backend.hpp"
+
+namespace trine::detail {
+
+// `call` with every f16/bf16 input and a f16/bf16 output replaced by f32 tensors of the same
+// shapes, contiguous: what the f32 kernel is asked about. Phantoms (no memory) when `backend` is
+// given, for supports(); fresh temporaries on the call's device otherwise, for encode() (may throw
+// Error(out_of_memory)). The other tensors are the call's own.
+OpCall widened_call(const OpCall& call, Backend* phantom_of);
+
+// The casts around `wide` (from widened_call(call, nullptr)) that make it compute `call`: the
+// casts into its temporaries before it, in input order, and the cast of its output into call's
+// after it (none when the output is already f32 or i32).
+struct Widened {
+  std::vector<OpCall> before;
+  OpCall call;
+  std::vector<OpCall> after;
+};
+Widened widen(const OpCall& call);
+
+// The cast of `from` into `to` (same shape; `to` contiguous), as an entry.
+OpCall cast_call(const Tensor& from, const Tensor& to);
+
+}  // namespace trine::detail
