@@ -190,6 +190,14 @@ class Backend {
   // relies on this answer to place calls that are not pinned.
   virtual bool supports(const OpCall& call) const = 0;
 
+  // Optional: whether this backend runs `call` (one supports() accepts) as its f32 form between
+  // casts of its f16/bf16 tensors (backends/widen.hpp) rather than in a kernel that reads them. For
+  // trine::debug::runs_between_casts.
+  virtual bool widens(const OpCall& call) const {
+    (void)call;
+    return false;
+  }
+
   // Optional: why supports(call) is false, in words for the error a pinned call gets ("input 0
   // binds 180 MB, over ..."; no leading "[op]"), or empty when there is nothing to add to "not
   // supported". Only asked on that error path, and for the dispatcher's log.

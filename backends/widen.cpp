@@ -2,7 +2,9 @@
 
 #include <memory>
 
+#include "ops/rules.hpp"
 #include "tensor/make.hpp"
+#include "trine/debug.hpp"
 
 namespace trine::detail {
 namespace {
@@ -49,3 +51,29 @@ Widened widen(const OpCall& call) {
 }
 
 }  // namespace trine::detail
+
+namespace trine::debug {
+
+bool runs_between_casts(OpKind op, std::span<const Tensor> inputs, const OpParams& params) {
+  const char* name = op_info(op).name;
+  if (inputs.empty() || !inputs[0].defined())
+    throw Error(ErrorCode::invalid_argument, std::string("[runs_between_casts] ") + name + " needs its inputs");
+  const detail::InferredOutput out = detail::infer_op(op, inputs, params);
+  const Device device = inputs[0].device();
+  detail::Backend& backend = detail::backend_for(device, name);
+  detail::OpCall call;
+  call.op = op;
+  call.inputs.assign(inputs.begin(), inputs.end());
+  call.params = params;
+  const auto bytes = static_cast<std::size_t>(out.shape.numel()) * dtype_size(out.dtype);
+  call.output = Tensor(std::make_shared<detail::Storage>(&backend, device, nullptr, bytes), out.shape,
+                       contiguous_strides(out.shape), 0, out.dtype);
+  if (!backend.supports(call)) {
+    const std::string why = backend.unsupported_reason(call);
+    throw Error(ErrorCode::unsupported, std::string("[runs_between_casts] ") + device.str() + " does not run " + name +
+                                            " for these inputs" + (why.empty() ? "" : ": " + why));
+  }
+  return backend.widens(call);
+}
+
+}  // namespace trine::debug

@@ -230,3 +230,30 @@ TEST_CASE("16-bit calls pinned to the device under test: sync, async and a repla
     CHECK(far == 0);
   }
 }
+
+TEST_CASE("which 16-bit calls read their tensors in a kernel of their own and which run between casts",
+          "[dtypes][numerics]") {
+  const Device dev = test::test_device();
+  const Tensor h = Tensor::random({4, 16}, 1, -1, 1, DType::f16, dev), b = Tensor::random({4, 16}, 2, -1, 1, DType::bf16, dev),
+               f = Tensor::random({4, 16}, 3, -1, 1, DType::f32, dev), hw = Tensor::random({16, 16}, 4, -1, 1, DType::f16, dev);
+  const Tensor c = Tensor::random({16}, 5, -1, 1, DType::f16, dev);
+  auto between = [](OpKind op, std::vector<Tensor> in, OpParams p) { return debug::runs_between_casts(op, in, p); };
+  const bool gpu = dev.kind != DeviceKind::cpu, cuda = dev.kind == DeviceKind::cuda;
+  INFO(dev.str());
+  CHECK_FALSE(between(OpKind::relu, {f}, ActParams{}));  // no 16-bit tensor: nothing to cast
+  // cuda's element-wise kernels read and write 16-bit; Vulkan's not yet
+  CHECK(between(OpKind::relu, {h}, ActParams{}) == (gpu && !cuda));
+  CHECK(between(OpKind::scale, {b}, ScaleParams{2, 1}) == (gpu && !cuda));
+  CHECK(between(OpKind::bias_act, {h, c}, BiasActParams{Activation::gelu, 0, 0}) == (gpu && !cuda));
+  CHECK(between(OpKind::add, {h, h}, NoParams{}) == (gpu && !cuda));
+  CHECK(between(OpKind::where, {f, b, b}, NoParams{}) == (gpu && !cuda));
+  // a call mixing dtypes runs between casts on every GPU backend; so do the families without
+  // 16-bit kernels yet
+  CHECK(between(OpKind::add, {h, b}, NoParams{}) == gpu);
+  CHECK(between(OpKind::softmax, {h}, AxisParams{-1}) == gpu);
+  // matmul and the copy family read 16-bit everywhere
+  CHECK_FALSE(between(OpKind::matmul, {h, hw}, MatmulParams{}));
+  CHECK_FALSE(between(OpKind::cast, {h}, CastParams{DType::f32}));
+  // bad inputs fail as the op would
+  CHECK_THROWS_AS(between(OpKind::add, {h, Tensor::random({3}, 6, -1, 1, DType::f16, dev)}, NoParams{}), Error);
+}

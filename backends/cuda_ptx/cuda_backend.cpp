@@ -376,12 +376,18 @@ class CudaBackend final : public detail::Backend {
       if (t.defined() && t.device().kind != DeviceKind::cuda) return false;
     if (!call.output.is_contiguous()) return false;
     const int sm = devices_[static_cast<std::size_t>(call.output.device().index)].sm;
-    return can_launch(call, sm) || widens(call, sm);
+    return can_launch(call, sm) || widens_at(call, sm);
+  }
+
+  bool widens(const detail::OpCall& call) const override {
+    if (!detail::has_16bit(call)) return false;
+    const int sm = devices_[static_cast<std::size_t>(call.output.device().index)].sm;
+    return !can_launch(call, sm) && widens_at(call, sm);
   }
 
   // A 16-bit call whose kernel reads and writes f32 only runs as its f32 form between casts
   // (backends/widen.hpp; encode inserts them): when the f32 form and each cast have a kernel.
-  bool widens(const detail::OpCall& call, int sm) const {
+  bool widens_at(const detail::OpCall& call, int sm) const {
     if (!detail::has_16bit(call)) return false;
     auto* self = const_cast<CudaBackend*>(this);  // phantoms name their backend; nothing is allocated
     const detail::OpCall wide = detail::widened_call(call, self);

@@ -146,7 +146,7 @@ class VulkanBackend final : public detail::Backend {
 
   // A 16-bit call whose kernel reads and writes f32 only runs as its f32 form between casts
   // (backends/widen.hpp; encode inserts them): when the f32 form and each cast run on the device.
-  bool widens(const detail::OpCall& call) const {
+  bool widens(const detail::OpCall& call) const override {
     if (!detail::has_16bit(call) || supports_op(call)) return false;
     const int index = call.output.device().index;
     const DeviceCaps& caps = instance_->caps(index);

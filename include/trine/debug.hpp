@@ -4,6 +4,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -34,6 +35,12 @@ std::string cpu_bf16_matmul();
 // "direct" or "implicit_gemm". The conformance tests bound Winograd F(4x4,3x3)'s error more widely
 // (docs/ops.md). Error(invalid_argument) for shapes conv2d would reject, or a bad TRINE_CPU_WINOGRAD.
 std::string cpu_conv2d_path(const Shape& x, const Shape& w, const Conv2dParams& p);
+
+// Whether `op` on these inputs, on their device, runs as its f32 kernel between casts of its f16 and
+// bf16 tensors (a GPU backend's op without a 16-bit kernel yet: docs/ops.md, "Dtypes") rather than in
+// a kernel that reads them. False for calls without 16-bit tensors and on the cpu. Errors as the op
+// would raise them for bad inputs; Error(unsupported) when the device does not run the call at all.
+bool runs_between_casts(OpKind op, std::span<const Tensor> inputs, const OpParams& params);
 
 // One empty submission on `device` (no commands), waited for: the driver's floor under a sync
 // call, for benchmarks (trine-bench prints a sync call's fixed cost next to it). Vulkan devices

@@ -1,6 +1,8 @@
 // add/sub/mul/div/minimum/maximum and where(cond, a, b) with numpy broadcasting: the output is
 // contiguous, each input is read through element strides over the output's (collapsed, at most 4)
-// dims, 0 where it broadcasts.
+// dims, 0 where it broadcasts. One configuration per op, addressing and storage dtype (f32, f16,
+// bf16: a, b and y all in it, computed in f32 and rounded once as stored); a call mixing dtypes
+// runs in f32 between casts (backends/widen.hpp).
 #include <algorithm>
 #include <vector>
 
@@ -16,26 +18,28 @@ struct BinaryConfig {
   std::string_view name;
   OpKind op;              // add, sub, mul, div, minimum, maximum, or where
   bool broadcast;         // read through the strides (bcast), or each input at i (contig)
-  Elem cond = Elem::f32;  // where: how the condition is stored (f32 or i32)
+  Elem e = Elem::f32;     // how a, b and y are stored
+  Elem cond = Elem::f32;  // where: how the condition is stored (f32, i32, or f16 for both 16-bit formats)
 };
+// clang-format off
+#define TRINE_BINARY(op) \
+    {#op "_contig", OpKind::op, false},                  {#op "_bcast", OpKind::op, true}, \
+    {#op "_f16_contig", OpKind::op, false, Elem::f16},   {#op "_f16_bcast", OpKind::op, true, Elem::f16}, \
+    {#op "_bf16_contig", OpKind::op, false, Elem::bf16}, {#op "_bf16_bcast", OpKind::op, true, Elem::bf16}
+#define TRINE_WHERE(cond, c) \
+    {"where_" cond "_contig", OpKind::where, false, Elem::f32, c}, \
+    {"where_" cond "_bcast", OpKind::where, true, Elem::f32, c}, \
+    {"where_" cond "_f16_contig", OpKind::where, false, Elem::f16, c}, \
+    {"where_" cond "_f16_bcast", OpKind::where, true, Elem::f16, c}, \
+    {"where_" cond "_bf16_contig", OpKind::where, false, Elem::bf16, c}, \
+    {"where_" cond "_bf16_bcast", OpKind::where, true, Elem::bf16, c}
 constexpr BinaryConfig configs[] = {
-    {"add_contig", OpKind::add, false},
-    {"add_bcast", OpKind::add, true},
-    {"sub_contig", OpKind::sub, false},
-    {"sub_bcast", OpKind::sub, true},
-    {"mul_contig", OpKind::mul, false},
-    {"mul_bcast", OpKind::mul, true},
-    {"div_contig", OpKind::div, false},
-    {"div_bcast", OpKind::div, true},
-    {"minimum_contig", OpKind::minimum, false},
-    {"minimum_bcast", OpKind::minimum, true},
-    {"maximum_contig", OpKind::maximum, false},
-    {"maximum_bcast", OpKind::maximum, true},
-    {"where_f32_contig", OpKind::where, false, Elem::f32},
-    {"where_f32_bcast", OpKind::where, true, Elem::f32},
-    {"where_i32_contig", OpKind::where, false, Elem::i32},
-    {"where_i32_bcast", OpKind::where, true, Elem::i32},
+    TRINE_BINARY(add), TRINE_BINARY(sub), TRINE_BINARY(mul), TRINE_BINARY(div), TRINE_BINARY(minimum),
+    TRINE_BINARY(maximum), TRINE_WHERE("f32", Elem::f32), TRINE_WHERE("i32", Elem::i32), TRINE_WHERE("b16", Elem::f16),
 };
+#undef TRINE_BINARY
+#undef TRINE_WHERE
+// clang-format on
 
 std::string generate(std::size_t config, Target target) {
   const BinaryConfig& cfg = config_at(configs, config, "binary");
@@ -46,7 +50,7 @@ std::string generate(std::size_t config, Target target) {
   k.set_max_threads(block_threads);
   std::vector<Reg<U64>> base;
   for (const std::string& name : inputs) base.push_back(global_ptr<U32>(k, param<U64>(k, name)).base);
-  Ptr<Global, F32> y = param_ptr<F32>(k, "y");
+  Reg<U64> y = global_ptr<U32>(k, param<U64>(k, "y")).base;
   Reg<U64> n = param<U64>(k, "n");
   std::array<Reg<U64>, 3> dims;  // output dims 1..3 (dim 0 is what remains)
   for (int d = 0; d < 3; ++d) dims[d] = param<U64>(k, "d" + std::to_string(d + 1));
@@ -68,12 +72,17 @@ std::string generate(std::size_t config, Target target) {
         for (std::size_t in = 0; in < inputs.size(); ++in) at[in] = fma(k, idx, V<U64>(strides[in][d]), V<U64>(at[in]));
       }
     }
-    auto value = [&](std::size_t in) { return ld(k, element(k, Ptr<Global, F32>{base[in], 0}, at[in])); };
+    auto value = [&](std::size_t in) { return load_f32(k, cfg.e, base[in], at[in]); };
     Reg<F32> r;
     if (where) {
-      // Nonzero: any bit set but an f32's sign (-0 is zero, NaN is not).
-      Reg<U32> bits = ld(k, element(k, Ptr<Global, U32>{base[0], 0}, at[0]));
-      if (cfg.cond == Elem::f32) bits = and_(k, bits, V<U32>(0x7fffffffu));
+      // Nonzero: any bit set but a float's sign (-0 is zero, NaN is not).
+      Reg<U32> bits;
+      if (cfg.cond == Elem::f16) {
+        bits = and_(k, cvt<U32>(k, ld(k, element(k, Ptr<Global, U16>{base[0], 0}, at[0]))), V<U32>(0x7fffu));
+      } else {
+        bits = ld(k, element(k, Ptr<Global, U32>{base[0], 0}, at[0]));
+        if (cfg.cond == Elem::f32) bits = and_(k, bits, V<U32>(0x7fffffffu));
+      }
       r = selp<F32>(k, value(1), value(2), setp(k, Cmp::ne, bits, V<U32>(0u)));
     } else {
       Reg<F32> va = value(0), vb = value(1);
@@ -84,7 +93,7 @@ std::string generate(std::size_t config, Target target) {
           : cfg.op == OpKind::minimum ? min_nan(k, va, vb)
                                       : max_nan(k, va, vb);  // maximum
     }
-    st(k, element(k, y, i), V<F32>(r));
+    store_f32(k, cfg.e, y, i, r);
   });
   return module_text(k);
 }
@@ -105,8 +114,8 @@ const Generator& binary_generator() {
                      ops,
                      config_names(configs),
                      generate,
-                     "a: f32*, b: f32* (where_*: c: f32* or i32* first, true where nonzero), y: f32* (contiguous "
-                     "output), n: u64 output elements, d1, d2, d3: u64 (output dims 1..3 after collapsing to 4 dims, "
+                     "a: f32*, b: f32* (*_f16_* / *_bf16_*: f16* / bf16*; where_*: c: f32*, i32* or (b16) f16* or "
+                     "bf16* first, true where nonzero), y: as a (contiguous output), n: u64 output elements, d1, d2, d3: u64 (output dims 1..3 after collapsing to 4 dims, "
                      "1 where unused; never 0), then per input (c_s0..c_s3,) a_s0..a_s3, b_s0..b_s3: s64 element "
                      "strides (0 where broadcast); *_contig reads each input at i and ignores the dims and strides; "
                      "minimum/maximum give NaN when either input is NaN",
@@ -138,9 +147,15 @@ std::optional<Steps> plan(const OpCall& c, int, const Resources&, bool) {
   for (std::size_t i = 0; i < lead; ++i) slabs *= dims[i].size;
   bool dense = contiguous_inputs(c);
   for (const Tensor& t : c.inputs) dense = dense && t.shape() == c.output.shape();
-  const Elem cond = c.op == OpKind::where ? elem_of(c.inputs[0].dtype()) : Elem::f32;
+  // a, b and y of one dtype (where's condition aside); a call mixing them runs between casts
+  const std::size_t first_value = c.op == OpKind::where ? 1 : 0;
+  for (std::size_t k = first_value; k < c.inputs.size(); ++k)
+    if (c.inputs[k].dtype() != c.output.dtype()) return std::nullopt;
+  const Elem e = elem_of(c.output.dtype());
+  Elem cond = c.op == OpKind::where ? elem_of(c.inputs[0].dtype()) : Elem::f32;
+  if (cond == Elem::bf16) cond = Elem::f16;  // the same test on the same bits
   const std::size_t config = config_index(configs, "binary", [&](const BinaryConfig& b) {
-    return b.op == c.op && b.broadcast == !dense && b.cond == cond;
+    return b.op == c.op && b.broadcast == !dense && b.e == e && b.cond == cond;
   });
   for (i64 s = 0; s < slabs; ++s) {
     std::array<i64, 3> offset{};
@@ -155,7 +170,8 @@ std::optional<Steps> plan(const OpCall& c, int, const Resources&, bool) {
       const Tensor& t = c.inputs[k];
       pl.args.add(Args::device_ptr(t) + static_cast<CUdeviceptr>(offset[k] * static_cast<i64>(dtype_size(t.dtype()))));
     }
-    pl.args.add(Args::device_ptr(c.output) + static_cast<CUdeviceptr>(s * slab * 4));
+    pl.args.add(Args::device_ptr(c.output) +
+                static_cast<CUdeviceptr>(s * slab * static_cast<i64>(dtype_size(c.output.dtype()))));
     pl.args.add(static_cast<std::uint64_t>(slab));
     for (std::size_t i = 1; i < per_launch; ++i) pl.args.add(static_cast<std::uint64_t>(d[i]));
     for (std::size_t in = 0; in < c.inputs.size(); ++in)
@@ -168,7 +184,7 @@ std::optional<Steps> plan(const OpCall& c, int, const Resources&, bool) {
 
 void register_binary(CudaOps& r) {
   r.generators.push_back(&binary_generator());
-  for (OpKind op : binary_generator().ops) r.ops.add(op, OpKernel{plan});
+  for (OpKind op : binary_generator().ops) r.ops.add(op, OpKernel{plan, nullptr, false, true});
 }
 
 }  // namespace trine::cuda::kernels
