@@ -241,12 +241,19 @@ TEST_CASE("which 16-bit calls read their tensors in a kernel of their own and wh
   const bool gpu = dev.kind != DeviceKind::cpu, cuda = dev.kind == DeviceKind::cuda;
   INFO(dev.str());
   CHECK_FALSE(between(OpKind::relu, {f}, ActParams{}));  // no 16-bit tensor: nothing to cast
-  // cuda's element-wise kernels read and write 16-bit; Vulkan's not yet
+  // cuda's element-wise, reduction, norm and rope kernels read and write 16-bit; Vulkan's not yet
   CHECK(between(OpKind::relu, {h}, ActParams{}) == (gpu && !cuda));
   CHECK(between(OpKind::scale, {b}, ScaleParams{2, 1}) == (gpu && !cuda));
   CHECK(between(OpKind::bias_act, {h, c}, BiasActParams{Activation::gelu, 0, 0}) == (gpu && !cuda));
   CHECK(between(OpKind::add, {h, h}, NoParams{}) == (gpu && !cuda));
   CHECK(between(OpKind::where, {f, b, b}, NoParams{}) == (gpu && !cuda));
+  CHECK(between(OpKind::sum, {h}, ReduceParams{-1}) == (gpu && !cuda));
+  CHECK(between(OpKind::max, {b}, ReduceParams{0}) == (gpu && !cuda));
+  CHECK(between(OpKind::argmax, {h}, ReduceParams{0}) == (gpu && !cuda));
+  CHECK(between(OpKind::rmsnorm, {h, c}, NormParams{}) == (gpu && !cuda));
+  CHECK(between(OpKind::layernorm, {b}, NormParams{}) == (gpu && !cuda));
+  CHECK(between(OpKind::rope, {h}, RopeParams{}) == (gpu && !cuda));
+  CHECK(between(OpKind::rmsnorm, {h, Tensor::random({16}, 7, -1, 1, DType::f32, dev)}, NormParams{}) == gpu);
   // a call mixing dtypes runs between casts on every GPU backend; so do the families without
   // 16-bit kernels yet
   CHECK(between(OpKind::add, {h, b}, NoParams{}) == gpu);

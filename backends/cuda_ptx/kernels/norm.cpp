@@ -3,7 +3,8 @@
 // gamma and beta are optional: a null pointer means 1 and 0. A row whose squares leave the f32
 // range (|x| above ~1.8e19, a sum of squares above FLT_MAX, squares that underflow) is redone
 // scaled by a power of two, as the cpu kernels do, so the result is right wherever it is
-// representable.
+// representable. One configuration per storage dtype (f32, f16, bf16: x, gamma, beta and y all in
+// it; the statistics in f32, the result rounded once); a call mixing dtypes runs between casts.
 #include "backends/cuda_ptx/kernels/common.hpp"
 #include "backends/cuda_ptx/kernels/plan.hpp"
 
@@ -18,8 +19,13 @@ constexpr int warps_per_block = block_threads / 32;
 struct NormConfig {
   std::string_view name;
   OpKind op;  // layernorm or rmsnorm
+  Elem e;     // how x, gamma, beta and y are stored
 };
-constexpr NormConfig configs[] = {{"layernorm", OpKind::layernorm}, {"rmsnorm", OpKind::rmsnorm}};
+constexpr NormConfig configs[] = {
+    {"layernorm", OpKind::layernorm, Elem::f32}, {"layernorm_f16", OpKind::layernorm, Elem::f16},
+    {"layernorm_bf16", OpKind::layernorm, Elem::bf16}, {"rmsnorm", OpKind::rmsnorm, Elem::f32},
+    {"rmsnorm_f16", OpKind::rmsnorm, Elem::f16}, {"rmsnorm_bf16", OpKind::rmsnorm, Elem::bf16},
+};
 
 std::string generate(std::size_t config, Target target) {
   const NormConfig& cfg = config_at(configs, config, "norm");
@@ -30,16 +36,16 @@ std::string generate(std::size_t config, Target target) {
   // nothing. The other targets fit in 32-40 registers without the hint (tests/ptx_tests.cpp
   // prints each target's registers and occupancy).
   k.set_max_threads(block_threads, layer && target == Target::sm_90 ? 6 : 0);
-  Ptr<Global, F32> x = param_ptr<F32>(k, "x");
+  Reg<U64> x = global_ptr<U32>(k, param<U64>(k, "x")).base;
   Reg<U64> gamma_raw = param<U64>(k, "gamma");
   Reg<U64> beta_raw = param<U64>(k, "beta");
-  Ptr<Global, F32> y = param_ptr<F32>(k, "y");
+  Reg<U64> y = global_ptr<U32>(k, param<U64>(k, "y")).base;
   Reg<U64> rows = param<U64>(k, "rows");
   Reg<U32> n = param<U32>(k, "n");
   Reg<F32> eps = param<F32>(k, "eps");
   Reg<Pred> has_gamma = setp(k, Cmp::ne, gamma_raw, V<U64>(0u));
   Reg<Pred> has_beta = setp(k, Cmp::ne, beta_raw, V<U64>(0u));
-  Ptr<Global, F32> gamma = global_ptr<F32>(k, gamma_raw), beta = global_ptr<F32>(k, beta_raw);
+  Reg<U64> gamma = global_ptr<U32>(k, gamma_raw).base, beta = global_ptr<U32>(k, beta_raw).base;
   Reg<F32> inv_n = rcp_rn(k, cvt<F32>(k, n, Round::rn));
 
   Reg<U32> tid = special(k, Special::tid_x);
@@ -52,7 +58,7 @@ std::string generate(std::size_t config, Target target) {
     auto at = [&](Reg<U32> j) { return add(k, base, V<U64>(to_u64(k, j))); };
     // x[j] times `pre`, a power of two (exact), or x[j] itself.
     auto load = [&](Reg<U32> j, std::optional<Reg<F32>> pre) {
-      Reg<F32> v = ld(k, element(k, x, at(j)));
+      Reg<F32> v = load_f32(k, cfg.e, x, at(j));
       return pre ? mul(k, v, V<F32>(*pre)) : v;
     };
     // The row's mean (0 for rmsnorm) and mean square deviation, of x * pre.
@@ -119,14 +125,14 @@ std::string generate(std::size_t config, Target target) {
       Reg<F32> g = mov<F32>(k, 1.0f);
       {
         Kernel::Guard guard(k, has_gamma, false);
-        ld_to(k, g, element(k, gamma, j));
+        assign(k, g, V<F32>(load_f32(k, cfg.e, gamma, to_u64(k, j))));
       }
       Reg<F32> b = mov<F32>(k, 0.0f);
       if (layer) {
         Kernel::Guard guard(k, has_beta, false);
-        ld_to(k, b, element(k, beta, j));
+        assign(k, b, V<F32>(load_f32(k, cfg.e, beta, to_u64(k, j))));
       }
-      st(k, element(k, y, at(j)), V<F32>(fma(k, v, V<F32>(g), V<F32>(b))));
+      store_f32(k, cfg.e, y, at(j), fma(k, v, V<F32>(g), V<F32>(b)));
     });
   });
   return module_text(k);
@@ -145,8 +151,8 @@ const Generator& norm_generator() {
       {OpKind::layernorm, OpKind::rmsnorm},
       config_names(configs),
       generate,
-      "x: f32* (contiguous [rows, n]), gamma: f32* [n] or 0, beta: f32* [n] or 0 (rmsnorm ignores it), "
-      "y: f32*, rows: u64, n: u32, eps: f32",
+      "x: f32* (contiguous [rows, n]; *_f16 / *_bf16: f16* / bf16*), gamma: [n] as x, or 0, beta: [n] as x, or 0 "
+      "(rmsnorm ignores it), y: as x, rows: u64, n: u32, eps: f32",
       "sizes = {rows, n}; block 256, one warp per row; grid ceil(rows/8) (max 65535, rows beyond loop)",
       geometry};
   return g;
@@ -154,10 +160,14 @@ const Generator& norm_generator() {
 
 std::optional<Steps> plan(const OpCall& c, int, const Resources&, bool gathered) {
   if (!contiguous_inputs(c, gathered)) return std::nullopt;
+  for (const Tensor& t : c.inputs)
+    if (t.defined() && t.dtype() != c.output.dtype()) return std::nullopt;  // mixed: between casts
   const i64 n = c.inputs[0].dim(-1), rows = c.output.numel() / n;
   if (n > UINT32_MAX) return std::nullopt;
   Steps steps;
-  const std::size_t config = config_index(configs, "norm", [&](const NormConfig& e) { return e.op == c.op; });
+  const Elem e = elem_of(c.output.dtype());
+  const std::size_t config =
+      config_index(configs, "norm", [&](const NormConfig& cf) { return cf.op == c.op && cf.e == e; });
   Plan& pl = steps.add(norm_generator(), config, {rows, n});
   pl.args.add_ptr(c.inputs[0]);
   pl.args.add_ptr_or_null(c, 1);
@@ -173,7 +183,7 @@ std::optional<Steps> plan(const OpCall& c, int, const Resources&, bool gathered)
 
 void register_norm(CudaOps& r) {
   r.generators.push_back(&norm_generator());
-  for (OpKind op : {OpKind::layernorm, OpKind::rmsnorm}) r.ops.add(op, OpKernel{plan});
+  for (OpKind op : {OpKind::layernorm, OpKind::rmsnorm}) r.ops.add(op, OpKernel{plan, nullptr, false, true});
 }
 
 }  // namespace trine::cuda::kernels

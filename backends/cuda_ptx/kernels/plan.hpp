@@ -115,8 +115,9 @@ namespace kernels {
 const CudaOps& table();
 
 // kernels/reduce.cpp: a launch of reduce's kernel for `op` (sum, mean or max) over rows (`row`,
-// inner == 1) or columns, arguments still to add; dot sums its partial sums with it.
-Plan reduce_plan(OpKind op, bool row, std::vector<i64> sizes);
+// inner == 1) or columns of x stored as `e`, arguments still to add; dot sums its partial sums
+// with it.
+Plan reduce_plan(OpKind op, bool row, std::vector<i64> sizes, Elem e = Elem::f32);
 
 }  // namespace kernels
 

@@ -1,4 +1,5 @@
-// rope on interleaved pairs, with the angle reduced in f64.
+// rope on interleaved pairs, with the angle reduced in f64. One configuration per storage dtype of x
+// and y (f32, f16, bf16; computed in f32, rounded once).
 #include <cmath>
 
 #include "backends/cuda_ptx/kernels/common.hpp"
@@ -11,15 +12,16 @@ constexpr int block_threads = 256;
 
 struct RopeConfig {
   std::string_view name;
+  Elem e;  // how x and y are stored
 };
-constexpr RopeConfig configs[] = {{"f32"}};
+constexpr RopeConfig configs[] = {{"f32", Elem::f32}, {"f16", Elem::f16}, {"bf16", Elem::bf16}};
 
 std::string generate_rope(std::size_t config, Target target) {
   const RopeConfig& cfg = config_at(configs, config, "rope");
   Kernel k(kernel_name("rope", cfg.name), target);
   k.set_max_threads(block_threads);
-  Ptr<Global, F32> x = param_ptr<F32>(k, "x");
-  Ptr<Global, F32> y = param_ptr<F32>(k, "y");
+  Reg<U64> x = global_ptr<U32>(k, param<U64>(k, "x")).base;
+  Reg<U64> y = global_ptr<U32>(k, param<U64>(k, "y")).base;
   Ptr<Global, F64> inv_freq = param_ptr<F64>(k, "inv_freq");
   Reg<U64> pairs = param<U64>(k, "pairs");
   Reg<U64> len = param<U64>(k, "len");
@@ -58,12 +60,21 @@ std::string generate_rope(std::size_t config, Target target) {
     Reg<F32> s0 = selp<F32>(k, V<F32>(cp), V<F32>(sp), odd), c0 = selp<F32>(k, V<F32>(sp), V<F32>(cp), odd);
     Reg<F32> s = selp<F32>(k, V<F32>(neg(k, s0)), V<F32>(s0), neg_s);
     Reg<F32> c = selp<F32>(k, V<F32>(neg(k, c0)), V<F32>(c0), neg_c);
-    Ptr<Global, F32> src = element(k, x, shl(k, p, 1u));
-    Ptr<Global, F32> dst = element(k, y, shl(k, p, 1u));
-    auto v = ld_v<2>(k, src);  // pairs are 8-byte aligned: the row length D is even
+    Reg<U64> first = shl(k, p, 1u), second = add(k, first, V<U64>(std::uint64_t{1}));
+    std::array<Reg<F32>, 2> v;
+    if (cfg.e == Elem::f32) {
+      v = ld_v<2>(k, element(k, Ptr<Global, F32>{x, 0}, first));  // pairs are 8-byte aligned: D is even
+    } else {
+      v = {load_f32(k, cfg.e, x, first), load_f32(k, cfg.e, x, second)};
+    }
     Reg<F32> y0 = fma(k, v[0], V<F32>(c), V<F32>(neg(k, mul(k, v[1], V<F32>(s)))));
     Reg<F32> y1 = fma(k, v[0], V<F32>(s), V<F32>(mul(k, v[1], V<F32>(c))));
-    st_v<2>(k, dst, {y0, y1});
+    if (cfg.e == Elem::f32) {
+      st_v<2>(k, element(k, Ptr<Global, F32>{y, 0}, first), {y0, y1});
+    } else {
+      store_f32(k, cfg.e, y, first, y0);
+      store_f32(k, cfg.e, y, second, y1);
+    }
   });
   return module_text(k);
 }
@@ -80,7 +91,7 @@ const Generator& rope_generator() {
                            {OpKind::rope},
                            config_names(configs),
                            generate_rope,
-                           "x: f32* (contiguous [rows, D], 8-byte aligned), y: f32*, inv_freq: f64* [D/2] with "
+                           "x: f32* (contiguous [rows, D], 8-byte aligned; f16 / bf16: f16* / bf16*), y: as x, inv_freq: f64* [D/2] with "
                            "inv_freq[i] = base^(-2i/D) computed on the host in double, pairs: u64 = rows*D/2, len: "
                            "u64 (L, rows per sequence: row r has position position_offset + r % L), half_d: u64 = "
                            "D/2, position_offset: s64",
@@ -91,12 +102,14 @@ const Generator& rope_generator() {
 }
 
 std::optional<Steps> plan(const OpCall& c, int, const Resources& res, bool gathered) {
-  if (!contiguous_inputs(c, gathered)) return std::nullopt;
+  if (!contiguous_inputs(c, gathered) || c.inputs[0].dtype() != c.output.dtype()) return std::nullopt;
   const auto& p = std::get<RopeParams>(c.params);
   const i64 n_out = c.output.numel(), d = c.inputs[0].dim(-1), len = c.inputs[0].dim(-2);
   const CUdeviceptr table = res.kernels ? res.kernels->rope_frequencies(*res.api, res.stream, d, p.base) : 0;
   Steps steps;
-  Plan& pl = steps.add(rope_generator(), 0, {n_out / 2});
+  const Elem e = elem_of(c.output.dtype());
+  Plan& pl = steps.add(rope_generator(), config_index(configs, "rope", [&](const RopeConfig& r) { return r.e == e; }),
+                       {n_out / 2});
   pl.args.add_ptr(c.inputs[0]);
   pl.args.add_ptr(c.output);
   pl.args.add(table);
@@ -111,7 +124,7 @@ std::optional<Steps> plan(const OpCall& c, int, const Resources& res, bool gathe
 
 void register_rope(CudaOps& r) {
   r.generators.push_back(&rope_generator());
-  r.ops.add(OpKind::rope, OpKernel{plan});
+  r.ops.add(OpKind::rope, OpKernel{plan, nullptr, false, true});
 }
 
 }  // namespace trine::cuda::kernels
