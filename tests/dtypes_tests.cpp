@@ -254,6 +254,10 @@ TEST_CASE("which 16-bit calls read their tensors in a kernel of their own and wh
   CHECK(between(OpKind::layernorm, {b}, NormParams{}) == (gpu && !cuda));
   CHECK(between(OpKind::rope, {h}, RopeParams{}) == (gpu && !cuda));
   CHECK(between(OpKind::rmsnorm, {h, Tensor::random({16}, 7, -1, 1, DType::f32, dev)}, NormParams{}) == gpu);
+  // gemv reads 16-bit weights against a vector of any float dtype on cuda (a decode step)
+  CHECK(between(OpKind::gemv, {hw, c}, GemvParams{}) == (gpu && !cuda));
+  CHECK(between(OpKind::gemv, {hw, Tensor::random({16}, 8, -1, 1, DType::f32, dev)}, GemvParams{true}) ==
+        (gpu && !cuda));
   // a call mixing dtypes runs between casts on every GPU backend; so do the families without
   // 16-bit kernels yet
   CHECK(between(OpKind::add, {h, b}, NoParams{}) == gpu);
@@ -263,4 +267,19 @@ TEST_CASE("which 16-bit calls read their tensors in a kernel of their own and wh
   CHECK_FALSE(between(OpKind::cast, {h}, CastParams{DType::f32}));
   // bad inputs fail as the op would
   CHECK_THROWS_AS(between(OpKind::add, {h, Tensor::random({3}, 6, -1, 1, DType::f16, dev)}, NoParams{}), Error);
+}
+
+TEST_CASE("gemv with 16-bit weights against a vector of another dtype, both layouts", "[dtypes][numerics]") {
+  // A decode step's gemv: the weights stored f16 or bf16, the activations f32 (an f32 result) or
+  // the other 16-bit format; against the reference, on the device under test.
+  for (DType w : {DType::f16, DType::bf16}) {
+    for (DType x : {DType::f32, w == DType::f16 ? DType::bf16 : DType::f16}) {
+      for (bool trans : {false, true}) {
+        const Shape ws = trans ? Shape{53, 37} : Shape{37, 53};
+        test::check_op(OpKind::gemv, {test::make_input(ws, 40, test::View::contiguous, w), test::make_input({53}, 41, test::View::contiguous, x)},
+                       GemvParams{trans},
+                       std::string("weights ") + dtype_name(w) + ", x " + dtype_name(x) + (trans ? ", trans" : ""));
+      }
+    }
+  }
 }

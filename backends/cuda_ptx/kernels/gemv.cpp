@@ -1,6 +1,8 @@
 // dot and gemv. dot: each CTA writes one partial sum (a fixed order, so results repeat exactly);
 // reduce.sum_row over the partials finishes it. gemv: one warp per row of A (vector loads in the
-// _v4 config), or, transposed, one thread per output column so a warp reads one row segment.
+// _v4 config), or, transposed, one thread per output column so a warp reads one row segment. A and x
+// each f32, f16 or bf16 (16-bit weights against an f32 or 16-bit vector: a decode step), summed in
+// f32; y in their shared dtype, or f32 when they differ, rounded once.
 #include "backends/cuda_ptx/kernels/common.hpp"
 #include "backends/cuda_ptx/kernels/plan.hpp"
 
@@ -35,11 +37,26 @@ constexpr DotConfig dot_configs[] = {{"partial"}};
 
 struct GemvConfig {
   std::string_view name;
-  bool transposed;  // A is [k, m]: y = A^T x, a thread per output
-  bool vec4;        // four columns per lane per step (a, x 16-byte aligned, lda % 4 == 0)
+  bool transposed;      // A is [k, m]: y = A^T x, a thread per output
+  bool vec4;            // four columns per lane per step (a, x 16-byte aligned, lda % 4 == 0)
+  Elem a = Elem::f32;   // how A is stored
+  Elem x = Elem::f32;   // how x is stored (y: as both when they agree, else f32)
 };
 // n_v4 ships (ptxas compiles it for every target) but no plan picks it yet.
-constexpr GemvConfig gemv_configs[] = {{"n", false, false}, {"n_v4", false, true}, {"t", true, false}};
+// clang-format off
+#define TRINE_GEMV_DTYPES(form, t) \
+    {form "_f16_f16", t, false, Elem::f16, Elem::f16},   {form "_bf16_bf16", t, false, Elem::bf16, Elem::bf16}, \
+    {form "_f16_f32", t, false, Elem::f16, Elem::f32},   {form "_bf16_f32", t, false, Elem::bf16, Elem::f32}, \
+    {form "_f32_f16", t, false, Elem::f32, Elem::f16},   {form "_f32_bf16", t, false, Elem::f32, Elem::bf16}, \
+    {form "_f16_bf16", t, false, Elem::f16, Elem::bf16}, {form "_bf16_f16", t, false, Elem::bf16, Elem::f16}
+constexpr GemvConfig gemv_configs[] = {
+    {"n", false, false}, {"n_v4", false, true}, {"t", true, false},
+    TRINE_GEMV_DTYPES("n", false), TRINE_GEMV_DTYPES("t", true),
+};
+#undef TRINE_GEMV_DTYPES
+// clang-format on
+
+Elem gemv_out(const GemvConfig& cfg) { return cfg.a == cfg.x ? cfg.a : Elem::f32; }
 
 std::string generate_dot(std::size_t config, Target target) {
   const DotConfig& cfg = config_at(dot_configs, config, "dot");
@@ -64,21 +81,23 @@ std::string generate_gemv(std::size_t config, Target target) {
   const GemvConfig& cfg = config_at(gemv_configs, config, "gemv");
   Kernel k(kernel_name("gemv", cfg.name), target);
   k.set_max_threads(block_threads);
-  Ptr<Global, F32> a = param_ptr<F32>(k, "a");
-  Ptr<Global, F32> x = param_ptr<F32>(k, "x");
-  Ptr<Global, F32> y = param_ptr<F32>(k, "y");
+  Reg<U64> a_base = global_ptr<U32>(k, param<U64>(k, "a")).base;
+  Reg<U64> x_base = global_ptr<U32>(k, param<U64>(k, "x")).base;
+  Reg<U64> y_base = global_ptr<U32>(k, param<U64>(k, "y")).base;
+  Ptr<Global, F32> a{a_base, 0}, x{x_base, 0};
   Reg<U64> m = param<U64>(k, "m");
   Reg<U32> kk = param<U32>(k, "k");
   Reg<U64> lda = param<U64>(k, "lda");
+  const Elem out = gemv_out(cfg);
   if (cfg.transposed) {
     // y[col] = sum_r A[r*lda + col] x[r]: neighbouring threads read neighbouring columns.
     grid_stride(k, m, [&](Reg<U64> col) {
       Reg<F32> acc = mov<F32>(k, 0.0f);
       for_range<U32>(k, 0u, kk, 1u, [&](Reg<U32> r) {
-        Reg<F32> av = ld(k, element(k, a, fma(k, to_u64(k, r), V<U64>(lda), V<U64>(col))));
-        assign(k, acc, V<F32>(fma(k, av, V<F32>(ld(k, element(k, x, r))), V<F32>(acc))));
+        Reg<F32> av = load_f32(k, cfg.a, a_base, fma(k, to_u64(k, r), V<U64>(lda), V<U64>(col)));
+        assign(k, acc, V<F32>(fma(k, av, V<F32>(load_f32(k, cfg.x, x_base, to_u64(k, r))), V<F32>(acc))));
       });
-      st(k, element(k, y, col), V<F32>(acc));
+      store_f32(k, out, y_base, col, acc);
     });
     return module_text(k);
   }
@@ -88,7 +107,8 @@ std::string generate_gemv(std::size_t config, Target target) {
   Reg<U64> first = add(k, mul_wide(k, special(k, Special::ctaid_x), V<U32>(warps_per_block)), V<U64>(to_u64(k, warp)));
   Reg<U64> stride = mul_wide(k, special(k, Special::nctaid_x), V<U32>(warps_per_block));
   for_range<U64>(k, first, m, stride, [&](Reg<U64> row) {
-    Ptr<Global, F32> arow = element(k, a, mul(k, row, V<U64>(lda)));
+    Reg<U64> row_start = mul(k, row, V<U64>(lda));
+    Ptr<Global, F32> arow = element(k, a, row_start);
     Reg<F32> acc = mov<F32>(k, 0.0f);
     Reg<U32> tail_start = mov<U32>(k, 0u);
     if (cfg.vec4) {
@@ -102,11 +122,12 @@ std::string generate_gemv(std::size_t config, Target target) {
       assign(k, tail_start, V<U32>(k4));
     }
     for_range<U32>(k, add(k, tail_start, V<U32>(lane)), kk, 32u, [&](Reg<U32> c) {
-      assign(k, acc, V<F32>(fma(k, ld(k, element(k, arow, c)), V<F32>(ld(k, element(k, x, c))), V<F32>(acc))));
+      Reg<F32> av = load_f32(k, cfg.a, a_base, add(k, row_start, V<U64>(to_u64(k, c))));
+      assign(k, acc, V<F32>(fma(k, av, V<F32>(load_f32(k, cfg.x, x_base, to_u64(k, c))), V<F32>(acc))));
     });
     Reg<F32> total = warp_sum(k, acc);
     Kernel::Guard g(k, setp(k, Cmp::eq, lane, V<U32>(0u)), false);
-    st(k, element(k, y, row), V<F32>(total));
+    store_f32(k, out, y_base, row, total);
   });
   return module_text(k);
 }
@@ -144,7 +165,8 @@ const Generator& gemv_generator() {
                            {OpKind::gemv},
                            config_names(gemv_configs),
                            generate_gemv,
-                           "a: f32*, x: f32*, y: f32* [m], m: u64 outputs, k: u32 reduced length, lda: u64 (elements); "
+                           "a: f32*, x: f32*, y: f32* [m] (_<a>_<x>: A and x stored so, y in their dtype when they "
+                           "agree, else f32), m: u64 outputs, k: u32 reduced length, lda: u64 (elements); "
                            "n: A is [m, k] row stride lda; n_v4: same, a and x 16-byte aligned and lda % 4 == 0; "
                            "t: A is [k, m] row stride lda, y = A^T x",
                            "sizes = {m, k}; block 256; n/n_v4: one warp per row, grid ceil(m/8) (max 65535); "
@@ -164,8 +186,10 @@ std::optional<Steps> plan_gemv(const OpCall& c, int, const Resources&, bool gath
     return steps;
   }
   if (!contiguous_inputs(c, gathered) || k > UINT32_MAX) return std::nullopt;
-  const std::size_t config =
-      config_index(gemv_configs, "gemv", [&](const GemvConfig& g) { return g.transposed == p.trans && !g.vec4; });
+  const Elem ea = elem_of(a.dtype()), ex = elem_of(c.inputs[1].dtype());
+  const std::size_t config = config_index(gemv_configs, "gemv", [&](const GemvConfig& g) {
+    return g.transposed == p.trans && !g.vec4 && g.a == ea && g.x == ex;
+  });
   Plan& pl = steps.add(gemv_generator(), config, {m, k});
   pl.args.add_ptr(a);
   pl.args.add_ptr(c.inputs[1]);
@@ -210,7 +234,7 @@ std::optional<Steps> plan_dot(const OpCall& c, int, const Resources& res, bool g
 void register_gemv(CudaOps& r) {
   r.generators.push_back(&dot_generator());
   r.generators.push_back(&gemv_generator());
-  r.ops.add(OpKind::gemv, OpKernel{plan_gemv});
+  r.ops.add(OpKind::gemv, OpKernel{plan_gemv, nullptr, false, true});
   r.ops.add(OpKind::dot, OpKernel{plan_dot});
 }
 
