@@ -632,6 +632,22 @@ TEST_CASE("vulkan: tensors over maxStorageBufferRange: bound in pieces, or refus
     INFO("start " << start);
     REQUIRE(bad == 0);
   }
+  {
+    // f16: 80M + 1 elements = 160 MB, bound in pieces by unary_b16.comp (two elements a word): an
+    // odd start reads across words, an odd count ends in half a word.
+    const std::int64_t m = 80'000'001;
+    const Tensor h = Tensor::random({m}, seq(), -2.0f, 2.0f, DType::f16, k_vk);
+    const auto hh = h.to_vector();
+    for (std::int64_t start : {0, 3}) {
+      const auto got = scale(h.slice(0, start, m), 2.0f, 1.0f).to_vector();
+      REQUIRE(got.size() == static_cast<std::size_t>(m - start));
+      std::size_t bad = 0;
+      for (std::size_t i = 0; i < got.size(); ++i)
+        bad += got[i] != f16_to_f32(f32_to_f16(2.0f * hh[i + static_cast<std::size_t>(start)] + 1.0f));
+      INFO("f16, start " << start);
+      REQUIRE(bad == 0);
+    }
+  }
   if (capabilities().find("maxStorageBufferRange 128 MiB") != std::string::npos) {
     // An op that does not split its bindings yet: refused with the reason, never a wrong answer.
     try {

@@ -3,7 +3,9 @@
 // x + bias broadcast, then the activation). An activation's kernel is its formula in ops.def, a case
 // of activate() in shaders/common.glsl switched on the op's own code: a new TRINE_ACT row whose
 // formula calls existing primitives needs nothing here.
-// pow runs the shaders' _f64 variants (act_shader), where the device has shaderFloat64.
+// pow runs the shaders' _f64 variants (act_shader), where the device has shaderFloat64. f16 and bf16
+// activations and scale (x contiguous, of the result's dtype) run unary_b16.comp; other 16-bit calls
+// run between casts (backends/widen.hpp).
 #include <algorithm>
 
 #include "backends/vulkan/context.hpp"
@@ -14,6 +16,7 @@ namespace {
 
 constexpr std::uint32_t k_unary_elems = 16;  // per invocation: lavapipe pays per invocation
 constexpr std::uint32_t k_vec4_elems = 4;    // vec4s per invocation
+constexpr std::uint32_t k_b16_words = 8;     // 32-bit words (two elements) per invocation
 
 struct UnaryPush {
   std::uint32_t n, x_off, y_off;
@@ -24,7 +27,14 @@ struct Unary4Push {
   float alpha, beta;
 };
 
-bool supports_unary(const detail::OpCall& call) { return inputs_fit_u32(call) && inputs_f32(call); }
+bool supports_bias_act(const detail::OpCall& call) { return inputs_fit_u32(call) && inputs_f32(call); }
+
+// f32, or x contiguous in the result's 16-bit dtype (unary_b16.comp).
+bool supports_unary(const detail::OpCall& call) {
+  if (!inputs_fit_u32(call)) return false;
+  const Tensor& x = call.inputs[0];
+  return inputs_f32(call) || (dtype_is_16bit(x.dtype()) && x.dtype() == call.output.dtype() && x.is_contiguous());
+}
 
 // The alpha and beta activate() takes for an activation or scale.
 void unary_params(const detail::OpCall& call, float& alpha, float& beta) {
@@ -61,6 +71,29 @@ void limits_act(Limits& l, const detail::OpCall& call) {
   l.bind(call.output, "the output");
 }
 
+// f16 or bf16 x (contiguous) and y of one dtype: unary_b16.comp, in pieces of at most
+// maxStorageBufferRange as record_act's f32 pieces.
+void record_act_b16(Recorder& rec, const Tensor& x, const Tensor& y, OpKind act, float alpha, float beta) {
+  const TensorRef rx = ref_of(x), ry = ref_of(y);
+  const std::uint64_t n = static_cast<std::uint64_t>(y.numel());
+  const std::uint32_t type = dtype_code(y.dtype());
+  auto words = [](std::uint64_t elems) { return (elems + 1) / 2 * 4; };  // bytes of whole words
+  const std::uint64_t piece = (rec.caps().max_storage_buffer_range / 2 - 16) / 4096 * 4096;
+  for (std::uint64_t s = 0; s < n; s += piece) {
+    const std::uint64_t len = std::min(piece, n - s);
+    const std::uint64_t first = rx.offset + s;
+    const std::uint64_t x_byte = first * 2 / 16 * 16;
+    const std::uint64_t shift = first - x_byte / 2;
+    const bool whole = s == 0 && len == n && rx.range <= rec.caps().max_storage_buffer_range &&
+                       ry.range <= rec.caps().max_storage_buffer_range;
+    const Binding bx = whole ? bind_in(rx) : Binding{rx.alloc, false, x_byte, words(shift + len)};
+    const Binding by = whole ? bind_out(ry) : Binding{ry.alloc, true, s * 2, words(len)};
+    UnaryPush p{static_cast<std::uint32_t>(len), whole ? rx.offset : static_cast<std::uint32_t>(shift), 0, alpha, beta};
+    rec.dispatch(act_shader(act, "unary_b16", "unary_b16_f64"), {bx, by}, &p, sizeof(p),
+                 elementwise_groups((len + 1) / 2, k_b16_words), {k_elementwise_group, k_b16_words, op_code(act), type});
+  }
+}
+
 void record_act(Recorder& rec, const detail::OpCall& call) {
   const Tensor &x = call.inputs[0], &y = call.output;
   const TensorRef ry = ref_of(y);
@@ -69,6 +102,7 @@ void record_act(Recorder& rec, const detail::OpCall& call) {
   const OpKind act = call.op;  // activate()'s code is the op's own
   float alpha, beta;
   unary_params(call, alpha, beta);
+  if (dtype_is_16bit(y.dtype())) return record_act_b16(rec, x, y, act, alpha, beta);
   if (!x.is_contiguous()) return record_strided(rec, x, x, ry, y.shape(), OpKind::copy, act, alpha, beta);
   const TensorRef rx = ref_of(x);
   // Pieces of at most maxStorageBufferRange per binding (one piece unless the tensor is larger);
@@ -115,7 +149,7 @@ void register_unary(VulkanOps& r) {
 #include "trine/ops.def"
   // clang-format on
   r.add(OpKind::scale, act);  // activate()'s OP_scale: alpha * x + beta
-  r.add(OpKind::bias_act, {supports_unary, limits_bias_act, record_bias_act});
+  r.add(OpKind::bias_act, {supports_bias_act, limits_bias_act, record_bias_act});
 }
 
 }  // namespace trine::vulkan

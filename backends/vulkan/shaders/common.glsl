@@ -448,3 +448,34 @@ uint f16_to_f32_bits(uint h) {
   if (e == 31u) return s | 0x7F800000u | (m << 13);
   return s | ((e + 112u) << 23) | (m << 13);
 }
+
+// f32 bits as the bits of an f16 (rounded to nearest even, overflow to inf, NaN stays NaN,
+// subnormals kept) and of a bf16: the rounding of cast, in integer arithmetic (copy.comp and the
+// shaders that read and write 16-bit tensors).
+uint f32_bits_to_f16(uint b) {
+  uint s = (b >> 16) & 0x8000u, a = b & 0x7FFFFFFFu;
+  if (a >= 0x7F800000u) return s | (a > 0x7F800000u ? 0x7E00u : 0x7C00u);
+  if (a >= 0x477FF000u) return s | 0x7C00u;  // rounds past 65504
+  if (a < 0x38800000u) {                      // f16 subnormal (or zero): units of 2^-24
+    float f = uintBitsToFloat(a) * 16777216.0;
+    return s | uint(roundEven(f));
+  }
+  uint r = a - 0x38000000u;
+  r += 0xFFFu + ((r >> 13) & 1u);
+  return s | (r >> 13);
+}
+
+uint f32_bits_to_bf16(uint b) {
+  if ((b & 0x7FFFFFFFu) > 0x7F800000u) return ((b >> 16) | 0x40u) & 0xFFFFu;
+  return (b + 0x7FFFu + ((b >> 16) & 1u)) >> 16;
+}
+// A value rounded to a 16-bit dtype's bits (type 1: f16, 2: bf16).
+uint round16(float v, uint type) {
+  uint b = floatBitsToUint(v);
+  return type == 1u ? f32_bits_to_f16(b) : f32_bits_to_bf16(b);
+}
+// Half of a 32-bit word (the element at an odd index is the high half) as f32.
+float widen16(uint word, uint odd, uint type) {
+  uint h = (word >> (odd * 16u)) & 0xFFFFu;
+  return uintBitsToFloat(type == 1u ? f16_to_f32_bits(h) : h << 16);
+}

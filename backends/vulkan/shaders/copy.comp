@@ -24,19 +24,6 @@ layout(push_constant) uniform Push {
   uint str[8];
 } p;
 
-uint f32_bits_to_f16(uint b) {
-  uint s = (b >> 16) & 0x8000u, a = b & 0x7FFFFFFFu;
-  if (a >= 0x7F800000u) return s | (a > 0x7F800000u ? 0x7E00u : 0x7C00u);
-  if (a >= 0x477FF000u) return s | 0x7C00u;  // rounds past 65504
-  if (a < 0x38800000u) {                      // f16 subnormal (or zero): units of 2^-24
-    float f = uintBitsToFloat(a) * 16777216.0;
-    return s | uint(roundEven(f));
-  }
-  uint r = a - 0x38000000u;
-  r += 0xFFFu + ((r >> 13) & 1u);
-  return s | (r >> 13);
-}
-
 // An i32 (its bits) as the nearest f32, ties to even.
 uint i32_to_f32_bits(uint b) {
   if (b == 0u) return 0u;
@@ -62,11 +49,6 @@ uint f32_bits_to_i32(uint b) {
   uint m = (a & 0x7FFFFFu) | 0x800000u;
   uint v = e >= 23u ? m << (e - 23u) : m >> (23u - e);
   return neg ? ~v + 1u : v;
-}
-
-uint f32_bits_to_bf16(uint b) {
-  if ((b & 0x7FFFFFFFu) > 0x7F800000u) return ((b >> 16) | 0x40u) & 0xFFFFu;
-  return (b + 0x7FFFu + ((b >> 16) & 1u)) >> 16;
 }
 
 // Element i of the output, as f32 bits (through the strides).
