@@ -113,7 +113,7 @@ void broadcast_strides(const Tensor& t, const Shape& out, std::uint32_t* str) {
 }  // namespace
 
 void record_strided(Recorder& rec, const Tensor& a, const Tensor& b, const TensorRef& y, const Shape& out, OpKind op,
-                    OpKind act, float alpha, float beta) {
+                    OpKind act, float alpha, float beta, DType storage) {
   const std::uint64_t n = static_cast<std::uint64_t>(out.numel());
   if (n == 0) return;
   StridedPush p{};
@@ -126,6 +126,14 @@ void record_strided(Recorder& rec, const Tensor& a, const Tensor& b, const Tenso
   const TensorRef ra = ref_of(a), rb = ref_of(b);
   p.a_off = ra.offset, p.b_off = rb.offset;
   // y's offset is 0: outputs and temporaries are fresh allocations.
+  if (dtype_is_16bit(storage)) {
+    if (act == OpKind::pow)
+      throw Error(ErrorCode::internal, "[pow] binary_b16 has no double-precision pow (its callers run it in f32)");
+    rec.dispatch("binary_b16", {bind_in(ra), bind_in(rb), bind_out(y)}, &p, sizeof(p),
+                 elementwise_groups((n + 1) / 2, k_strided_elems),
+                 {k_elementwise_group, k_strided_elems, op_code(op), op_code(act), dtype_code(storage)});
+    return;
+  }
   rec.dispatch(act_shader(act, "binary", "binary_f64"), {bind_in(ra), bind_in(rb), bind_out(y)}, &p, sizeof(p),
                elementwise_groups(n, k_strided_elems),
                {k_elementwise_group, k_strided_elems, op_code(op), op_code(act)});

@@ -87,9 +87,10 @@ inline const char* act_shader(OpKind act, const char* plain, const char* f64) {
 
 // y (contiguous, numel of out) = act(a op b) with a and b read through broadcast strides
 // (binary.comp). op: add, sub, mul, div, minimum, maximum, or copy for a alone; act: an activation,
-// scale, or copy for the identity.
+// scale, or copy for the identity. `storage` f16 or bf16: a, b and y all stored so (binary_b16;
+// act must not be pow, which that variant does not compute in double).
 void record_strided(Recorder& rec, const Tensor& a, const Tensor& b, const TensorRef& y, const Shape& out, OpKind op,
-                    OpKind act, float alpha, float beta);
+                    OpKind act, float alpha, float beta, DType storage = DType::f32);
 
 // ---- the row reductions (reduce, gemv, softmax, norm) ----
 

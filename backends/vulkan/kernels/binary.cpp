@@ -8,7 +8,13 @@
 namespace trine::vulkan {
 namespace {
 
-bool supports_binary(const detail::OpCall& call) { return inputs_fit_u32(call) && inputs_f32(call); }
+// f32, or a, b and y all f16 or all bf16 (binary_b16).
+bool supports_binary(const detail::OpCall& call) {
+  if (!inputs_fit_u32(call)) return false;
+  const DType t = call.output.dtype();
+  return inputs_f32(call) ||
+         (dtype_is_16bit(t) && call.inputs[0].dtype() == t && call.inputs[1].dtype() == t);
+}
 
 void limits_binary(Limits& l, const detail::OpCall& call) {
   if (call.output.numel() == 0) return;
@@ -21,7 +27,7 @@ void record_binary(Recorder& rec, const detail::OpCall& call) {
   const Tensor& y = call.output;
   if (y.numel() == 0) return;
   // binary.comp's operation is the op's code (OP_add ... OP_maximum), with no activation after it.
-  record_strided(rec, call.inputs[0], call.inputs[1], ref_of(y), y.shape(), call.op, OpKind::copy, 0, 0);
+  record_strided(rec, call.inputs[0], call.inputs[1], ref_of(y), y.shape(), call.op, OpKind::copy, 0, 0, y.dtype());
 }
 
 // ---- where ----

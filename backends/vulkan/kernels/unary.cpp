@@ -27,13 +27,21 @@ struct Unary4Push {
   float alpha, beta;
 };
 
-bool supports_bias_act(const detail::OpCall& call) { return inputs_fit_u32(call) && inputs_f32(call); }
+// f32, or x, bias and y of one 16-bit dtype and no pow (binary_b16).
+bool supports_bias_act(const detail::OpCall& call) {
+  if (!inputs_fit_u32(call)) return false;
+  const DType t = call.output.dtype();
+  return inputs_f32(call) || (dtype_is_16bit(t) && call.inputs[0].dtype() == t && call.inputs[1].dtype() == t &&
+                              std::get<BiasActParams>(call.params).act != Activation::pow);
+}
 
-// f32, or x contiguous in the result's 16-bit dtype (unary_b16.comp).
+// f32, or x in the result's 16-bit dtype: unary_b16.comp, or binary_b16 for a view (whose pow would
+// not compute in double: such a call runs between casts).
 bool supports_unary(const detail::OpCall& call) {
   if (!inputs_fit_u32(call)) return false;
   const Tensor& x = call.inputs[0];
-  return inputs_f32(call) || (dtype_is_16bit(x.dtype()) && x.dtype() == call.output.dtype() && x.is_contiguous());
+  return inputs_f32(call) || (dtype_is_16bit(x.dtype()) && x.dtype() == call.output.dtype() &&
+                              (x.is_contiguous() || call.op != OpKind::pow));
 }
 
 // The alpha and beta activate() takes for an activation or scale.
@@ -102,8 +110,8 @@ void record_act(Recorder& rec, const detail::OpCall& call) {
   const OpKind act = call.op;  // activate()'s code is the op's own
   float alpha, beta;
   unary_params(call, alpha, beta);
-  if (dtype_is_16bit(y.dtype())) return record_act_b16(rec, x, y, act, alpha, beta);
-  if (!x.is_contiguous()) return record_strided(rec, x, x, ry, y.shape(), OpKind::copy, act, alpha, beta);
+  if (dtype_is_16bit(y.dtype()) && x.is_contiguous()) return record_act_b16(rec, x, y, act, alpha, beta);
+  if (!x.is_contiguous()) return record_strided(rec, x, x, ry, y.shape(), OpKind::copy, act, alpha, beta, y.dtype());
   const TensorRef rx = ref_of(x);
   // Pieces of at most maxStorageBufferRange per binding (one piece unless the tensor is larger);
   // each piece starts at an element multiple of 4096, so its binding offsets stay aligned.
@@ -136,7 +144,7 @@ void record_bias_act(Recorder& rec, const detail::OpCall& call) {
   const auto& p = std::get<BiasActParams>(call.params);
   // The identity is OP_copy's code: activate() passes x through.
   record_strided(rec, call.inputs[0], call.inputs[1], ref_of(y), y.shape(), OpKind::add,
-                 activation_op(p.act).value_or(OpKind::copy), p.alpha, p.beta);
+                 activation_op(p.act).value_or(OpKind::copy), p.alpha, p.beta, y.dtype());
 }
 
 }  // namespace
