@@ -24,6 +24,9 @@ struct ExpParts {
   Reg<S32> e;
 };
 ExpParts exp_parts(Kernel& k, Reg<F32> x, std::optional<Reg<F32>> x_lo = std::nullopt);
+// e^(x + p + x_lo) as m 2^e, x + p never rounded (gelu's e^(G - a^2/2): x = -a^2/2 exact, p = G):
+// m within 2.32u of e^(x + p + x_lo) / 2^e where x - k ln2_hi is exact (math.cpp).
+ExpParts exp_parts_sum(Kernel& k, Reg<F32> x, Reg<F32> p, Reg<F32> x_lo);
 // 2^t as m 2^e, m within 1.82u; t in [-173, 128].
 ExpParts exp2_parts(Kernel& k, Reg<F32> t);
 // 2^e for e in [-127, 127], exact, from the exponent field; e = -127 gives 0 (2^-127 is subnormal).
