@@ -70,7 +70,7 @@ constexpr float log2e_f32 = 1.44269504088896340736f;
 ExpParts exp_reduced(Kernel& k, Reg<F32> r, Reg<F32> kf) {
   Reg<F32> h = horner<F32, 7>(k, r, {1.0f / 2, 1.0f / 6, 1.0f / 24, 1.0f / 120, 1.0f / 720, 1.0f / 5040, 1.0f / 40320});
   Reg<F32> er = fma(k, fma(k, h, V<F32>(r), V<F32>(1.0f)), V<F32>(r), V<F32>(1.0f));
-  Reg<S32> ki = cvt<S32>(k, kf, Round::rzi);  // kf is an integer in [-173, 129]: exact
+  Reg<S32> ki = cvt<S32>(k, kf, Round::rzi);  // kf is an integer in [-173, 511]: exact
   return {er, ki};
 }
 }  // namespace

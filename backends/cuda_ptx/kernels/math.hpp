@@ -17,8 +17,9 @@ Reg<F32> exp_accurate(Kernel& k, Reg<F32> x);
 // The pieces the exp-based kernels build on, so that a result whose e^x leaves the normal range
 // (silu(-91) = -91 e^-91, normal while e^-91 is not) is scaled once, at the end.
 // e^x as m 2^e: m in [0.70, 1.42] within 1.82u (u = 2^-24) of e^x / 2^e (2.07u with a low part:
-// e^(x + x_lo), |x_lo| <= ulp(x)), e an integer in [-173, 129]. For x in [-120, 89] (callers clamp:
-// beyond, e^x is 0 or inf in f32); no special values.
+// e^(x + x_lo), |x_lo| <= ulp(x)), e an integer in [-173, 511]. For x in [-120, 354] (callers clamp:
+// below, e^x is 0 in f32; past 89 it is inf, and only a sum kept with its own exponent, softmax's,
+// takes it that far: up to 354, k stays under 512 and k ln2_hi exact); no special values.
 struct ExpParts {
   Reg<F32> m;
   Reg<S32> e;
