@@ -91,8 +91,8 @@ void exp_parts_lo(float x, float lo, out float q, out int k) {
 
 // e^(x + p + lo) = (1 + q) 2^k with x + p never rounded (gelu's e^(G - a^2/2): x = -a^2/2, p = G,
 // lo = x's low part): n from x + p, r = ((x - n C1) + p) - n C2 + lo. x - n C1 is exact for gelu's
-// x and p (under 1.1, a multiple of x's ulp), and p joins it at |r| <= 0.35, so the exponent's size
-// (up to 87) never meets a rounding.
+// x and p (at most 1.103 and a multiple of x's ulp: checked for every f32 a up to the cap), and p
+// joins it at |r| <= 0.38, so the exponent's size (up to 87) never meets a rounding.
 void exp_parts_sum(float x, float p, float lo, out float q, out int k) {
   float n = roundEven((x + p) * 1.44269504088896341);
   precise float r1 = (x - n * 0.693359375) + p;
