@@ -8,6 +8,7 @@
 
 #include "backends/cpu_simd/execute.hpp"
 #include "backends/cpu_simd/kernels/simd_common.hpp"
+#include "backends/gelu_erf_fit.hpp"
 
 namespace trine::cpu::TRINE_ISA_NS {
 namespace {
@@ -55,14 +56,12 @@ constexpr bool act_costly(Activation a) {
 //
 // load(k) returns the k-th input vector. It is called once in each pass, so x is read again from L1
 // rather than kept in a block-long array. prefetch(k) is called at the first pass's step k.
-constexpr float gelu_cap = 13.15f;
+constexpr float gelu_cap = trine::detail::gelu_erf_cap;
 template <int U, class Load, class Prefetch>
 [[gnu::always_inline]] inline void gelu_erf(Load&& load, batch_f32 (&y)[U], Prefetch&& prefetch) {
-  // G's Chebyshev interpolant of degree 11 on the s that a <= 13.2 reaches, in monomials rounded to f32
-  // (scripts/fit-gelu-erf.cpp): 0.04u from G, 1.8u with its f32 evaluation. The degree-8 fit before
-  // it, weighted for the older measure, was 70u off near a = 10.
-  constexpr float g[] = {0.0588186756f, -0.416879088f, 1.00175714f,  -1.05791807f, 0.549255013f,  -0.30186215f,
-                         0.114825808f,  0.184240326f,  0.162237555f, -0.303273559f, -1.25675762f, 0.346573561f};
+  // G's fit (backends/gelu_erf_fit.hpp, shared with cuda): 0.04u from G, 1.8u with its f32
+  // evaluation. The degree-8 fit before it, weighted for the older measure, was 70u off near a = 10.
+  const auto& g = trine::detail::gelu_erf_g;
   batch_f32 s[U], r[U], t[U];
   for (int k = 0; k < U; ++k) {
     prefetch(k);
@@ -71,7 +70,7 @@ template <int U, class Load, class Prefetch>
 #else
     const batch_f32 a = xsimd::min(xsimd::abs(load(k)), batch_f32(gelu_cap));
 #endif
-    s[k] = a / (batch_f32(2.82842712f) + a);
+    s[k] = a / (batch_f32(trine::detail::gelu_erf_k) + a);
     batch_f32 p(g[0]);
 #pragma GCC unroll 12
     for (int j = 1; j < 12; ++j) p = fmadd(p, s[k], batch_f32(g[j]));

@@ -8,6 +8,7 @@
 #include "backends/cuda_ptx/kernels/activation.hpp"
 
 #include "backends/cuda_ptx/kernels/math.hpp"
+#include "backends/gelu_erf_fit.hpp"
 
 #include <array>
 #include <optional>
@@ -97,45 +98,33 @@ Reg<F32> tanh_f32(Kernel& k, Reg<F32> x) {
   return keep_nan(k, x, selp<F32>(k, small, large, is_small));
 }
 
-// gelu = x/2 (1 + erf(x / sqrt 2)), in two forms:
-// - |x| < 1: erf(x / sqrt 2) = x S(x^2), S the Taylor series to x^16 (truncation 0.1u, the Horner sum
-//   about 1u, the product 1u), and gelu = g + g erf with g = x/2 (exact): erf's error reaches the
-//   result scaled by |erf| / (1 + erf) <= 0.41, plus the FMA's rounding: about 2u.
-// - |x| >= 1: erfc(w), w = |x| / sqrt 2, as t Q(t) e^(-w^2), t = 1 / (1 + w/2) and Q the polynomial
-//   scripts/fit-gelu-erfc-ptx.py fits (0.04u; its f32 evaluation about 2.2u); w^2 = x^2 / 2 is
-//   carried exactly (x^2 = h + l by an FMA) into exp_parts as a value and its low part (2.07u):
-//   rounded to f32, the exponent (up to 99) would cost |w^2| u, 80 ulp at x = -13. t rounds twice
-//   (2u, 3u with its effect on Q). x < 0: gelu = (x/2 t Q m) 2^e, three products (3u), scaled in
-//   two exact steps at the end (e^(-w^2) may be subnormal where gelu is not): about 10u in all,
-//   whose terms rarely align (docs/cuda_ptx.md has the errors measured). x >= 1: x (1 - erfc/2),
-//   erfc <= 0.32: erfc's error reaches it scaled by 0.19, and two roundings.
+// gelu = x Phi(x) = max(x, 0) - F(a), a = |x|, F(a) = a erfc(a / sqrt 2) / 2 = s e^(G(s) - a^2/2),
+// s = a / (K + a), the cpu's form and G's fit (backends/gelu_erf_fit.hpp): for x < 0 it is -F(a),
+// where 1 + erf would cancel, and G's error enters the exponent, where it is a relative error of F.
+// - s: the sum and the quotient round once each (2u); F moves with s by at most about 1x that.
+// - G(s): the fit's f32 Horner sum, 1.8u absolute (G's slope times s's error adds little).
+// - e^(G - a^2/2): a^2 = h + l exactly (FMA), -h/2 and -l/2 exact, and G joins the reduced argument
+//   unrounded (exp_parts_sum: 2.32u); rounded to f32, the exponent (up to 87) would cost its size
+//   times u: 42 ulps at x = -13.
+// - s m (1u), then one FMA: -(s m) 2^e + max(x, 0), exact scaling by 2^e (e >= -126 up to the cap)
+//   and one rounding (1u); for x > 0 F's error reaches x - F scaled by F / (x - F) <= 1.
+// About 8u (4 ulps) at worst by this count; a host simulation over every 37th f32 in [-100, 100]
+// measured 2.99 ulps (docs/cuda_ptx.md). |x| is capped at 13.15, past which F < 2^-126: x < -13.15
+// gives 0 (so -inf gives 0, not -inf + inf), +inf gives +inf; signed zeros kept, NaN kept.
 Reg<F32> gelu_erf(Kernel& k, Reg<F32> x) {
-  Reg<F32> xc = min(k, max(k, x, V<F32>(-20.0f)), V<F32>(20.0f));  // erfc(20 / sqrt 2) is 0 in f32
-  Reg<F32> h = mul(k, xc, V<F32>(xc));
-  // |x| < 1: sqrt(2/pi) (-1)^n / (2^n n! (2n + 1)), each rounded once to f32
-  constexpr double r = 0.79788456080286535588;  // sqrt(2/pi)
-  Reg<F32> sum = horner<F32, 9>(
-      k, h,
-      {static_cast<float>(r), static_cast<float>(-r / 6), static_cast<float>(r / 40), static_cast<float>(-r / 336),
-       static_cast<float>(r / 3456), static_cast<float>(-r / 42240), static_cast<float>(r / 599040),
-       static_cast<float>(-r / 9676800), static_cast<float>(r / 175472640)});
-  Reg<F32> g = mul(k, xc, V<F32>(0.5f));
-  Reg<F32> small = fma(k, g, V<F32>(mul(k, xc, V<F32>(sum))), V<F32>(g));
-  small = selp<F32>(k, xc, small, setp(k, Cmp::eq, xc, V<F32>(0.0f)));  // -0 + 0 would lose -0's sign
-  // |x| >= 1
-  Reg<F32> t = rcp_rn(k, fma(k, abs(k, xc), V<F32>(0.35355339059327376f), V<F32>(1.0f)));  // 1 / (1 + w/2)
-  Reg<F32> q =
-      horner<F32, 10>(k, fma(k, t, V<F32>(0x1.a007d6p+1f), V<F32>(-0x1.66b93ep+0f)),
-                      {0x1.dd3ff0p-2f, 0x1.81e984p-3f, 0x1.969244p-5f, 0x1.663068p-8f, -0x1.317c86p-10f,
-                       -0x1.8e035cp-12f, 0x1.b32f92p-15f, 0x1.a0ba48p-16f, -0x1.f4870ep-19f, -0x1.7fb554p-20f});
-  Reg<F32> l = fma(k, xc, V<F32>(xc), V<F32>(neg(k, h)));  // x^2 = h + l exactly
-  const ExpParts e = exp_parts(k, max(k, mul(k, h, V<F32>(-0.5f)), V<F32>(-120.0f)), mul(k, l, V<F32>(-0.5f)));
-  Reg<Pred> negative = setp(k, Cmp::lt, xc, V<F32>(0.0f));
-  Reg<F32> base = selp<F32>(k, mul(k, g, V<F32>(t)), t, negative);
-  Reg<F32> scaled = scale_pow2(k, mul(k, mul(k, base, V<F32>(q)), V<F32>(e.m)), e.e);  // x/2 erfc, or erfc
-  Reg<F32> large = selp<F32>(k, scaled, mul(k, x, V<F32>(fma(k, scaled, V<F32>(-0.5f), V<F32>(1.0f)))), negative);
-  Reg<Pred> is_small = setp(k, Cmp::lt, abs(k, xc), V<F32>(1.0f));
-  return keep_nan(k, x, selp<F32>(k, small, large, is_small));
+  using trine::detail::gelu_erf_cap, trine::detail::gelu_erf_g;
+  Reg<F32> a = min(k, abs(k, x), V<F32>(gelu_erf_cap));  // NaN: the cap (min.f32), selected back below
+  Reg<F32> s = div(k, a, V<F32>(add(k, a, V<F32>(trine::detail::gelu_erf_k))));
+  std::array<float, 12> g{};  // lowest power first, as horner takes them
+  for (std::size_t j = 0; j < g.size(); ++j) g[j] = gelu_erf_g[g.size() - 1 - j];
+  Reg<F32> p = horner<F32, 12>(k, s, g);
+  const TwoF32 a2 = two_prod(k, a, a);
+  const ExpParts e = exp_parts_sum(k, mul(k, a2.hi, V<F32>(-0.5f)), p, mul(k, a2.lo, V<F32>(-0.5f)));
+  Reg<F32> f = mul(k, s, V<F32>(e.m));  // F = f 2^e
+  Reg<F32> y = fma(k, neg(k, f), V<F32>(pow2_f32(k, e.e)), V<F32>(max(k, x, V<F32>(0.0f))));
+  y = selp<F32>(k, 0.0f, y, setp(k, Cmp::lt, x, V<F32>(-gelu_erf_cap)));
+  y = selp<F32>(k, x, y, setp(k, Cmp::eq, x, V<F32>(0.0f)));  // -0 - 0 would lose -0's sign
+  return keep_nan(k, x, y);
 }
 
 // gelu_tanh = x sigmoid(v), v = 2 sqrt(2/pi) (x + 0.044715 x^3) = x (c1 + c2 x^2) (x/2 (1 + tanh)

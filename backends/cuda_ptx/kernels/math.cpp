@@ -64,16 +64,36 @@ Reg<F32> scale_pow2(Kernel& k, Reg<F32> v, Reg<S32> e) {
 //   (0.005u), coefficient roundings 0.01u; the error of (1 + r h) (1.3u) reaches the result scaled
 //   by |r (1 + r h)| / e^r <= 0.42 (0.55u); the last FMA rounds once (1u).
 // Total: m within 1.82u (2.07u with x_lo) of e^(x + x_lo) / 2^k.
+namespace {
+constexpr float log2e_f32 = 1.44269504088896340736f;
+// e^r for the reduced |r| <= 0.35 and the integer kf: the Taylor polynomial and k as an integer.
+ExpParts exp_reduced(Kernel& k, Reg<F32> r, Reg<F32> kf) {
+  Reg<F32> h = horner<F32, 7>(k, r, {1.0f / 2, 1.0f / 6, 1.0f / 24, 1.0f / 120, 1.0f / 720, 1.0f / 5040, 1.0f / 40320});
+  Reg<F32> er = fma(k, fma(k, h, V<F32>(r), V<F32>(1.0f)), V<F32>(r), V<F32>(1.0f));
+  Reg<S32> ki = cvt<S32>(k, kf, Round::rzi);  // kf is an integer in [-173, 511]: exact
+  return {er, ki};
+}
+}  // namespace
+
 ExpParts exp_parts(Kernel& k, Reg<F32> x, std::optional<Reg<F32>> x_lo) {
-  constexpr float log2e = 1.44269504088896340736f;
-  Reg<F32> kf = cvt<F32>(k, mul(k, x, V<F32>(log2e)), Round::rni);
+  Reg<F32> kf = cvt<F32>(k, mul(k, x, V<F32>(log2e_f32)), Round::rni);
   Reg<F32> r = fma(k, kf, V<F32>(-ln2_hi_f32), V<F32>(x));
   r = fma(k, kf, V<F32>(-ln2_lo_f32), V<F32>(r));
   if (x_lo) r = add(k, r, V<F32>(*x_lo));
-  Reg<F32> h = horner<F32, 7>(k, r, {1.0f / 2, 1.0f / 6, 1.0f / 24, 1.0f / 120, 1.0f / 720, 1.0f / 5040, 1.0f / 40320});
-  Reg<F32> er = fma(k, fma(k, h, V<F32>(r), V<F32>(1.0f)), V<F32>(r), V<F32>(1.0f));
-  Reg<S32> ki = cvt<S32>(k, kf, Round::rzi);  // kf is an integer in [-173, 129]: exact
-  return {er, ki};
+  return exp_reduced(k, r, kf);
+}
+
+// e^(x + p + x_lo), |p| < 1, |x_lo| <= ulp(x): k = rint((x + p) log2 e), and x + p is never
+// rounded: r = ((x - k ln2_hi) + p) - k ln2_lo + x_lo. x - k ln2_hi is exact for gelu's x = -a^2/2
+// and p = G(s) (checked for every f32 a up to the cap: the difference stays under 1.08 and a
+// multiple of x's ulp); the three steps after it round at |r| <= 0.35 (2^-26 each): r within 0.75u
+// (+ |k| 2^-45 ln2 for the split) of the exact reduced argument, which e^r takes as its relative
+// error, plus the polynomial's 1.57u: 2.32u.
+ExpParts exp_parts_sum(Kernel& k, Reg<F32> x, Reg<F32> p, Reg<F32> x_lo) {
+  Reg<F32> kf = cvt<F32>(k, mul(k, add(k, x, V<F32>(p)), V<F32>(log2e_f32)), Round::rni);
+  Reg<F32> r = add(k, fma(k, kf, V<F32>(-ln2_hi_f32), V<F32>(x)), V<F32>(p));
+  r = fma(k, kf, V<F32>(-ln2_lo_f32), V<F32>(r));
+  return exp_reduced(k, add(k, r, V<F32>(x_lo)), kf);
 }
 
 // 2^t = 2^k 2^f, k = rint(t), f = t - k in [-1/2, 1/2] exact (t and k are close floats, or t is

@@ -17,13 +17,17 @@ Reg<F32> exp_accurate(Kernel& k, Reg<F32> x);
 // The pieces the exp-based kernels build on, so that a result whose e^x leaves the normal range
 // (silu(-91) = -91 e^-91, normal while e^-91 is not) is scaled once, at the end.
 // e^x as m 2^e: m in [0.70, 1.42] within 1.82u (u = 2^-24) of e^x / 2^e (2.07u with a low part:
-// e^(x + x_lo), |x_lo| <= ulp(x)), e an integer in [-173, 129]. For x in [-120, 89] (callers clamp:
-// beyond, e^x is 0 or inf in f32); no special values.
+// e^(x + x_lo), |x_lo| <= ulp(x)), e an integer in [-173, 511]. For x in [-120, 354] (callers clamp:
+// below, e^x is 0 in f32; past 89 it is inf, and only a sum kept with its own exponent, softmax's,
+// takes it that far: up to 354, k stays under 512 and k ln2_hi exact); no special values.
 struct ExpParts {
   Reg<F32> m;
   Reg<S32> e;
 };
 ExpParts exp_parts(Kernel& k, Reg<F32> x, std::optional<Reg<F32>> x_lo = std::nullopt);
+// e^(x + p + x_lo) as m 2^e, x + p never rounded (gelu's e^(G - a^2/2): x = -a^2/2 exact, p = G):
+// m within 2.32u of e^(x + p + x_lo) / 2^e where x - k ln2_hi is exact (math.cpp).
+ExpParts exp_parts_sum(Kernel& k, Reg<F32> x, Reg<F32> p, Reg<F32> x_lo);
 // 2^t as m 2^e, m within 1.82u; t in [-173, 128].
 ExpParts exp2_parts(Kernel& k, Reg<F32> t);
 // 2^e for e in [-127, 127], exact, from the exponent field; e = -127 gives 0 (2^-127 is subnormal).

@@ -61,6 +61,15 @@ float ldexp_small(float v, int k) {
 // to zero (below 2^-126) may: v 2^k rounded once from k = -126 up, 0 below.
 float scale_flush(float v, int k) { return v * pow2i(max(k, -127)); }
 
+// q = e^r - 1 for the reduced r (exp_parts_lo below): P of degree 4 in Estrin's form (two
+// independent pairs, then two steps: a chain of dependent FMAs is what lavapipe waits on)
+float exp_q(float r) {
+  float r2 = r * r;
+  float p = fma(r2, fma(r2, 1.3814393897e-3, fma(8.3688180894e-3, r, 4.1668396443e-2)),
+                fma(1.6666519642e-1, r, 4.9999994040e-1));
+  return fma(p, r2, r);
+}
+
 // e^x = (1 + q) 2^k for finite x in [-2^15 ln2, 2^15 ln2] (the callers clamp it): x = k ln2 + r,
 // |r| <= ln2/2, reduced exactly; e^r - 1 = q = r + r^2 P(r), P of degree 4 fitted to the relative
 // error of e^r (4.3e-9 with its f32 coefficients, 0.04 eps; Cephes' expf has a degree more for
@@ -76,12 +85,19 @@ void exp_parts_lo(float x, float lo, out float q, out int k) {
   // them and exp erred by 34 eps at x = -72).
   precise float r1 = x - n * 0.693359375;  // C1: 9 significant bits, so n C1 is exact for |n| <= 2^15
   float r = fma(n, 2.12194440e-4, r1) + lo;  // - n C2, C2 = ln2 - C1
-  // P of degree 4 in Estrin's form (two independent pairs, then two steps: a chain of dependent
-  // FMAs is what lavapipe waits on)
-  float r2 = r * r;
-  float p = fma(r2, fma(r2, 1.3814393897e-3, fma(8.3688180894e-3, r, 4.1668396443e-2)),
-                fma(1.6666519642e-1, r, 4.9999994040e-1));
-  q = fma(p, r2, r);
+  q = exp_q(r);
+  k = int(n);
+}
+
+// e^(x + p + lo) = (1 + q) 2^k with x + p never rounded (gelu's e^(G - a^2/2): x = -a^2/2, p = G,
+// lo = x's low part): n from x + p, r = ((x - n C1) + p) - n C2 + lo. x - n C1 is exact for gelu's
+// x and p (at most 1.103 and a multiple of x's ulp: checked for every f32 a up to the cap), and p
+// joins it at |r| <= 0.38, so the exponent's size (up to 87) never meets a rounding.
+void exp_parts_sum(float x, float p, float lo, out float q, out int k) {
+  float n = roundEven((x + p) * 1.44269504088896341);
+  precise float r1 = (x - n * 0.693359375) + p;
+  float r = fma(n, 2.12194440e-4, r1) + lo;
+  q = exp_q(r);
   k = int(n);
 }
 
@@ -199,43 +215,43 @@ float tanh_f32(float x) {
   return uintBitsToFloat(floatBitsToUint(r) | (floatBitsToUint(x) & 0x80000000u));
 }
 
-// gelu(x) = x/2 (1 + erf(z)), z = x / sqrt(2). |z| < 1/2: Taylor's series of erf to z^11 (error
-// < 2e-8). Beyond, erfc(w) = t Q(s) e^(-x^2/2), w = |z|, t = 1 / (1 + w/2), s = (t - c) / h mapping
-// t's range for w in [0.5, 14.2] onto [-1, 1], and Q(t) = erfc(w) e^(w^2) / t, smooth and far from 0
-// there, interpolated at 10 Chebyshev nodes (`scripts/fit-gelu-erfc-ptx.py 0.5` computes them: the
-// fit within 0.11u, u = 2^-24, its f32 Horner sum within about 1.8u; the cuda gelu's Q is the same
-// fit from w = 1/sqrt(2), where its erf series takes over). GLSL has no erf.
-// 1 + erf(z) = erfc(-z) for z < 0, without the cancellation, and 2 - erfc(z) above. The negative tail
-// x/2 t Q m 2^k is scaled by 2^k last: gelu is normal down to x = -13.15, where erfc(-z) is already
-// subnormal. x^2/2 reaches 87 there, so it enters e^ as the sum of two floats (two_prod): rounded to
-// f32 it moved the result by up to 87 2^-24 (300 ulps at x = -12.7). t may take w rounded: t Q(t)
-// varies as 1/w, so w's rounding moves the result by about as much, relative.
+// gelu(x) = x Phi(x) = max(x, 0) - F(a), a = min(|x|, 13.15), F(a) = a erfc(a / sqrt 2) / 2 =
+// s e^(G(s) - a^2/2), s = a / (K + a): the cpu's and cuda's form, G's fit and K the numbers of
+// backends/gelu_erf_fit.hpp (GLSL cannot include it; GLSL has no erf either). For x < 0 it is -F(a),
+// where 1 + erf would cancel; G's error (1.8u absolute, u = 2^-24) enters the exponent, where it is
+// a relative error of F. a^2/2 reaches 87 where gelu is still normal, so a^2 enters e^ as the sum of
+// two floats (two_prod) and G joins it unrounded (exp_parts_sum): the rounded exponent would cost
+// its size times 2^-24 (43 ulps). F is scaled by 2^k (k >= -126 up to the cap) in the last FMA,
+// whose one rounding gives x - F for x > 0. Past the cap F < 2^-126: x < -13.15 gives 0 (-inf too,
+// not -inf + inf), +inf gives +inf. 3.5 ulps on lavapipe, which rounds GLSL's fma twice (a host
+// simulation of fused FMAs: 3.1); the form before it, erfc as t Q(t) e^(-x^2/2), t = 1 / (1 + w/2),
+// erred by 6.95 (w rounded, four roundings in t Q m x/2).
 float gelu_erf(float x) {
-  float z = x * 0.70710678118654752, w = abs(z);
-  float z2 = z * z;
-  float small = 1.0 + z * (1.1283791671 + z2 * (-0.3761263890 + z2 * (0.1128379167 + z2 * (-0.0268661706 +
-                    z2 * (0.0052239776 + z2 * -0.0008548327)))));
-  float t = 1.0 / (1.0 + 0.5 * w);
-  float s = fma(t, 2.956204414, -1.364963531);  // 1/h, -c/h
-  float Q = fma(s, -2.250558055e-06, -9.705812772e-06);
-  Q = fma(Q, s, 3.977242886e-05);
-  Q = fma(Q, s, 1.187270173e-04);
-  Q = fma(Q, s, -5.512637435e-04);
-  Q = fma(Q, s, -1.965588424e-03);
-  Q = fma(Q, s, 6.599181797e-03);
-  Q = fma(Q, s, 6.187740341e-02);
-  Q = fma(Q, s, 2.182038724e-01);
-  Q = fma(Q, s, 4.853027761e-01);
-  float xx, xx_lo;
-  two_prod(x, x, xx, xx_lo);
-  float e = -0.5 * xx;  // halving is exact
+  float a = min(abs(x), 13.15);  // min's result for NaN is undefined: the select below
+  float s = a / (2.82842712 + a);
+  float p = 0.0588186756;
+  p = fma(p, s, -0.416879088);
+  p = fma(p, s, 1.00175714);
+  p = fma(p, s, -1.05791807);
+  p = fma(p, s, 0.549255013);
+  p = fma(p, s, -0.30186215);
+  p = fma(p, s, 0.114825808);
+  p = fma(p, s, 0.184240326);
+  p = fma(p, s, 0.162237555);
+  p = fma(p, s, -0.303273559);
+  p = fma(p, s, -1.25675762);
+  p = fma(p, s, 0.346573561);
+  float h, l;
+  two_prod(a, a, h, l);
   float q;
   int k;
-  // e^(-x^2/2) = (1 + q) 2^k; lo only above the clamp (for |x| past 1.8e19, x^2 = inf and its lo NaN)
-  exp_parts_lo(max(e, -120.0), e > -120.0 ? -0.5 * xx_lo : 0.0, q, k);
-  float tm = t * Q * (q + 1.0);  // erfc(w) = tm 2^k
-  float r = w < 0.5 ? 0.5 * x * small : (z < 0.0 ? ldexp_small(0.5 * x * tm, k) : 0.5 * x * (2.0 - scale_flush(tm, k)));
-  return isinf(x) ? (x > 0.0 ? x : 0.0) : r;  // -inf: -inf times 0
+  exp_parts_sum(-0.5 * h, p, -0.5 * l, q, k);  // halving is exact
+  // `precise`: left to itself, lavapipe rewrote s (q + 1) and erred by 3.98 ulps (3.5 with it)
+  precise float f = s * (q + 1.0);
+  float r = fma(-f, pow2i(k), max(x, 0.0));
+  r = x < -13.15 ? 0.0 : r;
+  r = x == 0.0 ? x : r;  // -0 - 0 would lose -0's sign
+  return isnan(x) ? x : r;
 }
 
 // gelu_tanh(x) = x/2 (1 + tanh(u)) = x / (1 + e^-2u), u = sqrt(2/pi) (x + 0.044715 x^3): no
