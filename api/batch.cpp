@@ -82,7 +82,7 @@ class AllDone final : public Completion {
   std::size_t total_;
 };
 
-std::shared_ptr<Completion> start(BatchRecord& b, std::initializer_list<std::span<const float>> inputs,
+std::shared_ptr<Completion> start(BatchRecord& b, std::span<const std::span<const float>> inputs,
                                   bool caller_waits) {
   if (inputs.size() != 0) {
     if (inputs.size() != b.inputs.size()) {
@@ -244,9 +244,15 @@ BatchRead Batch::read(const Tensor& t) {
 }
 
 void Batch::run() { detail::start(*record_, {}, true)->wait(); }
-void Batch::run(std::initializer_list<std::span<const float>> inputs) { detail::start(*record_, inputs, true)->wait(); }
+void Batch::run(std::initializer_list<std::span<const float>> inputs) {
+  detail::start(*record_, {inputs.begin(), inputs.size()}, true)->wait();
+}
+void Batch::run(std::span<const std::span<const float>> inputs) { detail::start(*record_, inputs, true)->wait(); }
 Future<void> Batch::submit() { return detail::future_of_completion(detail::start(*record_, {}, false)); }
 Future<void> Batch::submit(std::initializer_list<std::span<const float>> inputs) {
+  return detail::future_of_completion(detail::start(*record_, {inputs.begin(), inputs.size()}, false));
+}
+Future<void> Batch::submit(std::span<const std::span<const float>> inputs) {
   return detail::future_of_completion(detail::start(*record_, inputs, false));
 }
 

@@ -255,6 +255,27 @@ Tensor Tensor::from(std::span<const std::int32_t> data, const Shape& shape, std:
   return t;
 }
 
+Tensor Tensor::from_bits(std::span<const std::uint16_t> bits, const Shape& shape, DType dtype,
+                         std::optional<Device> device) {
+  const Device dev = device.value_or(Device::cpu());
+  if (!dtype_is_16bit(dtype)) {
+    throw Error(ErrorCode::dtype_mismatch, std::string("[from_bits] takes f16 or bf16 bit patterns, not ") +
+                                               dtype_name(dtype) + " (for " + describe(shape, dtype, dev) + ")");
+  }
+  checked_bytes("from_bits", shape, dtype, dev);
+  if (static_cast<std::int64_t>(bits.size()) != shape.numel()) {
+    throw Error(ErrorCode::invalid_shape, "[from_bits] " + std::to_string(bits.size()) + " bit patterns for " +
+                                              describe(shape, dtype, dev) + ", which holds " +
+                                              std::to_string(shape.numel()));
+  }
+  Tensor t = empty(shape, dtype, device);
+  if (!bits.empty()) {  // one upload straight from the caller's memory, bits unchanged
+    std::vector<detail::Entry> e{detail::Upload{t.storage_, 0, bits.data(), bits.size() * 2, {}}};
+    transfer(*t.storage_, e, "from_bits");
+  }
+  return t;
+}
+
 Tensor Tensor::zeros(const Shape& shape, DType dtype, std::optional<Device> device) {
   return full(shape, 0.0f, dtype, device);
 }
@@ -317,6 +338,10 @@ Tensor Tensor::random(const Shape& shape, std::uint64_t seed, float low, float h
     }
   });
   return t;
+}
+
+Tensor Tensor::random(const Shape& shape, std::uint64_t seed, const RandomOptions& o) {
+  return random(shape, seed, o.low, o.high, o.dtype, o.device);
 }
 
 Device Tensor::device() const { return storage_ ? storage_->device() : Device::cpu(); }

@@ -69,9 +69,12 @@ class Batch {
   void run();
   // The same with new data for the uploads, in the order they were recorded (same sizes).
   void run(std::initializer_list<std::span<const float>> inputs);
+  // The same from any contiguous range of spans (a std::vector<std::span<const float>>).
+  void run(std::span<const std::span<const float>> inputs);
   // Like run(), returning at once.
   Future<void> submit();
   Future<void> submit(std::initializer_list<std::span<const float>> inputs);
+  Future<void> submit(std::span<const std::span<const float>> inputs);
 
   // The device it runs on: the pinned one, or for an automatic batch the one chosen at its first
   // run (cpu before that); for a batch placed across devices, the device of its first step.

@@ -259,4 +259,23 @@ inline Future<Tensor> run_op(OpKind op, std::span<const Tensor> inputs, const Op
 
 #undef TRINE_UNPAREN
 
+// ---- operators: the op functions under their usual spelling ----
+// a + b, a - b, a * b, a / b: add, sub, mul, div (element-wise, numpy broadcasting); -a: neg. A
+// float operand is a rank-0 tensor of the other operand's dtype (the scalar rounded to it, so an
+// f16 tensor stays f16), on its device when that tensor is pinned there. They are the op calls,
+// so they record into a Batch and place like any other. Matrix products are a.matmul(b).
+Tensor operator+(const Tensor& a, const Tensor& b);
+Tensor operator-(const Tensor& a, const Tensor& b);
+Tensor operator*(const Tensor& a, const Tensor& b);
+Tensor operator/(const Tensor& a, const Tensor& b);
+Tensor operator+(const Tensor& a, float b);
+Tensor operator-(const Tensor& a, float b);
+Tensor operator*(const Tensor& a, float b);
+Tensor operator/(const Tensor& a, float b);
+Tensor operator+(float a, const Tensor& b);
+Tensor operator-(float a, const Tensor& b);
+Tensor operator*(float a, const Tensor& b);
+Tensor operator/(float a, const Tensor& b);
+Tensor operator-(const Tensor& a);
+
 }  // namespace trine

@@ -2,9 +2,12 @@
 #pragma once
 
 #include <cstdint>
+#include <initializer_list>
+#include <iosfwd>
 #include <memory>
 #include <optional>
 #include <span>
+#include <string>
 #include <vector>
 
 #include "trine/device.hpp"
@@ -12,6 +15,15 @@
 #include "trine/shape.hpp"
 
 namespace trine {
+
+class Tensor;
+// Tensor::random's trailing options, by name: Tensor::random({2, 3}, 7, {.dtype = DType::f16}).
+struct RandomOptions {
+  float low = -1.0f;
+  float high = 1.0f;
+  DType dtype = DType::f32;
+  std::optional<Device> device = std::nullopt;
+};
 
 namespace detail {
 class Storage;
@@ -30,6 +42,27 @@ class Tensor {
   // An i32 tensor holding `data` (shape.numel() integers) exactly: indices for gather and the like.
   static Tensor from(std::span<const std::int32_t> data, const Shape& shape,
                      std::optional<Device> device = std::nullopt);
+  // The same, shaped [data.size()]: Tensor::from(std::vector<float>{...}), a std::vector<int>.
+  static Tensor from(std::span<const float> data, DType dtype = DType::f32, std::optional<Device> device = std::nullopt);
+  static Tensor from(std::span<const std::int32_t> data, std::optional<Device> device = std::nullopt);
+  // From values written out: Tensor::from({1.5f, 2.0f}), Tensor::from({{1, 2}, {3, 4}}) (rows of one
+  // length, else Error(invalid_shape)). Floating values give f32 (or `dtype`), integers give i32.
+  // Rows of one value, {{1.f}, {2.f}}, are ambiguous in C++ (each {1.f} may be a float): write
+  // Tensor::from({1.f, 2.f}).reshape({2, 1}).
+  static Tensor from(std::initializer_list<float> values, DType dtype = DType::f32,
+                     std::optional<Device> device = std::nullopt);
+  static Tensor from(std::initializer_list<double> values, DType dtype = DType::f32,
+                     std::optional<Device> device = std::nullopt);
+  static Tensor from(std::initializer_list<std::initializer_list<float>> rows, DType dtype = DType::f32,
+                     std::optional<Device> device = std::nullopt);
+  static Tensor from(std::initializer_list<std::initializer_list<double>> rows, DType dtype = DType::f32,
+                     std::optional<Device> device = std::nullopt);
+  static Tensor from(std::initializer_list<std::int32_t> values, std::optional<Device> device = std::nullopt);
+  static Tensor from(std::initializer_list<std::initializer_list<std::int32_t>> rows,
+                     std::optional<Device> device = std::nullopt);
+  // f16 or bf16 elements given as their bit patterns (what a model file stores), copied unchanged.
+  static Tensor from_bits(std::span<const std::uint16_t> bits, const Shape& shape, DType dtype,
+                          std::optional<Device> device = std::nullopt);
   static Tensor empty(const Shape& shape, DType dtype = DType::f32, std::optional<Device> device = std::nullopt);
   static Tensor zeros(const Shape& shape, DType dtype = DType::f32, std::optional<Device> device = std::nullopt);
   static Tensor full(const Shape& shape, float value, DType dtype = DType::f32, std::optional<Device> device = std::nullopt);
@@ -40,6 +73,7 @@ class Tensor {
   // on every machine and device.
   static Tensor random(const Shape& shape, std::uint64_t seed, float low = -1.0f, float high = 1.0f,
                        DType dtype = DType::f32, std::optional<Device> device = std::nullopt);
+  static Tensor random(const Shape& shape, std::uint64_t seed, const RandomOptions& options);
 
   // ---- properties ----
   bool defined() const noexcept { return storage_ != nullptr; }
@@ -69,6 +103,18 @@ class Tensor {
   template <class T = float>
   std::vector<T> to_vector() const;
   float item() const;                    // numel() must be 1
+  // One element, read to the host (a readback per call: for inspecting, not for loops). Indices
+  // count from the end when negative; one per dim. i32 elements come back as their float value.
+  float at(std::initializer_list<std::int64_t> index) const;
+  float at(std::span<const std::int64_t> index) const;
+  // The values, numpy-style: "f32[2, 3] on cpu\n[[1, 2.5, 3],\n [4, 5, 6]]". Past max_elements, each
+  // dim shows its first and last 3 entries around "...". f32 values print as the shortest decimal
+  // that reads back as the same float; f16 and bf16 values as their exact decimal; i32 as integers.
+  // Reads the tensor to the host.
+  std::string to_string(std::int64_t max_elements = 1000) const;
+  // this @ other: trine::matmul(*this, other) (trine has no matmul operator: `%` or `*` would read
+  // as something else; a * b is element-wise, as in numpy).
+  Tensor matmul(const Tensor& other) const;
 
   // ---- views (share storage, no copy) ----
   // reshape is a view when the tensor is contiguous, otherwise it copies first (like numpy).
@@ -97,5 +143,8 @@ class Tensor {
   DType dtype_ = DType::f32;
   bool pinned_ = false;
 };
+
+// to_string() with its default threshold.
+std::ostream& operator<<(std::ostream& os, const Tensor& t);
 
 }  // namespace trine
