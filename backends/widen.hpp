@@ -31,4 +31,18 @@ Widened widen(const OpCall& call);
 // The cast of `from` into `to` (same shape; `to` contiguous), as an entry.
 OpCall cast_call(const Tensor& from, const Tensor& to);
 
+// Whether a 16-bit `call` can run between casts on `backend`: its f32 form (with phantoms) and each
+// cast pass `runs`, the backend's own test of a call (its kernel exists and takes the shapes).
+template <class Runs>
+bool widenable(const OpCall& call, const Backend& backend, Runs&& runs) {
+  if (!has_16bit(call)) return false;
+  const OpCall wide = widened_call(call, const_cast<Backend*>(&backend));  // phantoms only name it
+  if (!runs(wide)) return false;
+  for (std::size_t i = 0; i < call.inputs.size(); ++i)
+    if (call.inputs[i].defined() && call.inputs[i].dtype() != wide.inputs[i].dtype() &&
+        !runs(cast_call(call.inputs[i], wide.inputs[i])))
+      return false;
+  return call.output.dtype() == wide.output.dtype() || runs(cast_call(wide.output, call.output));
+}
+
 }  // namespace trine::detail

@@ -728,3 +728,19 @@ TEST_CASE("vulkan: a failing Vulkan call is a trine::Error naming the call and t
   }
 }
 #endif
+
+TEST_CASE("vulkan: 16-bit activations in shaders of their own, pow in double included", "[vulkan]") {
+  require_vulkan();
+  // unary_b16 (and its _f64 build for pow) on contiguous input, binary_b16 on a view: odd counts end
+  // in half a word, an odd offset reads across words.
+  for (DType t : {DType::f16, DType::bf16}) {
+    const std::string name = dtype_name(t);
+    const Tensor x = Tensor::random({2 * 129 + 1}, seq(), 0.25f, 4.0f, t, k_vk);
+    check(OpKind::pow, {x}, ActParams{2.5f, 0}, name + " pow 2.5");
+    check(OpKind::pow, {x.slice(0, 1, 2 * 129 + 1)}, ActParams{3.0f, 0}, name + " pow 3 from an odd offset");
+    check(OpKind::gelu, {x}, ActParams{}, name + " gelu");
+    const Tensor v = Tensor::random({17, 9}, seq(), -3.0f, 3.0f, t, k_vk).transpose();
+    check(OpKind::silu, {v}, ActParams{}, name + " silu of a transposed view");
+    check(OpKind::add, {v, Tensor::random({17}, seq(), -1.0f, 1.0f, t, k_vk)}, NoParams{}, name + " add, broadcast");
+  }
+}

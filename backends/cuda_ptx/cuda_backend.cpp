@@ -388,15 +388,7 @@ class CudaBackend final : public detail::Backend {
   // A 16-bit call whose kernel reads and writes f32 only runs as its f32 form between casts
   // (backends/widen.hpp; encode inserts them): when the f32 form and each cast have a kernel.
   bool widens_at(const detail::OpCall& call, int sm) const {
-    if (!detail::has_16bit(call)) return false;
-    auto* self = const_cast<CudaBackend*>(this);  // phantoms name their backend; nothing is allocated
-    const detail::OpCall wide = detail::widened_call(call, self);
-    if (!can_launch(wide, sm)) return false;
-    for (std::size_t i = 0; i < call.inputs.size(); ++i)
-      if (call.inputs[i].defined() && call.inputs[i].dtype() != wide.inputs[i].dtype() &&
-          !can_launch(detail::cast_call(call.inputs[i], wide.inputs[i]), sm))
-        return false;
-    return call.output.dtype() == wide.output.dtype() || can_launch(detail::cast_call(wide.output, call.output), sm);
+    return detail::widenable(call, *this, [&](const detail::OpCall& c) { return can_launch(c, sm); });
   }
 
   // A call whose kernel needs contiguous inputs gets each strided one copied (the gather kernel,

@@ -150,15 +150,8 @@ class VulkanBackend final : public detail::Backend {
     if (!detail::has_16bit(call) || supports_op(call)) return false;
     const int index = call.output.device().index;
     const DeviceCaps& caps = instance_->caps(index);
-    auto runs = [&](const detail::OpCall& c) { return supports_op(c) && refusal(caps, index, c).empty(); };
-    auto* self = const_cast<VulkanBackend*>(this);  // phantoms name their backend; nothing is allocated
-    const detail::OpCall wide = detail::widened_call(call, self);
-    if (!runs(wide)) return false;
-    for (std::size_t i = 0; i < call.inputs.size(); ++i)
-      if (call.inputs[i].defined() && call.inputs[i].dtype() != wide.inputs[i].dtype() &&
-          !runs(detail::cast_call(call.inputs[i], wide.inputs[i])))
-        return false;
-    return call.output.dtype() == wide.output.dtype() || runs(detail::cast_call(wide.output, call.output));
+    return detail::widenable(call, *this,
+                             [&](const detail::OpCall& c) { return supports_op(c) && refusal(caps, index, c).empty(); });
   }
 
   std::string unsupported_reason(const detail::OpCall& call) const override {
