@@ -262,10 +262,11 @@ TEST_CASE("which 16-bit calls read their tensors in a kernel of their own and wh
   // gemv reads 16-bit weights against a vector of any float dtype on cuda (a decode step)
   CHECK(between(OpKind::gemv, {hw, c}, GemvParams{}) == vk);
   CHECK(between(OpKind::gemv, {hw, Tensor::random({16}, 8, -1, 1, DType::f32, dev)}, GemvParams{true}) == vk);
-  // a call mixing dtypes runs between casts on every GPU backend; so do the families without
+  // a call mixing dtypes runs between casts on every GPU backend; so do Vulkan's families without
   // 16-bit kernels yet
   CHECK(between(OpKind::add, {h, b}, NoParams{}) == gpu);
-  CHECK(between(OpKind::softmax, {h}, AxisParams{-1}) == gpu);
+  CHECK(between(OpKind::softmax, {h}, AxisParams{-1}) == vk);
+  CHECK(between(OpKind::log_softmax, {b}, AxisParams{0}) == vk);
   // matmul and the copy family read 16-bit everywhere
   CHECK_FALSE(between(OpKind::matmul, {h, hw}, MatmulParams{}));
   CHECK_FALSE(between(OpKind::cast, {h}, CastParams{DType::f32}));

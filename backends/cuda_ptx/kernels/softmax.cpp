@@ -112,23 +112,28 @@ Reg<F32> final_sum(Kernel& k, Online o) {
 
 struct SoftmaxConfig {
   std::string_view name;
-  OpKind op;  // softmax or log_softmax
-  bool row;   // inner == 1: a warp per row
+  OpKind op;           // softmax or log_softmax
+  bool row;            // inner == 1: a warp per row
+  Elem e = Elem::f32;  // how x and y are stored (computed in f32, rounded once)
 };
+// clang-format off
+#define TRINE_SOFTMAX(op, form, row) \
+    {#op "_" form, OpKind::op, row}, {#op "_" form "_f16", OpKind::op, row, Elem::f16}, \
+    {#op "_" form "_bf16", OpKind::op, row, Elem::bf16}
 constexpr SoftmaxConfig configs[] = {
-    {"softmax_row", OpKind::softmax, true},
-    {"log_softmax_row", OpKind::log_softmax, true},
-    {"softmax_col", OpKind::softmax, false},
-    {"log_softmax_col", OpKind::log_softmax, false},
+    TRINE_SOFTMAX(softmax, "row", true), TRINE_SOFTMAX(log_softmax, "row", true),
+    TRINE_SOFTMAX(softmax, "col", false), TRINE_SOFTMAX(log_softmax, "col", false),
 };
+#undef TRINE_SOFTMAX
+// clang-format on
 
 std::string generate(std::size_t config, Target target) {
   const SoftmaxConfig& cfg = config_at(configs, config, "softmax");
   const bool is_log = cfg.op == OpKind::log_softmax;
   Kernel k(kernel_name("softmax", cfg.name), target);
   k.set_max_threads(block_threads);
-  Ptr<Global, F32> x = param_ptr<F32>(k, "x");
-  Ptr<Global, F32> y = param_ptr<F32>(k, "y");
+  Reg<U64> x = global_ptr<U32>(k, param<U64>(k, "x")).base;
+  Reg<U64> y = global_ptr<U32>(k, param<U64>(k, "y")).base;
   Reg<U64> outer = param<U64>(k, "outer");
   Reg<U32> r = param<U32>(k, "r");
   Reg<U64> inner = param<U64>(k, "inner");
@@ -139,20 +144,20 @@ std::string generate(std::size_t config, Target target) {
   // (TwoSum again) joining lo, so that one rounding remains beyond log_sum's error; x = -inf (lo
   // NaN) gives -inf.
   auto write_log = [&](Reg<U64> index, Reg<F32> m, Reg<F32> log_sum) {
-    Reg<F32> v = ld(k, element(k, x, index));
+    Reg<F32> v = load_f32(k, cfg.e, x, index);
     const TwoF32 d = two_sum(k, v, neg(k, m));
     const TwoF32 r = two_sum(k, d.hi, neg(k, log_sum));
     Reg<F32> refined = add(k, r.hi, V<F32>(add(k, r.lo, V<F32>(d.lo))));
     Reg<Pred> finite = setp(k, Cmp::lt, abs(k, d.hi), V<F32>(std::numeric_limits<float>::infinity()));
-    st(k, element(k, y, index), V<F32>(selp<F32>(k, refined, r.hi, finite)));
+    store_f32(k, cfg.e, y, index, selp<F32>(k, refined, r.hi, finite));
   };
   // softmax writes e^(x - R) / (s 2^e) = (m / s) 2^(k - e): e^(x - R) = m 2^k (2.07u), 1 / s
   // (rcp.rn: 1u), their product (1u), then the exact scaling (two steps: k - e may pass -126 where
   // the result is still normal; it rounds once into the subnormals, and to 0 for x - R below -120).
   auto write_softmax = [&](Reg<U64> index, Reg<F32> neg_ref, Reg<F32> inv_s, Reg<S32> e) {
-    const RefTerm t = ref_exp(k, ld(k, element(k, x, index)), neg_ref);
+    const RefTerm t = ref_exp(k, load_f32(k, cfg.e, x, index), neg_ref);
     Reg<S32> shift = max(k, sub(k, t.p.e, V<S32>(e)), V<S32>(-254));
-    st(k, element(k, y, index), V<F32>(scale_pow2(k, mul(k, t.p.m, V<F32>(inv_s)), shift)));
+    store_f32(k, cfg.e, y, index, scale_pow2(k, mul(k, t.p.m, V<F32>(inv_s)), shift));
   };
   // softmax's sum of one line (RefSum) with ref, a register the fallback may rewrite: each(body) calls
   // body(x) for this thread's values, combine(sum) merges the lanes' sums (rows) or does nothing
@@ -194,7 +199,7 @@ std::string generate(std::size_t config, Target target) {
       Reg<U64> base = mul(k, row, V<U64>(to_u64(k, r)));
       auto at = [&](Reg<U32> j) { return add(k, base, V<U64>(to_u64(k, j))); };
       auto each = [&](auto&& body) {
-        for_range<U32>(k, lane, r, 32u, [&](Reg<U32> j) { body(ld(k, element(k, x, at(j)))); });
+        for_range<U32>(k, lane, r, 32u, [&](Reg<U32> j) { body(load_f32(k, cfg.e, x, at(j))); });
       };
       if (is_log) {
         Online o{mov<F32>(k, neg_inf), mov<F32>(k, -1.0f)};
@@ -211,7 +216,7 @@ std::string generate(std::size_t config, Target target) {
       // whose max is 354 above it, or that holds inf or NaN, takes the fallback
       Reg<F32> head = mov<F32>(k, neg_inf);
       for_range<U32>(k, lane, min(k, r, V<U32>(32u)), 32u,
-                     [&](Reg<U32> j) { assign(k, head, V<F32>(ld(k, element(k, x, at(j))))); });
+                     [&](Reg<U32> j) { assign(k, head, V<F32>(load_f32(k, cfg.e, x, at(j)))); });
       Reg<F32> ref = warp_max_nan(k, head);
       auto combine = [&](RefSum& sum) {
         for (std::uint32_t offset = 16; offset >= 1; offset /= 2) {
@@ -240,7 +245,7 @@ std::string generate(std::size_t config, Target target) {
       Reg<U64> base = fma(k, sub(k, o, V<U64>(i)), V<U64>(to_u64(k, r)), V<U64>(i));
       auto at = [&](Reg<U32> j) { return fma(k, to_u64(k, j), V<U64>(inner), V<U64>(base)); };
       auto each = [&](auto&& body) {
-        for_range<U32>(k, 0u, r, 1u, [&](Reg<U32> j) { body(ld(k, element(k, x, at(j)))); });
+        for_range<U32>(k, 0u, r, 1u, [&](Reg<U32> j) { body(load_f32(k, cfg.e, x, at(j))); });
       };
       if (is_log) {
         Online on{mov<F32>(k, neg_inf), mov<F32>(k, -1.0f)};
@@ -252,7 +257,7 @@ std::string generate(std::size_t config, Target target) {
       // R: the line's first value (none when r = 0)
       Reg<F32> ref = mov<F32>(k, neg_inf);
       for_range<U32>(k, 0u, min(k, r, V<U32>(1u)), 1u,
-                     [&](Reg<U32> j) { assign(k, ref, V<F32>(ld(k, element(k, x, at(j))))); });
+                     [&](Reg<U32> j) { assign(k, ref, V<F32>(load_f32(k, cfg.e, x, at(j)))); });
       auto line_max = [&] {
         Reg<F32> m = mov<F32>(k, neg_inf);
         each([&](Reg<F32> v) { assign(k, m, V<F32>(max_nan(k, m, v))); });
@@ -283,7 +288,8 @@ const Generator& softmax_generator() {
       {OpKind::softmax, OpKind::log_softmax},
       config_names(configs),
       generate,
-      "x: f32* (contiguous [outer, r, inner]), y: f32* (same shape), outer: u64, r: u32, inner: u64 "
+      "x: f32* (contiguous [outer, r, inner]; *_f16 / *_bf16: f16* / bf16*), y: as x (same shape), outer: u64, "
+      "r: u32, inner: u64 "
       "(_row configs need inner == 1)",
       "sizes = {outer, r, inner}; block 256; _row: one warp per row, grid ceil(outer/8) (max 65535); "
       "_col: one thread per (outer, inner) line, grid min(ceil(outer*inner/256), 8192)",
@@ -293,13 +299,15 @@ const Generator& softmax_generator() {
 
 // x viewed as [outer, r, inner] around the axis: the row form when inner == 1.
 std::optional<Steps> plan(const OpCall& c, int, const Resources&, bool gathered) {
-  if (!contiguous_inputs(c, gathered)) return std::nullopt;
+  if (!contiguous_inputs(c, gathered) || c.inputs[0].dtype() != c.output.dtype()) return std::nullopt;
   i64 outer, r, inner;
   split(c.inputs[0].shape(), std::get<AxisParams>(c.params).axis, outer, r, inner);
   if (r > UINT32_MAX) return std::nullopt;
   Steps steps;
-  const std::size_t config =
-      config_index(configs, "softmax", [&](const SoftmaxConfig& s) { return s.op == c.op && s.row == (inner == 1); });
+  const Elem e = elem_of(c.output.dtype());
+  const std::size_t config = config_index(configs, "softmax", [&](const SoftmaxConfig& s) {
+    return s.op == c.op && s.row == (inner == 1) && s.e == e;
+  });
   Plan& pl = steps.add(softmax_generator(), config, {outer, r, inner});
   pl.args.add_ptr(c.inputs[0]);
   pl.args.add_ptr(c.output);
@@ -313,7 +321,7 @@ std::optional<Steps> plan(const OpCall& c, int, const Resources&, bool gathered)
 
 void register_softmax(CudaOps& r) {
   r.generators.push_back(&softmax_generator());
-  for (OpKind op : {OpKind::softmax, OpKind::log_softmax}) r.ops.add(op, OpKernel{plan});
+  for (OpKind op : {OpKind::softmax, OpKind::log_softmax}) r.ops.add(op, OpKernel{plan, nullptr, false, true});
 }
 
 }  // namespace trine::cuda::kernels
