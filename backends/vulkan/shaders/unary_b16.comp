@@ -33,9 +33,13 @@ void main() {
     uint w = base + k * gl_WorkGroupSize.x;  // the word of y this step writes
     uint i = w * 2u;
     if (i >= p.n) break;
-    uint lo = round16(activate(ACT, load_x(i), p.alpha, p.beta), TYPE);
+    // an even offset reads the pair as one word; an odd one, from two
+    uint wx = (p.x_off & 1u) == 0u ? x[(p.x_off >> 1) + w] : 0u;
+    float x0 = (p.x_off & 1u) == 0u ? widen16(wx, 0u, TYPE) : load_x(i);
+    uint lo = round16(activate(ACT, x0, p.alpha, p.beta), TYPE);
     if (i + 1u < p.n) {
-      uint hi = round16(activate(ACT, load_x(i + 1u), p.alpha, p.beta), TYPE);
+      float x1 = (p.x_off & 1u) == 0u ? widen16(wx, 1u, TYPE) : load_x(i + 1u);
+      uint hi = round16(activate(ACT, x1, p.alpha, p.beta), TYPE);
       y[p.y_off + w] = lo | (hi << 16);
     } else {
       y[p.y_off + w] = (y[p.y_off + w] & 0xFFFF0000u) | lo;
