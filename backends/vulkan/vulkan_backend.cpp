@@ -172,10 +172,10 @@ class VulkanBackend final : public detail::Backend {
   std::unique_ptr<detail::Submission> encode(std::vector<detail::Entry> entries) override {
     auto s = std::make_unique<VulkanSubmission>();
     if (!entries.empty()) s->device = device_of(entries.front());
-    bool widened = false;
-    for (const auto& e : entries)
-      if (const auto* c = std::get_if<detail::OpCall>(&e)) widened = widened || widens(*c);
-    if (!widened) {
+    std::vector<bool> wide(entries.size(), false);  // asked once per entry: widens() walks the op's limits
+    for (std::size_t i = 0; i < entries.size(); ++i)
+      if (const auto* c = std::get_if<detail::OpCall>(&entries[i])) wide[i] = widens(*c);
+    if (std::find(wide.begin(), wide.end(), true) == wide.end()) {
       s->entries = std::move(entries);
       return s;
     }
@@ -183,7 +183,7 @@ class VulkanBackend final : public detail::Backend {
     o.recorded = entries.size();
     for (std::size_t i = 0; i < entries.size(); ++i) {
       const auto* c = std::get_if<detail::OpCall>(&entries[i]);
-      if (!c || !widens(*c)) {
+      if (!wide[i]) {
         o.serves.push_back(s->entries.size());
         o.position.push_back(i);
         s->entries.push_back(std::move(entries[i]));
