@@ -148,13 +148,14 @@ std::shared_ptr<BatchRecord> recording_batch(OpKind op, std::span<const Tensor> 
   return found;
 }
 
-Tensor record_op(BatchRecord& batch, OpKind op, std::span<const Tensor> inputs, const OpParams& params) {
+Tensor record_op(BatchRecord& batch, OpKind op, std::span<const Tensor> inputs, const OpParams& params,
+                 std::shared_ptr<BatchRecord> owner) {
   const std::size_t position = batch.entries.size();
   try {
     InferredOutput shape = infer_op(op, inputs, params);
     OpCall call{op, {inputs.begin(), inputs.end()}, {}, params, op_cost(op, inputs, params, shape)};
     // The output's storage belongs to the batch of the inputs; find that shared_ptr through them.
-    std::shared_ptr<BatchRecord> owner = recording_batch(op, inputs);
+    if (!owner) owner = recording_batch(op, inputs);
     auto storage = recorded_storage(owner, bytes_of(shape.shape, shape.dtype));
     call.output = Tensor(storage, shape.shape, contiguous_strides(shape.shape), 0, shape.dtype, batch.pinned);
     if (batch.pinned) {
@@ -180,6 +181,63 @@ Tensor record_op(BatchRecord& batch, OpKind op, std::span<const Tensor> inputs, 
   } catch (const Error& e) {
     throw Error(e.code(), std::string(e.what()) + " (recording " + entry_label(position) + ")",
                 ErrorEntry{std::string("[") + op_info(op).name + "]", position, position + 1, e.what()});
+  }
+}
+
+// The source made what the write takes (cast, broadcast, contiguous, apart from dst: as copy_into
+// does eagerly) by recorded ops, so that every run repeats them, from an eager source too; then the
+// write, a copy op whose output is dst (backends/backend.hpp, writes_view).
+Tensor record_write(const std::shared_ptr<BatchRecord>& owner, const Tensor& dst, const Tensor& src) {
+  BatchRecord& batch = *owner;
+  const std::size_t position = batch.entries.size();
+  try {
+    if (!batch.pinned) {
+      throw Error(ErrorCode::unsupported,
+                  "[copy_into] writes into " + dst.str() +
+                      " in a batch placed automatically; the placement does not place writes yet: pin the batch "
+                      "to the destination's device (trine::Batch(device))");
+    }
+    if (dst.storage()->handle() && dst.device() != batch.device) {
+      throw Error(ErrorCode::invalid_argument, "[copy_into] the destination " + dst.str() +
+                                                   " is not on the batch's device " + batch.device.str() +
+                                                   ": a batch writes only into tensors on its device");
+    }
+    if (dst.numel() == 0) return dst;
+    Tensor s = src;
+    if (s.storage()->handle() && s.device() != batch.device) {  // eager elsewhere: moved once, as ops do
+      if (s.pinned()) {
+        throw Error(ErrorCode::invalid_argument, "[copy_into] uses " + s.str() + ", pinned there, in a batch pinned to " +
+                                                     batch.device.str());
+      }
+      s = move_tensor(s, batch.device, false, "copy_into");
+    }
+    auto record = [&](OpKind op, const Tensor& x, const OpParams& params) {
+      std::array<Tensor, 1> in{x};
+      return record_op(batch, op, in, params, owner);
+    };
+    if (s.dtype() != dst.dtype()) s = record(OpKind::cast, s, CastParams{dst.dtype()});
+    if (s.shape() != dst.shape()) s = s.broadcast_to(dst.shape());
+    if (!s.is_contiguous() || s.shares_storage(dst)) s = record(OpKind::copy, s, NoParams{});
+    const std::size_t at = batch.entries.size();
+    try {
+      std::array<Tensor, 1> in{s};
+      OpCall call{OpKind::copy, {s}, dst, NoParams{}, op_cost(OpKind::copy, in, NoParams{}, {dst.shape(), dst.dtype()})};
+      if (!batch.backend->supports(call)) {
+        const std::string why = batch.backend->unsupported_reason(call);
+        throw Error(ErrorCode::unsupported, "[copy_into] is not supported on " + batch.device.str() + " for " +
+                                                describe_call(in) + " into " + dst.str() + " (the batch is pinned there)" +
+                                                (why.empty() ? "" : ": " + why));
+      }
+      batch.entries.emplace_back(std::move(call));
+    } catch (const Error& e) {
+      throw Error(e.code(), std::string(e.what()) + " (recording " + entry_label(at) + ")",
+                  ErrorEntry{"[copy_into]", at, at + 1, e.what()});
+    }
+    return dst;
+  } catch (const Error& e) {
+    if (e.entry()) throw;  // already names its entry
+    throw Error(e.code(), std::string(e.what()) + " (recording " + entry_label(position) + ")",
+                ErrorEntry{"[copy_into]", position, position + 1, e.what()});
   }
 }
 

@@ -21,10 +21,11 @@ OpCost op_cost(OpKind op, std::span<const Tensor> inputs, const OpParams& params
 
 namespace {
 
-// The call on `device`, whose inputs are all there: output allocated, supports() asked, submitted.
+// The call on `device`, whose inputs are all there: output allocated (or `into`, a view that
+// trine::copy_into writes), supports() asked, submitted. `name` is what errors call it.
 Tensor run_on(const detail::Placement& at, OpKind op, std::span<const Tensor> inputs, const OpParams& params,
-              const detail::InferredOutput& shape) {
-  const char* name = op_info(op).name;
+              const detail::InferredOutput& shape, const Tensor& into = {}, const char* name = nullptr) {
+  if (!name) name = op_info(op).name;
   detail::Backend& backend = detail::backend_for(at.device, name);
   std::vector<detail::Entry> entries;
   entries.reserve(1);
@@ -32,7 +33,7 @@ Tensor run_on(const detail::Placement& at, OpKind op, std::span<const Tensor> in
   call.op = op;
   call.inputs.assign(inputs.begin(), inputs.end());
   call.params = params;
-  call.output = detail::empty_tensor(shape.shape, shape.dtype, at.device, at.pinned);
+  call.output = into.defined() ? into : detail::empty_tensor(shape.shape, shape.dtype, at.device, at.pinned);
   call.cost = detail::op_cost(op, inputs, params, shape);
   if (!backend.supports(call)) {
     const std::string why = backend.unsupported_reason(call);
@@ -130,6 +131,66 @@ Tensor Tensor::to(Device target) const {
   if (device() == target) return Tensor(storage_, shape_, strides_, offset_, dtype_, true);
   detail::backend_for(target, "to");  // an unavailable device fails here, naming it
   return detail::move_tensor(*this, target, true, "to");
+}
+
+namespace detail {
+
+// copy_into's checks, which a batch's recording shares: both defined, a destination that repeats no
+// element, a source that broadcasts to its shape.
+void check_write(const Tensor& dst, const Tensor& src) {
+  if (!dst.defined() || !src.defined()) {
+    throw Error(ErrorCode::invalid_argument,
+                std::string("[copy_into] ") + (dst.defined() ? "the source" : "the destination") + " is undefined");
+  }
+  const std::string both = " (destination " + dst.str() + ", source " + src.str() + ")";
+  for (int d = 0; d < dst.rank(); ++d) {
+    if (dst.strides()[static_cast<std::size_t>(d)] == 0 && dst.dim(d) > 1) {
+      throw Error(ErrorCode::invalid_argument, "[copy_into] the destination repeats its elements along dim " +
+                                                   std::to_string(d) +
+                                                   " (a broadcast view): a write would land on one element several "
+                                                   "times" + both);
+    }
+  }
+  if (src.shape() == dst.shape()) return;
+  if (broadcast_shapes("copy_into", src.shape(), dst.shape(), both) != dst.shape()) {
+    throw Error(ErrorCode::invalid_shape, "[copy_into] the source's shape " + src.shape().str() +
+                                              " does not broadcast to the destination's " + dst.shape().str() + both);
+  }
+}
+
+}  // namespace detail
+
+// The source as the write takes it on the destination's device: cast to its dtype, broadcast to its
+// shape, contiguous, and in memory of its own when it shares the destination's (an overlap then
+// reads the values from before the write, as numpy's assignment does).
+Tensor copy_into(const Tensor& dst, const Tensor& src) {
+  detail::check_write(dst, src);
+  if (auto batch = detail::recording_batch(OpKind::copy, std::array<Tensor, 2>{dst, src})) {
+    if (detail::async_mode()) {
+      throw Error(ErrorCode::invalid_argument,
+                  "[copy_into] tensors recorded in a trine::Batch take the sync spelling; trine::async does not record");
+    }
+    return detail::record_write(batch, dst, src);
+  }
+  if (dst.numel() == 0) return dst;
+  const detail::Placement at{dst.device(), dst.pinned()};
+  detail::backend_for(at.device, "copy_into");  // an unavailable device fails here, naming it
+  Tensor s = detail::move_tensor(src, at.device, false, "copy_into");
+  auto run = [&](OpKind op, const Tensor& x, const OpParams& params) {
+    std::array<Tensor, 1> in{x};
+    return run_on({at.device, false}, op, in, params, detail::infer_op(op, in, params));
+  };
+  if (s.dtype() != dst.dtype()) s = run(OpKind::cast, s, CastParams{dst.dtype()});
+  if (s.shape() != dst.shape()) s = s.broadcast_to(dst.shape());
+  if (!s.is_contiguous() || s.shares_storage(dst)) s = run(OpKind::copy, s, NoParams{});
+  std::array<Tensor, 1> in{s};
+  run_on(at, OpKind::copy, in, NoParams{}, {dst.shape(), dst.dtype()}, dst, "copy_into");
+  return dst;
+}
+
+const Tensor& Tensor::copy_(const Tensor& src) const {
+  copy_into(*this, src);
+  return *this;
 }
 
 Tensor Tensor::contiguous() const {

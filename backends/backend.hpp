@@ -38,10 +38,25 @@ namespace trine::detail {
 struct OpCall {
   OpKind op = OpKind::copy;
   std::vector<Tensor> inputs;  // in the op's order; optional ones may be undefined
-  Tensor output;               // contiguous, on the same device as the inputs
+  Tensor output;               // contiguous, on the same device as the inputs (but see writes_view)
   OpParams params;
   OpCost cost;  // the op table's estimate of its work (flops, bytes)
 };
+
+// Whether `call` writes into a view of an existing tensor (trine::copy_into): the copy op, whose
+// output is then any view (offset, strides; never one that repeats an element) instead of a fresh
+// contiguous tensor. Its input is contiguous, of the output's dtype and shape (copy_into casts,
+// broadcasts and copies the source first), so a backend scatters one contiguous range into the
+// view. Every other call's output is contiguous.
+inline bool writes_view(const OpCall& call) { return call.op == OpKind::copy && !call.output.is_contiguous(); }
+
+// Whether a backend can write `call`'s output: contiguous, or a view written by writes_view's rule.
+inline bool output_writable(const OpCall& call) {
+  if (!call.output.defined()) return false;
+  if (call.output.is_contiguous()) return true;
+  return writes_view(call) && call.inputs.size() == 1 && call.inputs[0].is_contiguous() &&
+         call.inputs[0].dtype() == call.output.dtype() && call.inputs[0].shape() == call.output.shape();
+}
 
 // Whether an input or the output of `call` is f16 or bf16 (for the backends whose kernels for some
 // ops read f32 only so far, and run those calls between casts: backends/widen.hpp).

@@ -352,13 +352,18 @@ std::vector<std::size_t> plan_memory(const BatchRecord& b, const std::vector<std
   std::map<const Storage*, std::size_t> index;
   for (std::size_t k = 0; k < n; ++k) index[b.storages[k].get()] = k;
   std::vector<std::size_t> produced(n, 0), last(n, 0);
+  std::vector<bool> written(n, false);
   std::vector<long> refs(n, 1);  // b.storages holds one
   std::vector<std::vector<std::size_t>> touched_in(n);  // the segments of the entries touching it
   auto use = [&](const std::shared_ptr<Storage>& s, std::size_t i, bool write) {
     auto it = index.find(s.get());
     if (it == index.end()) return;
     ++refs[it->second];
-    if (write) produced[it->second] = i;
+    // the first write makes it; a later one (trine::copy_into into a view of it) is one more use
+    if (write && !written[it->second]) {
+      produced[it->second] = i;
+      written[it->second] = true;
+    }
     last[it->second] = std::max(last[it->second], i);
     touched_in[it->second].push_back(segment_of[i]);
   };

@@ -60,8 +60,15 @@ std::string entry_label(std::size_t i);
 // or null: the op runs now.
 std::shared_ptr<BatchRecord> recording_batch(OpKind op, std::span<const Tensor> inputs);
 
-// Records `op` into `batch` and returns its (not yet computed) output.
-Tensor record_op(BatchRecord& batch, OpKind op, std::span<const Tensor> inputs, const OpParams& params);
+// Records `op` into `batch` and returns its (not yet computed) output. `owner` is the batch's own
+// pointer, found through the inputs when null (it must be given when every input is eager).
+Tensor record_op(BatchRecord& batch, OpKind op, std::span<const Tensor> inputs, const OpParams& params,
+                 std::shared_ptr<BatchRecord> owner = nullptr);
+
+// trine::copy_into's checks (api/ops.cpp), and its recording into `batch` (api/batch.cpp): the
+// entries that bring src to dst's dtype, shape and contiguity, then the write. Returns dst.
+void check_write(const Tensor& dst, const Tensor& src);
+Tensor record_write(const std::shared_ptr<BatchRecord>& batch, const Tensor& dst, const Tensor& src);
 
 // A Future<void> that is ready when `done` is (api/future.cpp).
 Future<void> future_of_completion(std::shared_ptr<Completion> done);

@@ -237,7 +237,7 @@ class CpuBackend final : public detail::Backend {
     for (const auto& t : call.inputs) {
       if (t.defined() && t.device().kind != DeviceKind::cpu) return false;
     }
-    return call.output.defined() && call.output.is_contiguous() && call.output.device().kind == DeviceKind::cpu;
+    return detail::output_writable(call) && call.output.device().kind == DeviceKind::cpu;
   }
 
   std::string unsupported_reason(const detail::OpCall& call) const override {

@@ -256,7 +256,7 @@ std::string in_op(OpKind op, const char* text) {
 
 void execute(const KernelTable& k, const detail::OpCall& call) {
   const std::string_view name = op_info(call.op).name;
-  TRINE_ASSERT(call.output.defined() && call.output.is_contiguous() && call.output.device().kind == DeviceKind::cpu,
+  TRINE_ASSERT(detail::output_writable(call) && call.output.device().kind == DeviceKind::cpu,
                in_op(call.op, "the cpu backend was handed an output it cannot write in place"));
   TRINE_ASSERT(static_cast<int>(call.inputs.size()) >= op_info(call.op).min_inputs,
                in_op(call.op, "the cpu backend was handed fewer inputs than the op takes"));

@@ -275,7 +275,7 @@ class CudaBackend final : public detail::Backend {
   bool supports(const detail::OpCall& call) const override {
     for (const auto& t : call.inputs)
       if (t.defined() && t.device().kind != DeviceKind::cuda) return false;
-    if (!call.output.is_contiguous()) return false;
+    if (!detail::output_writable(call)) return false;
     const int sm = devices_[static_cast<std::size_t>(call.output.device().index)].sm;
     return can_launch(call, sm) || widens_at(call, sm);
   }
@@ -297,7 +297,7 @@ class CudaBackend final : public detail::Backend {
   std::string unsupported_reason(const detail::OpCall& call) const override {
     for (const auto& t : call.inputs)
       if (t.defined() && t.device().kind != DeviceKind::cuda) return "an input is on " + t.device().str();
-    if (!call.output.is_contiguous()) return "the output is not contiguous";
+    if (!detail::output_writable(call)) return "the output is not contiguous";
     const int sm = devices_[static_cast<std::size_t>(call.output.device().index)].sm;
     // A 16-bit call refused in its f32 form too: the f32 form's reason (shapes, limits).
     if (detail::has_16bit(call)) {

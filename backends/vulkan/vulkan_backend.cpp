@@ -136,7 +136,7 @@ class VulkanBackend final : public detail::Backend {
     for (const auto& t : call.inputs)
       if (t.defined() && t.device().kind != DeviceKind::vulkan) return false;
     const Device d = call.output.defined() ? call.output.device() : Device::cpu();
-    if (d.kind != DeviceKind::vulkan || !call.output.is_contiguous() || d.index < 0 ||
+    if (d.kind != DeviceKind::vulkan || !detail::output_writable(call) || d.index < 0 ||
         static_cast<std::size_t>(d.index) >= instance_->count())
       return false;
     // The same answer the recorder acts on (record_op): nothing accepted here is refused at submit.

@@ -259,6 +259,22 @@ inline Future<Tensor> run_op(OpKind op, std::span<const Tensor> inputs, const Op
 
 #undef TRINE_UNPAREN
 
+// ---- writing into a tensor ----
+// Writes src into dst's elements in place: dst may be a view (slice, transpose, permute) of a larger
+// tensor, whose other elements stay as they are; the result is dst. src broadcasts to dst's shape
+// (numpy rules) and converts to dst's dtype as cast() converts; a source that shares dst's memory
+// is read as it was before the write. The write runs on dst's device (src is moved there when it
+// lives elsewhere) and is ordered like any op: after every earlier op that reads or writes dst's
+// memory, before every later one. In a Batch (pinned to a device) it is recorded and repeated by
+// every run, also into a tensor made outside the batch, such as a KV cache. Errors: a destination
+// that repeats elements (a broadcast view), a source that does not broadcast, an undefined one.
+Tensor copy_into(const Tensor& dst, const Tensor& src);
+namespace async {
+inline Future<Tensor> copy_into(const Tensor& dst, const Tensor& src) {
+  return detail::launch_async([&] { return ::trine::copy_into(dst, src); });
+}
+}  // namespace async
+
 // ---- operators: the op functions under their usual spelling ----
 // a + b, a - b, a * b, a / b: add, sub, mul, div (element-wise, numpy broadcasting); -a: neg. A
 // float operand is a rank-0 tensor of the other operand's dtype (the scalar rounded to it, so an

@@ -270,8 +270,41 @@ void widen_to_f32(DType from, const std::uint16_t* src, float* dst, i64 n) {
 
 namespace {
 
-// copy and cast: the strided conversion of the input into the output.
+// A write into a view (trine::copy_into, detail::writes_view): the contiguous input scattered
+// through the output's strides, one row of the output's last dim at a time (a memcpy where that dim
+// is contiguous). The view repeats no element, so the rows are disjoint and split over threads.
+void scatter_into(const Tensor& x, const Tensor& y) {
+  const i64 n = y.numel();
+  if (n == 0) return;
+  const int rank = y.rank();  // >= 1: a rank-0 view is contiguous
+  const Shape& shape = y.shape();
+  const Strides& strides = y.strides();
+  const i64 inner = shape[rank - 1], step = strides[rank - 1];
+  const auto esz = static_cast<i64>(dtype_size(y.dtype()));
+  const std::uint8_t* src = base_ptr(x);
+  std::uint8_t* dst = base_ptr(y);
+  parallel_for(n / inner, grain_for(inner, grain_cheap), [&](i64 r0, i64 r1) {
+    for (i64 r = r0; r < r1; ++r) {
+      i64 off = 0, rest = r;
+      for (int d = rank - 2; d >= 0; --d) {
+        off += (rest % shape[d]) * strides[d];
+        rest /= shape[d];
+      }
+      std::uint8_t* out = dst + off * esz;
+      const std::uint8_t* in = src + r * inner * esz;
+      if (step == 1) {
+        std::memcpy(out, in, static_cast<std::size_t>(inner * esz));
+      } else {
+        for (i64 c = 0; c < inner; ++c)
+          std::memcpy(out + c * step * esz, in + c * esz, static_cast<std::size_t>(esz));
+      }
+    }
+  });
+}
+
+// copy and cast: the strided conversion of the input into the output; a write into a view scatters.
 void run_copy(const KernelTable& k, const trine::detail::OpCall& call) {
+  if (trine::detail::writes_view(call)) return scatter_into(call.inputs[0], call.output);
   strided_convert(k, call.inputs[0], base_ptr(call.output), call.output.dtype());
 }
 

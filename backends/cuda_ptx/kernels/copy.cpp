@@ -20,6 +20,7 @@ constexpr int gather_dims = 6;
 enum class Move {
   copy,     // contiguous, same dtype
   gather,   // a strided view, same dtype
+  scatter,  // into a strided view (trine::copy_into), same dtype
   convert,  // contiguous, from one dtype to another
 };
 struct CastConfig {
@@ -39,6 +40,7 @@ constexpr CastConfig configs[] = {
     {"f32_to_i32", Move::convert, 0, Elem::f32, Elem::i32},   {"f16_to_i32", Move::convert, 0, Elem::f16, Elem::i32},
     {"bf16_to_i32", Move::convert, 0, Elem::bf16, Elem::i32}, {"i32_to_f32", Move::convert, 0, Elem::i32, Elem::f32},
     {"i32_to_f16", Move::convert, 0, Elem::i32, Elem::f16},   {"i32_to_bf16", Move::convert, 0, Elem::i32, Elem::bf16},
+    {"scatter_b32", Move::scatter, 4, Elem::f32, Elem::f32},  {"scatter_b16", Move::scatter, 2, Elem::f16, Elem::f16},
 };
 
 // y[i] = x[i] for elements of 4 or 2 bytes, addresses computed by the caller.
@@ -61,9 +63,10 @@ std::string generate_cast(std::size_t config, Target target) {
     grid_stride(k, n, [&](Reg<U64> i) { move_element(k, cfg.bytes, x, i, y, i); });
     return module_text(k);
   }
-  if (cfg.move == Move::gather) {
-    // y[i] = x[sum_d idx_d(i) * s_d]: i split into 6 coordinates (innermost last) over the view's
-    // collapsed dims; offsets wrap modulo 2^64, so negative strides work.
+  if (cfg.move == Move::gather || cfg.move == Move::scatter) {
+    // gather: y[i] = x[sum_d idx_d(i) * s_d]; scatter: y[sum_d idx_d(i) * s_d] = x[i]. i split into 6
+    // coordinates (innermost last) over the view's collapsed dims; offsets wrap modulo 2^64, so
+    // negative strides work.
     std::array<Reg<U64>, gather_dims - 1> dims;  // dims 1..5 (dim 0 is what remains)
     for (int d = 0; d < gather_dims - 1; ++d) dims[d] = param<U64>(k, "d" + std::to_string(d + 1));
     std::array<Reg<U64>, gather_dims> strides;
@@ -79,7 +82,11 @@ std::string generate_cast(std::size_t config, Target target) {
         }
         src = fma(k, idx, V<U64>(strides[d]), V<U64>(src));
       }
-      move_element(k, cfg.bytes, x, src, y, i);
+      if (cfg.move == Move::gather) {
+        move_element(k, cfg.bytes, x, src, y, i);
+      } else {
+        move_element(k, cfg.bytes, x, i, y, src);
+      }
     });
     return module_text(k);
   }
@@ -100,8 +107,9 @@ const Generator& cast_generator() {
                            config_names(configs),
                            generate_cast,
                            "x: pointer to n elements (contiguous; gather_*: the view's first element), y: pointer to n "
-                           "elements, n: u64; gather_* also d1..d5: u64 (the view's dims 1..5 after collapsing to 6, 1 "
-                           "where unused; never 0), s0..s5: s64 element strides",
+                           "elements (scatter_*: the view's first element), n: u64; gather_* and scatter_* also "
+                           "d1..d5: u64 (the view's dims 1..5 after collapsing to 6, 1 where unused; never 0), s0..s5: "
+                           "s64 element strides",
                            "sizes = {n}; block 256; grid min(ceil(n/256), 8192), grid-stride",
                            flat_geometry,
                            true};
@@ -251,17 +259,22 @@ const Generator& concat_generator() {
 
 // ---- plans ----
 
-// copy and cast: a contiguous copy or conversion, or a strided view copied by the gather kernel.
+// copy and cast: a contiguous copy or conversion, a strided view copied by the gather kernel, or a
+// contiguous input written into a view (trine::copy_into) by the scatter kernel.
 std::optional<Steps> plan_cast(const OpCall& c, int, const Resources&, bool gathered) {
   const i64 n_out = c.output.numel();
   Steps steps;
   if (n_out == 0) return steps;
   const DType from = c.inputs[0].dtype(), to = c.output.dtype();
-  if (from == to && !c.inputs[0].is_contiguous()) {
-    // A strided view copied: the gather kernel over the view's (collapsed) dims, its innermost 6
-    // (leading 1s added) a launch, one launch per index of the dims before them, x moved to that
-    // index's element and y to its slab.
-    const auto dims = collapsed_dims(c.inputs[0]);
+  const bool scatter = trine::detail::writes_view(c);
+  if (scatter && !c.inputs[0].is_contiguous()) return std::nullopt;  // copy_into passes a contiguous one
+  if (scatter || (from == to && !c.inputs[0].is_contiguous())) {
+    // A strided view copied (or written): the gather (scatter) kernel over the view's collapsed
+    // dims, its innermost 6 (leading 1s added) a launch, one launch per index of the dims before
+    // them, the view's pointer moved to that index's element and the contiguous side's to its slab.
+    const Tensor& view = scatter ? c.output : c.inputs[0];
+    const Tensor& flat = scatter ? c.inputs[0] : c.output;
+    const auto dims = collapsed_dims(view);
     constexpr std::size_t per_launch = gather_dims;
     const std::size_t lead = dims.size() > per_launch ? dims.size() - per_launch : 0;
     std::array<i64, per_launch> d{}, st{};
@@ -274,7 +287,7 @@ std::optional<Steps> plan_cast(const OpCall& c, int, const Resources&, bool gath
     for (i64 v : d) slab *= v;
     for (std::size_t i = 0; i < lead; ++i) slabs *= dims[i][0];
     const std::size_t config = config_index(configs, "cast", [&](const CastConfig& e) {
-      return e.move == Move::gather && e.bytes == static_cast<int>(dtype_size(from));
+      return e.move == (scatter ? Move::scatter : Move::gather) && e.bytes == static_cast<int>(dtype_size(from));
     });
     const i64 bytes = static_cast<i64>(dtype_size(from));
     for (i64 s = 0; s < slabs; ++s) {
@@ -284,8 +297,10 @@ std::optional<Steps> plan_cast(const OpCall& c, int, const Resources&, bool gath
         rest /= dims[i][0];
       }
       Plan& pl = steps.add(cast_generator(), config, {slab});
-      pl.args.add(Args::device_ptr(c.inputs[0]) + static_cast<CUdeviceptr>(offset * bytes));
-      pl.args.add(Args::device_ptr(c.output) + static_cast<CUdeviceptr>(s * slab * bytes));
+      const CUdeviceptr at_view = Args::device_ptr(view) + static_cast<CUdeviceptr>(offset * bytes);
+      const CUdeviceptr at_flat = Args::device_ptr(flat) + static_cast<CUdeviceptr>(s * slab * bytes);
+      pl.args.add(scatter ? at_flat : at_view);
+      pl.args.add(scatter ? at_view : at_flat);
       pl.args.add(static_cast<std::uint64_t>(slab));
       for (std::size_t i = 1; i < per_launch; ++i) pl.args.add(static_cast<std::uint64_t>(d[i]));
       for (i64 v : st) pl.args.add(v);

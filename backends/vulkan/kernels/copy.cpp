@@ -16,6 +16,7 @@ namespace {
 struct CastPush {
   std::uint32_t n, rank, x_off;
   std::uint32_t dims[8], str[8];
+  std::uint32_t y_off;  // scatter only
 };
 
 // y (contiguous) = x converted element by element from dtype code `from` to `to` (dtype_code's),
@@ -36,12 +37,67 @@ void record_cast(Recorder& rec, const Tensor& x, const TensorRef& y, std::uint32
   rec.dispatch("copy", {bind_in(rx), bind_out(y)}, &p, sizeof(p), ((n + 1) / 2 + group - 1) / group, {group, from, to});
 }
 
+// Runs of a view written by buffer-copy regions (trine::copy_into) when each is at least this long
+// and there are at most k_scatter_regions of them (a KV cache's row per head); else copy.comp scatters.
+constexpr std::uint64_t k_scatter_run_bytes = 64;
+constexpr std::uint64_t k_scatter_regions = 4096;
+
+// The view's rows of its last dim as buffer-copy regions, when they are long and few enough.
+bool scatter_regions(const Tensor& x, const Tensor& y, std::vector<Recorder::Region>& out) {
+  const int rank = y.rank();
+  const std::uint64_t inner = static_cast<std::uint64_t>(y.dim(rank - 1)), esz = dtype_size(y.dtype());
+  const std::uint64_t rows = static_cast<std::uint64_t>(y.numel()) / inner;
+  if (y.strides()[rank - 1] != 1 || inner * esz < k_scatter_run_bytes || rows > k_scatter_regions) return false;
+  for (std::uint64_t r = 0; r < rows; ++r) {
+    std::int64_t off = y.offset();
+    std::uint64_t rest = r;
+    for (int d = rank - 2; d >= 0; --d) {
+      const auto dim = static_cast<std::uint64_t>(y.dim(d));
+      off += static_cast<std::int64_t>(rest % dim) * y.strides()[d];
+      rest /= dim;
+    }
+    out.push_back({static_cast<std::size_t>((static_cast<std::uint64_t>(x.offset()) + r * inner) * esz),
+                   static_cast<std::size_t>(off) * esz, static_cast<std::size_t>(inner * esz)});
+  }
+  return true;
+}
+
+// x (contiguous) into the view y through y's strides: copy.comp with SCATTER.
+void record_scatter(Recorder& rec, const Tensor& x, const Tensor& y) {
+  std::vector<Recorder::Region> regions;
+  if (scatter_regions(x, y, regions)) return rec.copy(ref_of(x).alloc, ref_of(y).alloc, regions);
+  const std::uint64_t n = static_cast<std::uint64_t>(y.numel());
+  CastPush p{};
+  p.n = static_cast<std::uint32_t>(n);
+  p.rank = static_cast<std::uint32_t>(y.rank());
+  const TensorRef rx = ref_of(x), ry = ref_of(y);
+  p.x_off = rx.offset;
+  p.y_off = ry.offset;
+  for (int i = 0; i < y.rank(); ++i) {
+    p.dims[i] = static_cast<std::uint32_t>(y.shape()[i]);
+    p.str[i] = static_cast<std::uint32_t>(y.strides()[i]);
+  }
+  // i32 words move as f32 bits (code 0), untouched
+  const std::uint32_t code = y.dtype() == DType::i32 ? dtype_code(DType::f32) : dtype_code(y.dtype());
+  constexpr std::uint32_t group = 256;
+  rec.dispatch("copy", {bind_in(rx), bind_out(ry)}, &p, sizeof(p), ((n + 1) / 2 + group - 1) / group,
+               {group, code, code, 1});
+}
+
 // Every dtype: both move the data as it is or convert it exactly.
-bool supports_copy(const detail::OpCall& call) { return inputs_fit_u32(call); }
+// A view written (trine::copy_into) sits anywhere in its storage: its offsets must fit 32 bits too.
+bool supports_copy(const detail::OpCall& call) {
+  return inputs_fit_u32(call) && call.output.storage()->bytes() / 4 < (std::uint64_t{1} << 32);
+}
 
 void limits_copy(Limits& l, const detail::OpCall& call) {
   const Tensor &x = call.inputs[0], &y = call.output;
-  if (y.numel() == 0 || x.is_contiguous()) return;  // nothing, or a buffer copy: no shader binding
+  // nothing, or a buffer copy: no shader binding
+  if (y.numel() == 0 || (x.is_contiguous() && y.is_contiguous())) return;
+  if (detail::writes_view(call)) {
+    std::vector<Recorder::Region> regions;
+    if (scatter_regions(x, y, regions)) return;
+  }
   l.bind(x, "input 0");
   l.bind(y, "the output");
 }
@@ -51,9 +107,11 @@ void record_copy(Recorder& rec, const detail::OpCall& call) {
   const TensorRef ry = ref_of(y);
   const std::uint64_t n = static_cast<std::uint64_t>(y.numel());
   if (n == 0) return;
-  if (x.is_contiguous()) {
+  if (detail::writes_view(call)) return record_scatter(rec, x, y);
+  if (x.is_contiguous()) {  // y may be a view at an offset (trine::copy_into of a contiguous one)
     const std::size_t esz = dtype_size(x.dtype());
-    return rec.copy(ref_of(x).alloc, static_cast<std::size_t>(x.offset()) * esz, ry.alloc, 0, n * esz);
+    return rec.copy(ref_of(x).alloc, static_cast<std::size_t>(x.offset()) * esz, ry.alloc,
+                    static_cast<std::size_t>(ry.offset) * esz, n * esz);
   }
   if (x.dtype() == DType::f32) return record_strided(rec, x, x, ry, y.shape(), OpKind::copy, OpKind::copy, 0, 0);
   // 16-bit values round-trip through f32 exactly; i32 words move as f32 bits (code 0), untouched.

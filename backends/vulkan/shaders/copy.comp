@@ -4,6 +4,11 @@
 // it, as the op defines). All in integer arithmetic, so no denormal flushing of the device can
 // change a result. A copy of 32-bit words (f32 to f32) moves them untouched. Each invocation writes
 // two outputs, one whole 32-bit word of a 16-bit output.
+//
+// With SCATTER, the strides are the output's instead (a write into a view, trine::copy_into): a
+// contiguous input of the output's dtype goes element by element to the view, from y_off; a 16-bit
+// element by two atomics on its word (clear its half, then set it), so that the other half, which
+// another invocation or nobody writes, is kept whatever order they run in.
 #version 450
 #extension GL_GOOGLE_include_directive : require
 #include "common.glsl"
@@ -13,6 +18,7 @@ layout(local_size_x_id = 0) in;
 // conversion's code (llvmpipe runs every branch on a push constant for every element).
 layout(constant_id = 1) const uint IN_TYPE = 0;
 layout(constant_id = 2) const uint OUT_TYPE = 0;
+layout(constant_id = 3) const uint SCATTER = 0;
 
 layout(set = 0, binding = 0) readonly buffer X { uint x[]; };
 layout(set = 0, binding = 1) buffer Y { uint y[]; };
@@ -22,6 +28,7 @@ layout(push_constant) uniform Push {
   uint x_off;
   uint dims[8];
   uint str[8];
+  uint y_off;
 } p;
 
 // An i32 (its bits) as the nearest f32, ties to even.
@@ -51,13 +58,19 @@ uint f32_bits_to_i32(uint b) {
   return neg ? ~v + 1u : v;
 }
 
-// Element i of the output, as f32 bits (through the strides).
-uint load_bits(uint i) {
-  uint rem = i, at = p.x_off;
+// The element offset of element i of the strided side, from `base`.
+uint strided_at(uint i, uint base) {
+  uint rem = i, at = base;
   for (int d = int(p.rank) - 1; d >= 0; --d) {
     at += (rem % p.dims[d]) * p.str[d];
     rem /= p.dims[d];
   }
+  return at;
+}
+
+// Element i of the output, as f32 bits (through the strides).
+uint load_bits(uint i) {
+  uint at = strided_at(i, p.x_off);
   if (IN_TYPE == 0u) return x[at];
   if (IN_TYPE == 3u) return i32_to_f32_bits(x[at]);
   uint w = x[at >> 1];
@@ -72,10 +85,29 @@ uint store_bits(uint f32bits) {
   return f32bits;
 }
 
+// Element j of the contiguous input to its place in the view (IN_TYPE == OUT_TYPE).
+void scatter_one(uint j) {
+  uint at = strided_at(j, p.y_off);
+  uint s = p.x_off + j;
+  if (OUT_TYPE == 0u || OUT_TYPE == 3u) {
+    y[at] = x[s];
+    return;
+  }
+  uint h = (s & 1u) != 0u ? (x[s >> 1] >> 16) : (x[s >> 1] & 0xFFFFu);
+  uint shift = (at & 1u) * 16u;
+  atomicAnd(y[at >> 1], ~(0xFFFFu << shift));
+  atomicOr(y[at >> 1], h << shift);
+}
+
 void main() {
   uint pair = linear_group() * gl_WorkGroupSize.x + gl_LocalInvocationID.x;
   uint i = pair * 2u;
   if (i >= p.n) return;
+  if (SCATTER != 0u) {
+    scatter_one(i);
+    if (i + 1u < p.n) scatter_one(i + 1u);
+    return;
+  }
   bool two = i + 1u < p.n;
   uint v0 = store_bits(load_bits(i));
   uint v1 = two ? store_bits(load_bits(i + 1u)) : 0u;
