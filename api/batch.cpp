@@ -187,7 +187,8 @@ Tensor record_op(BatchRecord& batch, OpKind op, std::span<const Tensor> inputs, 
 // The source made what the write takes (cast, broadcast, contiguous, apart from dst: as copy_into
 // does eagerly) by recorded ops, so that every run repeats them, from an eager source too; then the
 // write, a copy op whose output is dst (backends/backend.hpp, writes_view).
-Tensor record_write(const std::shared_ptr<BatchRecord>& owner, const Tensor& dst, const Tensor& src) {
+Tensor record_write(const std::shared_ptr<BatchRecord>& owner, const Tensor& dst, const Tensor& src,
+                    const WriteAt& where) {
   BatchRecord& batch = *owner;
   const std::size_t position = batch.entries.size();
   try {
@@ -203,25 +204,41 @@ Tensor record_write(const std::shared_ptr<BatchRecord>& owner, const Tensor& dst
                                                    ": a batch writes only into tensors on its device");
     }
     if (dst.numel() == 0) return dst;
-    Tensor s = src;
-    if (s.storage()->handle() && s.device() != batch.device) {  // eager elsewhere: moved once, as ops do
-      if (s.pinned()) {
-        throw Error(ErrorCode::invalid_argument, "[copy_into] uses " + s.str() + ", pinned there, in a batch pinned to " +
+    auto here = [&](const Tensor& t) {  // eager elsewhere: moved once, as ops do
+      if (!t.storage()->handle() || t.device() == batch.device) return t;
+      if (t.pinned()) {
+        throw Error(ErrorCode::invalid_argument, "[copy_into] uses " + t.str() + ", pinned there, in a batch pinned to " +
                                                      batch.device.str());
       }
-      s = move_tensor(s, batch.device, false, "copy_into");
-    }
+      return move_tensor(t, batch.device, false, "copy_into");
+    };
     auto record = [&](OpKind op, const Tensor& x, const OpParams& params) {
       std::array<Tensor, 1> in{x};
       return record_op(batch, op, in, params, owner);
     };
+    const int axis = check_write(dst, src, where);
+    Shape part = dst.shape();
+    if (where.position_given) {
+      std::vector<std::int64_t> dims(dst.shape().dims().begin(), dst.shape().dims().end());
+      dims[static_cast<std::size_t>(axis)] = src.dim(axis);
+      part = Shape(dims);
+    }
+    Tensor s = here(src);
     if (s.dtype() != dst.dtype()) s = record(OpKind::cast, s, CastParams{dst.dtype()});
-    if (s.shape() != dst.shape()) s = s.broadcast_to(dst.shape());
+    if (s.shape() != part) s = s.broadcast_to(part);
     if (!s.is_contiguous() || s.shares_storage(dst)) s = record(OpKind::copy, s, NoParams{});
+    std::vector<Tensor> inputs{s};
+    OpParams params = NoParams{};
+    if (where.position_given) {
+      Tensor p = here(where.position);
+      if (p.shares_storage(dst)) p = record(OpKind::copy, p, NoParams{});
+      inputs.push_back(p);
+      params = AxisParams{axis};
+    }
     const std::size_t at = batch.entries.size();
     try {
       std::array<Tensor, 1> in{s};
-      OpCall call{OpKind::copy, {s}, dst, NoParams{}, op_cost(OpKind::copy, in, NoParams{}, {dst.shape(), dst.dtype()})};
+      OpCall call{OpKind::copy, inputs, dst, params, op_cost(OpKind::copy, in, NoParams{}, {dst.shape(), dst.dtype()})};
       if (!batch.backend->supports(call)) {
         const std::string why = batch.backend->unsupported_reason(call);
         throw Error(ErrorCode::unsupported, "[copy_into] is not supported on " + batch.device.str() + " for " +

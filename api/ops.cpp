@@ -135,12 +135,16 @@ Tensor Tensor::to(Device target) const {
 
 namespace detail {
 
-// copy_into's checks, which a batch's recording shares: both defined, a destination that repeats no
-// element, a source that broadcasts to its shape.
-void check_write(const Tensor& dst, const Tensor& src) {
-  if (!dst.defined() || !src.defined()) {
+// copy_into's checks, which a batch's recording shares: all defined, a destination that repeats no
+// element, a source that broadcasts to the part of it written (its shape, or with a position its
+// shape with src.dim(axis) along axis), an i32 position of one element. Returns the axis, made
+// non-negative (-1 without a position).
+int check_write(const Tensor& dst, const Tensor& src, const WriteAt& at) {
+  if (!dst.defined() || !src.defined() || (at.position_given && !at.position.defined())) {
     throw Error(ErrorCode::invalid_argument,
-                std::string("[copy_into] ") + (dst.defined() ? "the source" : "the destination") + " is undefined");
+                std::string("[copy_into] ") +
+                    (!dst.defined() ? "the destination" : !src.defined() ? "the source" : "the position") +
+                    " is undefined");
   }
   const std::string both = " (destination " + dst.str() + ", source " + src.str() + ")";
   for (int d = 0; d < dst.rank(); ++d) {
@@ -151,41 +155,89 @@ void check_write(const Tensor& dst, const Tensor& src) {
                                                    "times" + both);
     }
   }
-  if (src.shape() == dst.shape()) return;
-  if (broadcast_shapes("copy_into", src.shape(), dst.shape(), both) != dst.shape()) {
-    throw Error(ErrorCode::invalid_shape, "[copy_into] the source's shape " + src.shape().str() +
-                                              " does not broadcast to the destination's " + dst.shape().str() + both);
+  int axis = -1;
+  Shape part = dst.shape();
+  if (at.position_given) {
+    if (at.position.dtype() != DType::i32 || at.position.numel() != 1) {
+      throw Error(at.position.dtype() != DType::i32 ? ErrorCode::dtype_mismatch : ErrorCode::invalid_shape,
+                  "[copy_into] the position must be an i32 tensor of one element, got " + at.position.str() + both);
+    }
+    if (src.rank() != dst.rank()) {
+      throw Error(ErrorCode::invalid_shape, "[copy_into] a write at a position takes a source of the destination's "
+                                            "rank" + both);
+    }
+    axis = at.axis < 0 ? at.axis + dst.rank() : at.axis;
+    if (axis < 0 || axis >= dst.rank()) {
+      throw Error(ErrorCode::invalid_argument,
+                  "[copy_into] axis " + std::to_string(at.axis) + " is out of range" + both);
+    }
+    if (src.dim(axis) > dst.dim(axis)) {
+      throw Error(ErrorCode::invalid_shape, "[copy_into] the source is longer than the destination along axis " +
+                                                std::to_string(axis) + both);
+    }
+    std::vector<std::int64_t> dims(dst.shape().dims().begin(), dst.shape().dims().end());
+    dims[static_cast<std::size_t>(axis)] = src.dim(axis);
+    part = Shape(dims);
   }
+  if (src.shape() != part && broadcast_shapes("copy_into", src.shape(), part, both) != part) {
+    throw Error(ErrorCode::invalid_shape, "[copy_into] the source's shape " + src.shape().str() +
+                                              " does not broadcast to " +
+                                              (at.position_given ? "the part written, " : "the destination's ") +
+                                              part.str() + both);
+  }
+  return axis;
 }
 
 }  // namespace detail
 
-// The source as the write takes it on the destination's device: cast to its dtype, broadcast to its
-// shape, contiguous, and in memory of its own when it shares the destination's (an overlap then
-// reads the values from before the write, as numpy's assignment does).
-Tensor copy_into(const Tensor& dst, const Tensor& src) {
-  detail::check_write(dst, src);
-  if (auto batch = detail::recording_batch(OpKind::copy, std::array<Tensor, 2>{dst, src})) {
+namespace {
+
+// Both forms of copy_into. The source as the write takes it on the destination's device: cast to its
+// dtype, broadcast to the part written, contiguous, and in memory of its own when it shares the
+// destination's (an overlap then reads the values from before the write, as numpy's assignment does).
+Tensor write(const Tensor& dst, const Tensor& src, const detail::WriteAt& where) {
+  const int axis = detail::check_write(dst, src, where);
+  if (auto batch = detail::recording_batch(OpKind::copy, std::array<Tensor, 3>{dst, src, where.position})) {
     if (detail::async_mode()) {
       throw Error(ErrorCode::invalid_argument,
                   "[copy_into] tensors recorded in a trine::Batch take the sync spelling; trine::async does not record");
     }
-    return detail::record_write(batch, dst, src);
+    return detail::record_write(batch, dst, src, where);
   }
   if (dst.numel() == 0) return dst;
   const detail::Placement at{dst.device(), dst.pinned()};
   detail::backend_for(at.device, "copy_into");  // an unavailable device fails here, naming it
-  Tensor s = detail::move_tensor(src, at.device, false, "copy_into");
   auto run = [&](OpKind op, const Tensor& x, const OpParams& params) {
     std::array<Tensor, 1> in{x};
     return run_on({at.device, false}, op, in, params, detail::infer_op(op, in, params));
   };
+  Tensor s = detail::move_tensor(src, at.device, false, "copy_into");
+  Shape part = dst.shape();
+  if (where.position_given) {
+    std::vector<std::int64_t> dims(dst.shape().dims().begin(), dst.shape().dims().end());
+    dims[static_cast<std::size_t>(axis)] = src.dim(axis);
+    part = Shape(dims);
+  }
   if (s.dtype() != dst.dtype()) s = run(OpKind::cast, s, CastParams{dst.dtype()});
-  if (s.shape() != dst.shape()) s = s.broadcast_to(dst.shape());
+  if (s.shape() != part) s = s.broadcast_to(part);
   if (!s.is_contiguous() || s.shares_storage(dst)) s = run(OpKind::copy, s, NoParams{});
-  std::array<Tensor, 1> in{s};
-  run_on(at, OpKind::copy, in, NoParams{}, {dst.shape(), dst.dtype()}, dst, "copy_into");
+  if (!where.position_given) {
+    std::array<Tensor, 1> in{s};
+    run_on(at, OpKind::copy, in, NoParams{}, {dst.shape(), dst.dtype()}, dst, "copy_into");
+    return dst;
+  }
+  Tensor p = detail::move_tensor(where.position, at.device, false, "copy_into");
+  if (p.shares_storage(dst)) p = run(OpKind::copy, p, NoParams{});
+  std::array<Tensor, 2> in{s, p};
+  run_on(at, OpKind::copy, in, AxisParams{axis}, {dst.shape(), dst.dtype()}, dst, "copy_into");
   return dst;
+}
+
+}  // namespace
+
+Tensor copy_into(const Tensor& dst, const Tensor& src) { return write(dst, src, {}); }
+Tensor copy_into(const Tensor& dst, const Tensor& src, int axis, const Tensor& position) {
+  return write(dst, src, {axis, position, true});
 }
 
 const Tensor& Tensor::copy_(const Tensor& src) const {

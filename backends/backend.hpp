@@ -48,14 +48,52 @@ struct OpCall {
 // contiguous tensor. Its input is contiguous, of the output's dtype and shape (copy_into casts,
 // broadcasts and copies the source first), so a backend scatters one contiguous range into the
 // view. Every other call's output is contiguous.
-inline bool writes_view(const OpCall& call) { return call.op == OpKind::copy && !call.output.is_contiguous(); }
+inline bool writes_view(const OpCall& call) {
+  return call.op == OpKind::copy && call.inputs.size() == 1 && !call.output.is_contiguous();
+}
 
-// Whether a backend can write `call`'s output: contiguous, or a view written by writes_view's rule.
+// Whether `call` writes at a position read on the device (trine::copy_into with a position tensor):
+// the copy op with inputs {src, position} and AxisParams{axis} (axis >= 0). The elements written are
+// the output's [p, p + src.dim(axis)) along axis, p the position's one i32 value when the call runs,
+// which must lie in [0, output.dim(axis) - src.dim(axis)]: else nothing is written and the call fails
+// with write_position_error. src is contiguous, of the output's dtype, with its other dims; the
+// output is any view that repeats no element.
+inline bool writes_at(const OpCall& call) { return call.op == OpKind::copy && call.inputs.size() == 2; }
+inline int write_axis(const OpCall& call) { return std::get<AxisParams>(call.params).axis; }
+// The largest position a writes_at call takes.
+inline std::int64_t write_position_max(const OpCall& call) {
+  return call.output.dim(write_axis(call)) - call.inputs[0].dim(write_axis(call));
+}
+// The view a writes_at call writes at position p.
+inline Tensor written_at(const OpCall& call, std::int64_t p) {
+  const Tensor& y = call.output;
+  return Tensor(y.storage(), call.inputs[0].shape(), y.strides(),
+                y.offset() + p * y.strides()[static_cast<std::size_t>(write_axis(call))], y.dtype(), y.pinned());
+}
+inline std::string write_position_error(std::int64_t position, const OpCall& call) {
+  return "position " + std::to_string(position) + " is outside [0, " + std::to_string(write_position_max(call)) +
+         "] for a write of " + std::to_string(call.inputs[0].dim(write_axis(call))) + " along axis " +
+         std::to_string(write_axis(call)) + " of " + call.output.str() + " (trine::copy_into)";
+}
+
+// Whether a backend can write `call`'s output: contiguous, or a view written by writes_view's or
+// writes_at's rule.
 inline bool output_writable(const OpCall& call) {
   if (!call.output.defined()) return false;
+  if (writes_at(call)) {
+    const Tensor &x = call.inputs[0], &p = call.inputs[1], &y = call.output;
+    if (!std::holds_alternative<AxisParams>(call.params) || !x.is_contiguous() || x.dtype() != y.dtype() ||
+        x.rank() != y.rank() || p.dtype() != DType::i32 || p.numel() != 1)
+      return false;
+    const int axis = write_axis(call);
+    if (axis < 0 || axis >= y.rank() || x.dim(axis) > y.dim(axis)) return false;
+    for (int d = 0; d < y.rank(); ++d)
+      if (d != axis && x.dim(d) != y.dim(d)) return false;
+    return true;
+  }
   if (call.output.is_contiguous()) return true;
-  return writes_view(call) && call.inputs.size() == 1 && call.inputs[0].is_contiguous() &&
-         call.inputs[0].dtype() == call.output.dtype() && call.inputs[0].shape() == call.output.shape();
+  return writes_view(call) && call.inputs[0].is_contiguous() && call.inputs[0].dtype() == call.output.dtype() &&
+         call.inputs[0].shape() == call.output.shape();
 }
 
 // Whether an input or the output of `call` is f16 or bf16 (for the backends whose kernels for some

@@ -69,9 +69,11 @@ void Storage::collect_waits(bool write, std::vector<std::shared_ptr<Completion>>
   std::lock_guard<std::mutex> lock(mu_);
   if (writer_ && settled(writer_)) writer_.reset();
   // A writer that failed and is over orders nothing, and a use that writes the storage anew does
-  // not inherit its failure: every write covers the whole storage (an op's output, an upload of a
-  // batch input), so nothing the failed writer left is read again. A read inherits it. (Without
-  // this a batch whose run failed, a gather with a bad index, could never run again.)
+  // not inherit its failure: most writes cover the whole storage (an op's output, an upload of a
+  // batch input), and a write into part of it (trine::copy_into) is the caller saying what the
+  // storage holds from now on. A read inherits it: a tensor whose last write failed raises that
+  // failure when read, until a write succeeds. (Without this a batch whose run failed, a gather
+  // with a bad index, could never run again.)
   if (writer_ && !(write && writer_->poll())) out.push_back(writer_);
   if (write) {
     for (const auto& r : readers_)

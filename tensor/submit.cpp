@@ -21,12 +21,17 @@ class Uses {
  public:
   void add(Storage* s, bool write) {
     if (!s) return;
-    for (auto& u : *this) {
-      if (u.storage == s) {
-        u.write = u.write || write;
-        return;
-      }
-    }
+    // Once, in either part: a storage read and written by a batch's entries is one write use (a
+    // second, read-only use past the sixth storage inherited a failed run's error for ever).
+    auto merge = [&](Use& u) {
+      if (u.storage != s) return false;
+      u.write = u.write || write;
+      return true;
+    };
+    for (auto& u : *this)
+      if (merge(u)) return;
+    for (auto& u : more_)
+      if (merge(u)) return;
     if (n_ < small_.size()) {
       small_[n_++] = {s, write};
     } else {

@@ -744,3 +744,26 @@ TEST_CASE("vulkan: 16-bit activations in shaders of their own, pow in double inc
     check(OpKind::add, {v, Tensor::random({17}, seq(), -1.0f, 1.0f, t, k_vk)}, NoParams{}, name + " add, broadcast");
   }
 }
+
+TEST_CASE("vulkan: a write at a position read on the device, 32- and 16-bit, and a bad position", "[vulkan]") {
+  require_vulkan();
+  // copy_at.comp: dispatched here so that the GPU-assisted validation run (which runs [vulkan], not
+  // the batch suite of tests/write_tests.cpp) instruments it too.
+  for (DType t : {DType::f32, DType::f16}) {
+    const Tensor cache = Tensor::full({3, 5, 2}, 9.0f, t, k_vk);
+    copy_into(cache, Tensor::from({1.0f, 2.0f, 3.0f, 4.0f, 5.0f, 6.0f}, DType::f32, k_vk).reshape({3, 1, 2}), 1,
+              Tensor::from({3}, k_vk));
+    const std::vector<float> v = cache.to_vector();
+    CHECK(v[6] == 1.0f);
+    CHECK(v[7] == 2.0f);
+    CHECK(v[16] == 3.0f);
+    CHECK(v[27] == 6.0f);
+    CHECK(v[8] == 9.0f);
+    CHECK_THROWS_AS(copy_into(cache, Tensor::zeros({3, 2, 2}, t, k_vk), 1, Tensor::from({4}, k_vk)), Error);
+    // a good write after it: the failed one wrote nothing (not at 3 either)
+    copy_into(cache, Tensor::zeros({3, 1, 2}, t, k_vk), 1, Tensor::from({0}, k_vk));
+    std::vector<float> expect = v;
+    for (std::size_t h = 0; h < 3; ++h) expect[h * 10] = expect[h * 10 + 1] = 0.0f;
+    CHECK(cache.to_vector() == expect);
+  }
+}

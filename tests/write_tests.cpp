@@ -3,6 +3,7 @@
 // "[batch]", which every test device runs (cpu, vulkan:0 on lavapipe, cuda:0 on the emulator).
 #include <catch2/catch.hpp>
 
+#include <chrono>
 #include <cstdint>
 #include <span>
 #include <vector>
@@ -138,6 +139,78 @@ TEST_CASE("copy_into in a batch: recorded once, repeated by every run, into a te
   }
 }
 
+TEST_CASE("copy_into at a position read on the device: eager, async, and one recording for every step",
+          "[batch]") {
+  const Device dev = test::test_device();
+  const std::vector<float> row = iota(6);
+  SECTION("eager and async; a bad position writes nothing and names itself") {
+    for (DType t : {DType::f32, DType::bf16}) {
+      const Tensor cache = Tensor::zeros({2, 4, 3}, t, dev);
+      copy_into(cache, Tensor::from(row, {2, 1, 3}, DType::f32, dev), 1, Tensor::from({2}, dev));
+      CHECK(cache.to_vector() == cache_with(2, 4, 3, 2, row));
+      // the last position; a source of one row broadcast over the heads
+      copy_into(cache, Tensor::from({7.0f, 8.0f, 9.0f}, DType::f32, dev).reshape({1, 1, 3}), -2, Tensor::from({3}, dev));
+      std::vector<float> expect = cache_with(2, 4, 3, 2, row);
+      for (std::size_t h = 0; h < 2; ++h)
+        for (std::size_t d = 0; d < 3; ++d) expect[h * 12 + 9 + d] = 7.0f + static_cast<float>(d);
+      CHECK(cache.to_vector() == expect);
+      for (int bad : {4, -1}) {
+        try {
+          copy_into(cache, Tensor::from(row, {2, 1, 3}, DType::f32, dev), 1, Tensor::from({bad}, dev));
+          FAIL("position " << bad << " was written");
+        } catch (const Error& e) {
+          CHECK(e.code() == ErrorCode::invalid_argument);
+          CHECK_THAT(e.what(), Catch::Contains("position " + std::to_string(bad) + " is outside [0, 3]"));
+        }
+      }
+      CHECK(async::copy_into(cache, Tensor::from(row, {2, 1, 3}, DType::f32, dev), 1, Tensor::from({5}, dev))
+                .wait_for(std::chrono::seconds(60)));
+      CHECK(code_of([&] {
+              async::copy_into(cache, Tensor::from(row, {2, 1, 3}, DType::f32, dev), 1, Tensor::from({5}, dev)).get();
+            }) == ErrorCode::invalid_argument);
+      // a tensor whose last write failed raises that failure when read, until a write succeeds
+      CHECK(code_of([&] { (void)cache.to_vector(); }) == ErrorCode::invalid_argument);
+      copy_into(cache, Tensor::from(row, {2, 1, 3}, DType::f32, dev), 1, Tensor::from({1}, dev));
+      for (std::size_t h = 0; h < 2; ++h)
+        for (std::size_t d = 0; d < 3; ++d) expect[h * 12 + 3 + d] = row[h * 3 + d];
+      CHECK(cache.to_vector() == expect);  // and the failed ones wrote nothing, not even at 0 or 3
+    }
+  }
+  SECTION("a batch recorded once writes each run's position; a bad one fails that run only") {
+    const Tensor cache = Tensor::zeros({2, 4, 3}, DType::f16, dev);
+    Batch batch(dev);
+    const Tensor x = batch.upload(row, {2, 1, 3});
+    const std::vector<float> first{0.0f};
+    const Tensor pos = batch.upload(first, {1}, DType::i32);
+    copy_into(cache, x * 1.0f, 1, pos);
+    BatchRead sums = batch.read(trine::sum(trine::sum(cache + x, -1), 0));  // one per position
+    std::vector<float> expect(24, 0.0f);
+    for (int p = 0; p < 4; ++p) {
+      std::vector<float> step(6);
+      for (std::size_t i = 0; i < 6; ++i) step[i] = static_cast<float>(p * 10) + static_cast<float>(i);
+      const std::vector<float> at{static_cast<float>(p)};
+      batch.run({step, at});
+      for (std::size_t h = 0; h < 2; ++h)
+        for (std::size_t d = 0; d < 3; ++d)
+          expect[h * 12 + static_cast<std::size_t>(p) * 3 + d] = step[h * 3 + d];
+      CHECK(cache.to_vector() == expect);
+    }
+    CHECK(sums.get().size() == 4);
+    const std::vector<float> bad{4.0f};
+    try {
+      batch.run({row, bad});
+      FAIL("position 4 was written");
+    } catch (const Error& e) {
+      CHECK(e.code() == ErrorCode::invalid_argument);
+      CHECK_THAT(e.what(), Catch::Contains("position 4 is outside [0, 3]") && Catch::Contains("batch entry"));
+    }
+    batch.run({row, std::vector<float>{1.0f}});  // the device and the batch still work
+    for (std::size_t h = 0; h < 2; ++h)
+      for (std::size_t d = 0; d < 3; ++d) expect[h * 12 + 3 + d] = row[h * 3 + d];
+    CHECK(cache.to_vector() == expect);
+  }
+}
+
 TEST_CASE("copy_into's bad writes are errors naming the write and both tensors", "[errors]") {
   const Tensor d = Tensor::zeros({2, 3});
   try {
@@ -158,4 +231,14 @@ TEST_CASE("copy_into's bad writes are errors naming the write and both tensors",
   CHECK(code_of([&] { Tensor().copy_(d); }) == ErrorCode::invalid_argument);
   // a destination larger than the source is not a broadcast of it the other way round
   CHECK(code_of([&] { copy_into(Tensor::zeros({3}), d); }) == ErrorCode::invalid_shape);
+  // at a position: an i32 position of one element, a source of the destination's rank and no longer
+  const Tensor cache = Tensor::zeros({2, 4, 3});
+  const Tensor k = Tensor::zeros({2, 1, 3});
+  CHECK(code_of([&] { copy_into(cache, k, 1, Tensor::from({1.0f})); }) == ErrorCode::dtype_mismatch);
+  CHECK(code_of([&] { copy_into(cache, k, 1, Tensor::from({1, 2})); }) == ErrorCode::invalid_shape);
+  CHECK(code_of([&] { copy_into(cache, Tensor::zeros({3}), 1, Tensor::from({1})); }) == ErrorCode::invalid_shape);
+  CHECK(code_of([&] { copy_into(cache, Tensor::zeros({2, 5, 3}), 1, Tensor::from({0})); }) == ErrorCode::invalid_shape);
+  CHECK(code_of([&] { copy_into(cache, Tensor::zeros({2, 1, 2}), 1, Tensor::from({0})); }) == ErrorCode::invalid_shape);
+  CHECK(code_of([&] { copy_into(cache, k, 3, Tensor::from({0})); }) == ErrorCode::invalid_argument);
+  CHECK(code_of([&] { copy_into(cache, k, 1, Tensor()); }) == ErrorCode::invalid_argument);
 }

@@ -522,7 +522,7 @@ class CudaBackend final : public detail::Backend {
             throw Error(ErrorCode::internal, std::string("[") + name + "] a device-side check has no word to go to");
           std::uint64_t* word = checks->words[checks->checks.size()];
           check(api_.cuMemcpyDtoHAsync(word, c->slot, sizeof *word, d.stream), "cuMemcpyDtoHAsync", name);
-          checks->checks.push_back({call.op, position, c->rows});
+          checks->checks.push_back({call.op, position, *c});
         }
         if (sync_each_launch_) check(api_.cuStreamSynchronize(d.stream), "cuStreamSynchronize", name);
         return;

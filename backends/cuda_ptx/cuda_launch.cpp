@@ -135,14 +135,17 @@ bool can_launch(const detail::OpCall& call, int sm) {
 
 void require_kernels() { kernels::table(); }
 
-std::optional<std::string> index_check_failure(std::uint64_t word, std::int64_t rows) {
+std::optional<std::string> index_check_failure(std::uint64_t word, const IndexCheck& check) {
   if (word == index_check_clean) return std::nullopt;
   const auto index = static_cast<std::int32_t>(static_cast<std::uint32_t>(word));
+  if (check.describe) return check.describe(index);
+  const std::int64_t rows = check.rows;
   return "index " + std::to_string(index) + " at position " + std::to_string(word >> 32) +
          " is outside the table's rows [0, " + std::to_string(rows) + ")";
 }
 
 bool checks_on_device(const detail::OpCall& call) {
+  if (detail::writes_at(call)) return true;  // its position
   const OpKernel* k = kernels::table().ops.find(call.op);
   return k && k->checks_on_device;
 }

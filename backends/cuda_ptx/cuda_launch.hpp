@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <optional>
 #include <string>
@@ -76,14 +77,17 @@ struct DeviceShape {
 // An input checked on the device (gather's indices must lie in [0, rows)): after the launches,
 // the u64 at `slot` holds (position << 32) | index of the lowest position holding a bad index, or
 // all ones (index_check_clean) when every index is good. The kernel never reads outside the table.
+// A write at a position (trine::copy_into) checks its position the same way: the word then holds
+// that position, and `describe` says what it fails with.
 struct IndexCheck {
   CUdeviceptr slot = 0;
   std::int64_t rows = 0;
+  std::function<std::string(std::int64_t)> describe;  // null: gather's message
 };
 inline constexpr std::uint64_t index_check_clean = ~std::uint64_t{0};
 // The error a check's word reports, or nullopt when it is clean: "index i at position p is outside
 // the table's rows [0, V)" (the op and device are the caller's to add).
-std::optional<std::string> index_check_failure(std::uint64_t word, std::int64_t rows);
+std::optional<std::string> index_check_failure(std::uint64_t word, const IndexCheck& check);
 // Whether the call's kernel checks an input on the device (launch then returns an IndexCheck).
 bool checks_on_device(const detail::OpCall& call);
 

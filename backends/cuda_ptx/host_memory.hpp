@@ -89,7 +89,7 @@ struct IndexChecks {
   struct Check {
     OpKind op;
     std::size_t position;  // the recorded entry's position, of `recorded`
-    std::int64_t rows;
+    IndexCheck check;  // its rows or its message
   };
   std::shared_ptr<PinnedWords> pool;
   std::vector<std::uint64_t*> words;  // one per checking entry: checks[i] reads words[i]
@@ -107,7 +107,7 @@ struct IndexChecks {
   // 2 is outside the table's rows [0, 5)"), or null. Only once the stream has passed the copies.
   std::exception_ptr error() const {
     for (std::size_t i = 0; i < checks.size(); ++i) {
-      if (auto why = index_check_failure(*words[i], checks[i].rows)) {
+      if (auto why = index_check_failure(*words[i], checks[i].check)) {
         const detail::Entry entry{detail::OpCall{checks[i].op, {}, Tensor(), NoParams{}, {}}};  // its name
         return std::make_exception_ptr(
             detail::entry_error(entry, checks[i].position, recorded, Error(ErrorCode::invalid_argument, *why), device));

@@ -269,9 +269,19 @@ inline Future<Tensor> run_op(OpKind op, std::span<const Tensor> inputs, const Op
 // every run, also into a tensor made outside the batch, such as a KV cache. Errors: a destination
 // that repeats elements (a broadcast view), a source that does not broadcast, an undefined one.
 Tensor copy_into(const Tensor& dst, const Tensor& src);
+// The same into dst's elements [p, p + src.dim(axis)) along `axis`, p the value of `position` (an i32
+// tensor of one element) when the write runs, read on the device: a batch records it once and each
+// run writes where that run's position says (upload the position with the batch's other inputs),
+// and a position computed on the device needs no readback. src has dst's rank; its other dims
+// broadcast to dst's. A position outside [0, dst.dim(axis) - src.dim(axis)] writes nothing and is
+// an invalid_argument naming it, raised when the write runs (by the Future, or the batch's run).
+Tensor copy_into(const Tensor& dst, const Tensor& src, int axis, const Tensor& position);
 namespace async {
 inline Future<Tensor> copy_into(const Tensor& dst, const Tensor& src) {
   return detail::launch_async([&] { return ::trine::copy_into(dst, src); });
+}
+inline Future<Tensor> copy_into(const Tensor& dst, const Tensor& src, int axis, const Tensor& position) {
+  return detail::launch_async([&] { return ::trine::copy_into(dst, src, axis, position); });
 }
 }  // namespace async
 

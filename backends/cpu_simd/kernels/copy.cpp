@@ -303,7 +303,14 @@ void scatter_into(const Tensor& x, const Tensor& y) {
 }
 
 // copy and cast: the strided conversion of the input into the output; a write into a view scatters.
+// A write at a position (detail::writes_at) reads the position when it runs, here.
 void run_copy(const KernelTable& k, const trine::detail::OpCall& call) {
+  if (trine::detail::writes_at(call)) {
+    const std::int64_t p = *reinterpret_cast<const std::int32_t*>(base_ptr(call.inputs[1]));
+    if (p < 0 || p > trine::detail::write_position_max(call))
+      throw Error(ErrorCode::invalid_argument, "[copy_into] " + trine::detail::write_position_error(p, call));
+    return scatter_into(call.inputs[0], trine::detail::written_at(call, p));
+  }
   if (trine::detail::writes_view(call)) return scatter_into(call.inputs[0], call.output);
   strided_convert(k, call.inputs[0], base_ptr(call.output), call.output.dtype());
 }

@@ -21,6 +21,7 @@ enum class Move {
   copy,     // contiguous, same dtype
   gather,   // a strided view, same dtype
   scatter,  // into a strided view (trine::copy_into), same dtype
+  scatter_at,  // the same at a position read on the device (copy_into with a position tensor)
   convert,  // contiguous, from one dtype to another
 };
 struct CastConfig {
@@ -41,6 +42,8 @@ constexpr CastConfig configs[] = {
     {"bf16_to_i32", Move::convert, 0, Elem::bf16, Elem::i32}, {"i32_to_f32", Move::convert, 0, Elem::i32, Elem::f32},
     {"i32_to_f16", Move::convert, 0, Elem::i32, Elem::f16},   {"i32_to_bf16", Move::convert, 0, Elem::i32, Elem::bf16},
     {"scatter_b32", Move::scatter, 4, Elem::f32, Elem::f32},  {"scatter_b16", Move::scatter, 2, Elem::f16, Elem::f16},
+    {"scatter_at_b32", Move::scatter_at, 4, Elem::f32, Elem::f32},
+    {"scatter_at_b16", Move::scatter_at, 2, Elem::f16, Elem::f16},
 };
 
 // y[i] = x[i] for elements of 4 or 2 bytes, addresses computed by the caller.
@@ -63,7 +66,7 @@ std::string generate_cast(std::size_t config, Target target) {
     grid_stride(k, n, [&](Reg<U64> i) { move_element(k, cfg.bytes, x, i, y, i); });
     return module_text(k);
   }
-  if (cfg.move == Move::gather || cfg.move == Move::scatter) {
+  if (cfg.move != Move::copy && cfg.move != Move::convert) {
     // gather: y[i] = x[sum_d idx_d(i) * s_d]; scatter: y[sum_d idx_d(i) * s_d] = x[i]. i split into 6
     // coordinates (innermost last) over the view's collapsed dims; offsets wrap modulo 2^64, so
     // negative strides work.
@@ -71,9 +74,29 @@ std::string generate_cast(std::size_t config, Target target) {
     for (int d = 0; d < gather_dims - 1; ++d) dims[d] = param<U64>(k, "d" + std::to_string(d + 1));
     std::array<Reg<U64>, gather_dims> strides;
     for (int d = 0; d < gather_dims; ++d) strides[d] = bitcast<U64>(k, param<S64>(k, "s" + std::to_string(d)));
-    grid_stride(k, n, [&](Reg<U64> i) {
+    // scatter_at: the view starts pos * pos_stride elements further, pos read here; a pos outside
+    // [0, pos_max] writes nothing, and thread 0 leaves it in `check` (as gather's index check:
+    // (0 << 32) | pos).
+    Reg<U64> base = mov<U64>(k, 0u);
+    Reg<U64> count = n;
+    if (cfg.move == Move::scatter_at) {
+      Ptr<Global, S32> pos_ptr = param_ptr<S32>(k, "pos");
+      Reg<S64> pos_stride = param<S64>(k, "pos_stride");
+      Reg<S64> pos_max = param<S64>(k, "pos_max");
+      Ptr<Global, U64> check = param_ptr<U64>(k, "check");
+      Reg<S32> p32 = ld(k, pos_ptr);
+      Reg<S64> p = cvt<S64>(k, p32);
+      Reg<Pred> ok = and_(k, setp(k, Cmp::ge, p, V<S64>(std::int64_t{0})), V<Pred>(setp(k, Cmp::le, p, V<S64>(pos_max))));
+      base = bitcast<U64>(k, mul(k, p, V<S64>(pos_stride)));
+      count = selp<U64>(k, n, 0u, ok);
+      Reg<Pred> report =
+          and_(k, not_(k, ok), V<Pred>(setp(k, Cmp::eq, global_thread_u64(k), V<U64>(std::uint64_t{0}))));
+      Kernel::Guard g(k, report, false);
+      red(k, Reduction::min, check, V<U64>(to_u64(k, bitcast<U32>(k, p32))));
+    }
+    grid_stride(k, count, [&](Reg<U64> i) {
       Reg<U64> rest = i;
-      Reg<U64> src = mov<U64>(k, 0u);
+      Reg<U64> src = base;
       for (int d = gather_dims - 1; d >= 0; --d) {
         Reg<U64> idx = rest;
         if (d > 0) {
@@ -109,7 +132,9 @@ const Generator& cast_generator() {
                            "x: pointer to n elements (contiguous; gather_*: the view's first element), y: pointer to n "
                            "elements (scatter_*: the view's first element), n: u64; gather_* and scatter_* also "
                            "d1..d5: u64 (the view's dims 1..5 after collapsing to 6, 1 where unused; never 0), s0..s5: "
-                           "s64 element strides",
+                           "s64 element strides; scatter_at_* also pos: s32* (the view starts pos * pos_stride elements "
+                           "further), pos_stride: s64, pos_max: s64, check: u64* (all ones before the launch; a pos "
+                           "outside [0, pos_max] writes nothing and leaves pos there)",
                            "sizes = {n}; block 256; grid min(ceil(n/256), 8192), grid-stride",
                            flat_geometry,
                            true};
@@ -261,18 +286,20 @@ const Generator& concat_generator() {
 
 // copy and cast: a contiguous copy or conversion, a strided view copied by the gather kernel, or a
 // contiguous input written into a view (trine::copy_into) by the scatter kernel.
-std::optional<Steps> plan_cast(const OpCall& c, int, const Resources&, bool gathered) {
+std::optional<Steps> plan_cast(const OpCall& c, int, const Resources& res, bool gathered) {
   const i64 n_out = c.output.numel();
   Steps steps;
   if (n_out == 0) return steps;
   const DType from = c.inputs[0].dtype(), to = c.output.dtype();
-  const bool scatter = trine::detail::writes_view(c);
+  const bool at = trine::detail::writes_at(c);
+  const bool scatter = at || trine::detail::writes_view(c);
   if (scatter && !c.inputs[0].is_contiguous()) return std::nullopt;  // copy_into passes a contiguous one
   if (scatter || (from == to && !c.inputs[0].is_contiguous())) {
     // A strided view copied (or written): the gather (scatter) kernel over the view's collapsed
     // dims, its innermost 6 (leading 1s added) a launch, one launch per index of the dims before
     // them, the view's pointer moved to that index's element and the contiguous side's to its slab.
-    const Tensor& view = scatter ? c.output : c.inputs[0];
+    // A write at a position: the view at position 0, moved on the device (scatter_at).
+    const Tensor view = at ? trine::detail::written_at(c, 0) : scatter ? c.output : c.inputs[0];
     const Tensor& flat = scatter ? c.inputs[0] : c.output;
     const auto dims = collapsed_dims(view);
     constexpr std::size_t per_launch = gather_dims;
@@ -287,8 +314,14 @@ std::optional<Steps> plan_cast(const OpCall& c, int, const Resources&, bool gath
     for (i64 v : d) slab *= v;
     for (std::size_t i = 0; i < lead; ++i) slabs *= dims[i][0];
     const std::size_t config = config_index(configs, "cast", [&](const CastConfig& e) {
-      return e.move == (scatter ? Move::scatter : Move::gather) && e.bytes == static_cast<int>(dtype_size(from));
+      return e.move == (at ? Move::scatter_at : scatter ? Move::scatter : Move::gather) &&
+             e.bytes == static_cast<int>(dtype_size(from));
     });
+    if (at) {
+      const OpCall call = c;  // what the error, raised after the work, names
+      steps.index_check = IndexCheck{res.kernels ? res.kernels->index_check_slot(*res.api) : 0, 0,
+                                     [call](std::int64_t p) { return trine::detail::write_position_error(p, call); }};
+    }
     const i64 bytes = static_cast<i64>(dtype_size(from));
     for (i64 s = 0; s < slabs; ++s) {
       i64 offset = 0, rest = s;
@@ -304,6 +337,12 @@ std::optional<Steps> plan_cast(const OpCall& c, int, const Resources&, bool gath
       pl.args.add(static_cast<std::uint64_t>(slab));
       for (std::size_t i = 1; i < per_launch; ++i) pl.args.add(static_cast<std::uint64_t>(d[i]));
       for (i64 v : st) pl.args.add(v);
+      if (at) {
+        pl.args.add_ptr(c.inputs[1]);
+        pl.args.add(static_cast<i64>(c.output.strides()[static_cast<std::size_t>(trine::detail::write_axis(c))]));
+        pl.args.add(static_cast<i64>(trine::detail::write_position_max(c)));
+        pl.args.add<CUdeviceptr>(steps.index_check->slot);
+      }
     }
     return steps;
   }

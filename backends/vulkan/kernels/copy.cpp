@@ -84,6 +84,43 @@ void record_scatter(Recorder& rec, const Tensor& x, const Tensor& y) {
                {group, code, code, 1});
 }
 
+struct CopyAtPush {
+  std::uint32_t n, rank, x_off, y_off, p_off, pos_stride, pos_max;
+  std::uint32_t dims[8], str[8];
+};
+
+// A write at a position read on the device (detail::writes_at): copy_at.comp, which reports a bad
+// position through Recorder::report_words.
+void record_copy_at(Recorder& rec, const detail::OpCall& call) {
+  const Tensor &x = call.inputs[0], &y = call.output;
+  const std::uint64_t n = static_cast<std::uint64_t>(x.numel());
+  const std::string what = detail::write_position_error(0, call);  // "position 0 is outside ..."
+  const std::string rest = what.substr(what.find(" is outside"));
+  Allocation* err = rec.report_words(2, [rest](std::span<const std::uint32_t> w) -> std::optional<Error> {
+    if (w[0] == 0xFFFFFFFFu) return std::nullopt;
+    return Error(ErrorCode::invalid_argument,
+                 "position " + std::to_string(static_cast<std::int32_t>(w[1])) + rest);
+  });
+  const Tensor view = detail::written_at(call, 0);
+  CopyAtPush p{};
+  p.n = static_cast<std::uint32_t>(n);
+  p.rank = static_cast<std::uint32_t>(view.rank());
+  const TensorRef rx = ref_of(x), ry = ref_of(y), rp = ref_of(call.inputs[1]);
+  p.x_off = rx.offset;
+  p.y_off = ry.offset;
+  p.p_off = rp.offset;
+  p.pos_stride = static_cast<std::uint32_t>(y.strides()[static_cast<std::size_t>(detail::write_axis(call))]);
+  p.pos_max = static_cast<std::uint32_t>(detail::write_position_max(call));
+  for (int i = 0; i < view.rank(); ++i) {
+    p.dims[i] = static_cast<std::uint32_t>(view.shape()[i]);
+    p.str[i] = static_cast<std::uint32_t>(view.strides()[i]);
+  }
+  constexpr std::uint32_t group = 256;
+  // one workgroup at least: invocation 0 reports a bad position even when nothing is written
+  rec.dispatch("copy_at", {bind_in(rx), bind_out(ry), bind_in(rp), Binding{err, true}}, &p, sizeof(p),
+               std::max<std::uint64_t>(1, (n + group - 1) / group), {group, dtype_size(y.dtype()) == 2 ? 1u : 0u});
+}
+
 // Every dtype: both move the data as it is or convert it exactly.
 // A view written (trine::copy_into) sits anywhere in its storage: its offsets must fit 32 bits too.
 bool supports_copy(const detail::OpCall& call) {
@@ -92,6 +129,14 @@ bool supports_copy(const detail::OpCall& call) {
 
 void limits_copy(Limits& l, const detail::OpCall& call) {
   const Tensor &x = call.inputs[0], &y = call.output;
+  if (detail::writes_at(call)) {
+    l.temporary(8);  // report_words(2)
+    l.bind(x, "the source");
+    l.bind(y, "the destination");
+    l.bind(call.inputs[1], "the position");
+    l.bind(8, "the error report");
+    return;
+  }
   // nothing, or a buffer copy: no shader binding
   if (y.numel() == 0 || (x.is_contiguous() && y.is_contiguous())) return;
   if (detail::writes_view(call)) {
@@ -105,6 +150,7 @@ void limits_copy(Limits& l, const detail::OpCall& call) {
 void record_copy(Recorder& rec, const detail::OpCall& call) {
   const Tensor &x = call.inputs[0], &y = call.output;
   const TensorRef ry = ref_of(y);
+  if (detail::writes_at(call)) return record_copy_at(rec, call);
   const std::uint64_t n = static_cast<std::uint64_t>(y.numel());
   if (n == 0) return;
   if (detail::writes_view(call)) return record_scatter(rec, x, y);
