@@ -295,6 +295,7 @@ Shape shape_rope(const Check& c, const RopeParams& p) {
   c.nonempty();
   if (c.at(0).dim(-1) % 2 != 0) c.arg_error("last dim must be even, got " + std::to_string(c.at(0).dim(-1)));
   if (!(p.base > 0.0f) || !std::isfinite(p.base)) c.arg_error("base must be positive and finite");
+  if (p.pairs != RopePairs::interleaved && p.pairs != RopePairs::halves) c.arg_error("pairs is not a RopePairs value");
   return c.at(0).shape();
 }
 

@@ -447,6 +447,12 @@ void rope_cases(std::vector<Sample>& out) {
   // a partial vector a row, which keeps the output's stores normal.
   out.push_back({{in({37, 70, 128})}, RopeParams{10000.0f, 5}, "position blocks"});
   out.push_back({{in({19, 45, 126})}, RopeParams{10000.0f, 5}, "position blocks"});
+  // Hugging Face's halves form: a vector's worth of pairs and less (D/2 = 4 and 3), an offset, f16
+  // storage. Not a grid: both forms share the rest of each kernel.
+  out.push_back({{in({2, 3, 8})}, RopeParams{10000.0f, 0, RopePairs::halves}, "halves"});
+  out.push_back({{in({5, 6})}, RopeParams{100.0f, 9, RopePairs::halves}, "halves, offset 9"});
+  out.push_back({{in({3, 5, 20}, -1, 1, L::contiguous, DType::f16)}, RopeParams{10000.0f, 2, RopePairs::halves},
+                 "halves, f16"});
 }
 
 void reduce_cases(std::vector<Sample>& out) {

@@ -117,6 +117,9 @@ TEST_CASE("other invalid parameters", "[errors]") {
   expect_error([] { clip(r({4}), 1.0f, -1.0f); }, ErrorCode::invalid_argument, {"[clip]", "low"});
   expect_error([] { layernorm(r({2, 4}), {}, {}, 0.0f); }, ErrorCode::invalid_argument, {"[layernorm]", "eps"});
   expect_error([] { rope(r({2, 3, 5})); }, ErrorCode::invalid_argument, {"[rope]", "even"});
+  expect_error([] { rope(r({2, 3, 5}), {.pairs = RopePairs::halves}); }, ErrorCode::invalid_argument, {"[rope]", "even"});
+  expect_error([] { rope(r({2, 3, 4}), {.pairs = static_cast<RopePairs>(2)}); }, ErrorCode::invalid_argument,
+               {"[rope]", "RopePairs"});
   expect_error(
       [] {
         attention(r({1, 5, 4}), r({1, 3, 4}), r({1, 3, 4}), {.causal = true});

@@ -339,6 +339,27 @@ TEST_CASE("reference rope rotates interleaved pairs", "[reference]") {
   CHECK_THROWS_AS(ref::rope(Array{{1, 3}, {1, 2, 3}}), std::invalid_argument);
 }
 
+TEST_CASE("reference rope rotates halves: pair i is (x[i], x[i + D/2])", "[reference]") {
+  using trine::RopePairs;
+  const double c1 = std::cos(1.0), s1 = std::sin(1.0);
+  // D = 2: one pair, the same in both forms.
+  require_values(ref::rope(Array{{2, 2}, {1, 0, 1, 0}}, {.pairs = RopePairs::halves}), {2, 2}, {1, 0, c1, s1});
+  // D = 4 at position 1: pair 0 is (x[0], x[2]) turning by 1, pair 1 (x[1], x[3]) by 0.01.
+  require_values(ref::rope(Array{{1, 4}, {1, 1, 0, 0}}, {.position_offset = 1, .pairs = RopePairs::halves}), {1, 4},
+                 {c1, std::cos(0.01), s1, std::sin(0.01)});
+  require_values(ref::rope(Array{{1, 4}, {0, 0, 1, 1}}, {.position_offset = 1, .pairs = RopePairs::halves}), {1, 4},
+                 {-s1, -std::sin(0.01), c1, std::cos(0.01)});
+  // D = 6 (an odd half), base 8: pair 2 is (x[2], x[5]) and turns at 8^(-4/6) = 1/4 per position.
+  require_values(
+      ref::rope(Array{{1, 6}, {0, 0, 1, 0, 0, 0}}, {.base = 8, .position_offset = 4, .pairs = RopePairs::halves}),
+      {1, 6}, {0, 0, c1, 0, 0, s1});
+  // Leading dims: positions restart at each [L, D] slice.
+  require_values(
+      ref::rope(Array{{2, 1, 4}, {1, 0, 0, 0, 1, 0, 0, 0}}, {.position_offset = 1, .pairs = RopePairs::halves}),
+      {2, 1, 4}, {c1, 0, s1, 0, c1, 0, s1, 0});
+  CHECK_THROWS_AS(ref::rope(Array{{1, 3}, {1, 2, 3}}, {.pairs = RopePairs::halves}), std::invalid_argument);
+}
+
 // ---- reductions ----
 
 TEST_CASE("reference sum, mean and max along an axis", "[reference]") {

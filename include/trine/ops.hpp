@@ -100,9 +100,15 @@ struct AttentionParams {
   friend bool operator==(const AttentionParams&, const AttentionParams&) = default;
 };
 
-struct RopeParams {  // rotates pairs (x[2i], x[2i+1]) of the last axis by pos * base^(-2i/D)
+// Which elements of the last axis rope rotates together as pair i (i < D/2):
+// interleaved: (x[2i], x[2i+1]), the original RoFormer / GPT-J / Meta Llama checkpoint layout;
+// halves: (x[i], x[i + D/2]), Hugging Face's Llama-family layout (rotate_half).
+enum class RopePairs { interleaved, halves };
+
+struct RopeParams {  // rotates pair i of the last axis (see RopePairs) by pos * base^(-2i/D)
   float base = 10000.0f;
   std::int64_t position_offset = 0;  // position of row l (axis -2) is position_offset + l
+  RopePairs pairs = RopePairs::interleaved;
   friend bool operator==(const RopeParams&, const RopeParams&) = default;
 };
 

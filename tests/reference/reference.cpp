@@ -815,19 +815,22 @@ Array rope(const Array& x, const RopeParams& params) {
   const double base = params.base;
   Array y = x;
   y.scale.resize(y.data.size());
+  const bool halves = params.pairs == RopePairs::halves;
   for (std::int64_t row = 0; row < x.numel() / d; ++row) {
     const double position = static_cast<double>(params.position_offset + row % len);
     for (std::int64_t i = 0; i < d / 2; ++i) {
+      // pair i: (x[2i], x[2i+1]) interleaved, (x[i], x[i + D/2]) in halves
+      const std::int64_t a = row * d + (halves ? i : 2 * i), b = halves ? a + d / 2 : a + 1;
       const double angle = position * std::pow(base, -2.0 * static_cast<double>(i) / static_cast<double>(d));
-      const double x0 = x.data[row * d + 2 * i], x1 = x.data[row * d + 2 * i + 1];
-      y.data[row * d + 2 * i] = x0 * std::cos(angle) - x1 * std::sin(angle);
-      y.data[row * d + 2 * i + 1] = x0 * std::sin(angle) + x1 * std::cos(angle);
+      const double x0 = x.data[a], x1 = x.data[b];
+      y.data[a] = x0 * std::cos(angle) - x1 * std::sin(angle);
+      y.data[b] = x0 * std::sin(angle) + x1 * std::cos(angle);
       // The angle is position * base^(-2i/D), computed in f32: an error relative to |angle|, which
       // moves the pair by |angle| times its derivative; plus the two products' roundings.
       const double c = std::fabs(std::cos(angle)), sn = std::fabs(std::sin(angle)), ax0 = std::fabs(x0),
                    ax1 = std::fabs(x1);
-      y.scale[row * d + 2 * i] = ax0 * c + ax1 * sn + angle * (ax0 * sn + ax1 * c);
-      y.scale[row * d + 2 * i + 1] = ax0 * sn + ax1 * c + angle * (ax0 * c + ax1 * sn);
+      y.scale[a] = ax0 * c + ax1 * sn + angle * (ax0 * sn + ax1 * c);
+      y.scale[b] = ax0 * sn + ax1 * c + angle * (ax0 * c + ax1 * sn);
     }
   }
   return y;

@@ -1,5 +1,6 @@
-// rope on interleaved pairs, with the angle reduced in f64. One configuration per storage dtype of x
-// and y (f32, f16, bf16; computed in f32, rounded once).
+// rope with the angle reduced in f64. One configuration per storage dtype of x and y (f32, f16, bf16;
+// computed in f32, rounded once) and pair form: interleaved (x[2i], x[2i+1]), or halves (x[i],
+// x[i + D/2]), where consecutive threads still read consecutive words of each half.
 #include <cmath>
 
 #include "backends/cuda_ptx/kernels/common.hpp"
@@ -13,8 +14,12 @@ constexpr int block_threads = 256;
 struct RopeConfig {
   std::string_view name;
   Elem e;  // how x and y are stored
+  RopePairs pairs;
 };
-constexpr RopeConfig configs[] = {{"f32", Elem::f32}, {"f16", Elem::f16}, {"bf16", Elem::bf16}};
+constexpr RopeConfig configs[] = {
+    {"f32", Elem::f32, RopePairs::interleaved},   {"f16", Elem::f16, RopePairs::interleaved},
+    {"bf16", Elem::bf16, RopePairs::interleaved}, {"f32_halves", Elem::f32, RopePairs::halves},
+    {"f16_halves", Elem::f16, RopePairs::halves}, {"bf16_halves", Elem::bf16, RopePairs::halves}};
 
 std::string generate_rope(std::size_t config, Target target) {
   const RopeConfig& cfg = config_at(configs, config, "rope");
@@ -60,16 +65,20 @@ std::string generate_rope(std::size_t config, Target target) {
     Reg<F32> s0 = selp<F32>(k, V<F32>(cp), V<F32>(sp), odd), c0 = selp<F32>(k, V<F32>(sp), V<F32>(cp), odd);
     Reg<F32> s = selp<F32>(k, V<F32>(neg(k, s0)), V<F32>(s0), neg_s);
     Reg<F32> c = selp<F32>(k, V<F32>(neg(k, c0)), V<F32>(c0), neg_c);
-    Reg<U64> first = shl(k, p, 1u), second = add(k, first, V<U64>(std::uint64_t{1}));
+    const bool halves = cfg.pairs == RopePairs::halves;
+    // halves: row * D + i = p + row * D/2, and its partner D/2 further
+    Reg<U64> first = halves ? fma(k, row, V<U64>(half_d), V<U64>(p)) : shl(k, p, 1u);
+    Reg<U64> second = add(k, first, halves ? V<U64>(half_d) : V<U64>(std::uint64_t{1}));
+    const bool paired_words = cfg.e == Elem::f32 && !halves;  // one 8-byte access per pair
     std::array<Reg<F32>, 2> v;
-    if (cfg.e == Elem::f32) {
+    if (paired_words) {
       v = ld_v<2>(k, element(k, Ptr<Global, F32>{x, 0}, first));  // pairs are 8-byte aligned: D is even
     } else {
       v = {load_f32(k, cfg.e, x, first), load_f32(k, cfg.e, x, second)};
     }
     Reg<F32> y0 = fma(k, v[0], V<F32>(c), V<F32>(neg(k, mul(k, v[1], V<F32>(s)))));
     Reg<F32> y1 = fma(k, v[0], V<F32>(s), V<F32>(mul(k, v[1], V<F32>(c))));
-    if (cfg.e == Elem::f32) {
+    if (paired_words) {
       st_v<2>(k, element(k, Ptr<Global, F32>{y, 0}, first), {y0, y1});
     } else {
       store_f32(k, cfg.e, y, first, y0);
@@ -87,17 +96,18 @@ Launch flat_geometry(std::size_t, std::span<const std::int64_t> sizes) {
 }
 
 const Generator& rope_generator() {
-  static const Generator g{"rope",
-                           {OpKind::rope},
-                           config_names(configs),
-                           generate_rope,
-                           "x: f32* (contiguous [rows, D], 8-byte aligned; f16 / bf16: f16* / bf16*), y: as x, inv_freq: f64* [D/2] with "
-                           "inv_freq[i] = base^(-2i/D) computed on the host in double, pairs: u64 = rows*D/2, len: "
-                           "u64 (L, rows per sequence: row r has position position_offset + r % L), half_d: u64 = "
-                           "D/2, position_offset: s64",
-                           "sizes = {pairs}; block 256; grid min(ceil(pairs/256), 8192), grid-stride",
-                           flat_geometry,
-                           true};
+  static const Generator g{
+      "rope",
+      {OpKind::rope},
+      config_names(configs),
+      generate_rope,
+      "x: f32* (contiguous [rows, D], 8-byte aligned; f16 / bf16: f16* / bf16*; pair i is x[2i], x[2i+1], in the "
+      "*_halves configs x[i], x[i + D/2]), y: as x, inv_freq: f64* [D/2] with inv_freq[i] = base^(-2i/D) computed on "
+      "the host in double, pairs: u64 = rows*D/2, len: u64 (L, rows per sequence: row r has position "
+      "position_offset + r % L), half_d: u64 = D/2, position_offset: s64",
+      "sizes = {pairs}; block 256; grid min(ceil(pairs/256), 8192), grid-stride",
+      flat_geometry,
+      true};
   return g;
 }
 
@@ -108,8 +118,9 @@ std::optional<Steps> plan(const OpCall& c, int, const Resources& res, bool gathe
   const CUdeviceptr table = res.kernels ? res.kernels->rope_frequencies(*res.api, res.stream, d, p.base) : 0;
   Steps steps;
   const Elem e = elem_of(c.output.dtype());
-  Plan& pl = steps.add(rope_generator(), config_index(configs, "rope", [&](const RopeConfig& r) { return r.e == e; }),
-                       {n_out / 2});
+  Plan& pl = steps.add(
+      rope_generator(),
+      config_index(configs, "rope", [&](const RopeConfig& r) { return r.e == e && r.pairs == p.pairs; }), {n_out / 2});
   pl.args.add_ptr(c.inputs[0]);
   pl.args.add_ptr(c.output);
   pl.args.add(table);

@@ -1,5 +1,6 @@
 // rope on Vulkan: rope.comp rotates each pair by a cos/sin table computed on the host in double
-// (the angles reach thousands of radians, past what f32 sin/cos reduce accurately).
+// (the angles reach thousands of radians, past what f32 sin/cos reduce accurately). Both pair forms
+// share the shader: where pair i starts (step * i) and how far its second element is (partner).
 #include <cmath>
 #include <vector>
 
@@ -12,6 +13,7 @@ constexpr std::uint32_t k_group = 64;
 
 struct RopePush {
   std::uint32_t pairs, half_d, L, x_off;
+  std::uint32_t step, partner;  // interleaved: 2, 1; halves: 1, D/2
 };
 
 void limits_rope(Limits& l, const detail::OpCall& call) {
@@ -47,8 +49,13 @@ void record_rope(Recorder& rec, const detail::OpCall& call) {
   rec.upload_constant(tab.data(), t, 0, tab.size() * 4);
   const TensorRef rx = contiguous_f32(rec, x), ry = ref_of(call.output);
   const std::uint64_t pairs = static_cast<std::uint64_t>(x.numel() / 2);
-  RopePush p{static_cast<std::uint32_t>(pairs), static_cast<std::uint32_t>(half), static_cast<std::uint32_t>(L),
-             rx.offset};
+  const bool halves = rp.pairs == RopePairs::halves;
+  RopePush p{static_cast<std::uint32_t>(pairs),
+             static_cast<std::uint32_t>(half),
+             static_cast<std::uint32_t>(L),
+             rx.offset,
+             halves ? 1u : 2u,
+             halves ? static_cast<std::uint32_t>(half) : 1u};
   rec.dispatch("rope", {bind_in(rx), {t, false}, bind_out(ry)}, &p, sizeof(p), (pairs + k_group - 1) / k_group,
                {k_group});
 }
