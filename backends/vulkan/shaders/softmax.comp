@@ -34,19 +34,23 @@ void main() {
   // its accuracy where t is tiny (log1p_f32). Its terms keep their subnormal values (exp_f32): t may
   // be normal (1.8e-35 for [0, -80, -87, -90]) with a part below 2^-126 (e^-90 = 8e-40 is 380 ulps
   // of it). inf - inf is NaN either way: a row with +inf stays NaN.
-  float s = 0.0, c = 0.0;
+  // The sum as a pair (s + s_lo) by TwoSum, its lost low parts kept, and softmax's row divided by
+  // it (one rounding, not the two of a reciprocal and a product): 4.42 -> 3.42 ulps on lavapipe
+  // (tests/numerics_tests.cpp, [issue31]).
+  float s = 0.0, s_lo = 0.0, c = 0.0;
   for (uint k = gl_LocalInvocationID.x; k < p.n; k += WG) {
     float v = x[p.x_off + row + k * p.inner], d = v - m;
     bool lead = p.log_form != 0u && d == 0.0;
-    s += (p.log_form != 0u ? exp_f32(d) : exp_diff(v, m)) - (lead ? 1.0 : 0.0);
+    float e;
+    two_sum(s, (p.log_form != 0u ? exp_f32(d) : exp_diff(v, m)) - (lead ? 1.0 : 0.0), s, e);
+    s_lo += e;
     c += lead ? 1.0 : 0.0;
   }
-  s = wg_sum(s);
+  s = wg_sum(s) + wg_sum(s_lo);
   if (p.log_form != 0u) {
     float ls = log1p_f32((wg_sum(c) - 1.0) + s);
     for (uint k = gl_LocalInvocationID.x; k < p.n; k += WG) y[row + k * p.inner] = (x[p.x_off + row + k * p.inner] - m) - ls;
   } else {
-    float inv = 1.0 / s;
-    for (uint k = gl_LocalInvocationID.x; k < p.n; k += WG) y[row + k * p.inner] = exp_diff(x[p.x_off + row + k * p.inner], m) * inv;
+    for (uint k = gl_LocalInvocationID.x; k < p.n; k += WG) y[row + k * p.inner] = exp_diff(x[p.x_off + row + k * p.inner], m) / s;
   }
 }

@@ -26,18 +26,20 @@ void main() {
   float m = -1.0 / 0.0;
   for (uint k = 0u; k < p.n; ++k) m = nan_max(m, x[xr + k * p.inner]);
   // as softmax.comp: log_softmax's sum less the entries equal to the max, for ln(1 + t)
-  float s = 0.0, c = 0.0;
+  float s = 0.0, s_lo = 0.0, c = 0.0;
   for (uint k = 0u; k < p.n; ++k) {
     float v = x[xr + k * p.inner], d = v - m;
     bool lead = p.log_form != 0u && d == 0.0;
-    s += (p.log_form != 0u ? exp_f32(d) : exp_diff(v, m)) - (lead ? 1.0 : 0.0);
+    float e;
+    two_sum(s, (p.log_form != 0u ? exp_f32(d) : exp_diff(v, m)) - (lead ? 1.0 : 0.0), s, e);
+    s_lo += e;
     c += lead ? 1.0 : 0.0;
   }
+  s += s_lo;
   if (p.log_form != 0u) {
     float ls = log1p_f32((c - 1.0) + s);
     for (uint k = 0u; k < p.n; ++k) y[row + k * p.inner] = (x[xr + k * p.inner] - m) - ls;
   } else {
-    float inv = 1.0 / s;
-    for (uint k = 0u; k < p.n; ++k) y[row + k * p.inner] = exp_diff(x[xr + k * p.inner], m) * inv;
+    for (uint k = 0u; k < p.n; ++k) y[row + k * p.inner] = exp_diff(x[xr + k * p.inner], m) / s;
   }
 }
