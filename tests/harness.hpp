@@ -46,4 +46,14 @@ void check_op(OpKind op, const std::vector<Tensor>& inputs, const OpParams& para
 // "[ops]" run that leaves any: every op must have differential cases).
 std::vector<OpKind> unchecked_ops();
 
+// The code of the trine::Error that f() throws; internal when it throws none (no test expects that).
+inline ErrorCode code_of(auto&& f) {
+  try {
+    f();
+  } catch (const Error& e) {
+    return e.code();
+  }
+  return ErrorCode::internal;
+}
+
 }  // namespace trine::test

@@ -15,14 +15,7 @@ using namespace trine;
 
 namespace {
 
-ErrorCode code_of(auto&& f) {
-  try {
-    f();
-  } catch (const Error& e) {
-    return e.code();
-  }
-  return ErrorCode::internal;  // nothing thrown: no code a test expects
-}
+using test::code_of;
 
 std::vector<float> iota(std::size_t n, float from = 1.0f) {
   std::vector<float> v(n);
