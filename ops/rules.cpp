@@ -4,6 +4,7 @@
 // output's, flops_* counts the work. A new op names existing rules in its row, or adds its own here.
 #include "ops/rules.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <string>
 
@@ -274,13 +275,29 @@ Shape shape_attention(const Check& c, const AttentionParams& p) {
   const Tensor& k = c.at(1);
   const Tensor& v = c.at(2);
   if (k.rank() != q.rank() || v.rank() != q.rank()) c.shape_error("q, k and v must have the same rank");
+  // Grouped-query attention: k and v may have fewer heads (dim -3) than q, a divisor of q's.
+  const int heads_dim = q.rank() >= 3 ? q.rank() - 3 : -1;
   for (int i = 0; i < q.rank() - 2; ++i) {
-    if (k.shape()[i] != q.shape()[i] || v.shape()[i] != q.shape()[i]) c.shape_error("leading dims of q, k, v differ");
+    if (i == heads_dim) continue;
+    if (k.shape()[i] != q.shape()[i] || v.shape()[i] != q.shape()[i])
+      c.shape_error("leading dims of q, k, v differ (only dim -3, the heads, may differ)");
+  }
+  if (heads_dim >= 0) {
+    const int64_t hq = q.shape()[heads_dim], hkv = k.shape()[heads_dim];
+    if (v.shape()[heads_dim] != hkv)
+      c.shape_error("k and v head counts (dim -3) differ: " + std::to_string(hkv) + ", " +
+                    std::to_string(v.shape()[heads_dim]));
+    if (hkv == 0 ? hq != 0 : hq % hkv != 0)
+      c.shape_error("q's heads (dim -3) " + std::to_string(hq) + " are not a multiple of k's and v's " +
+                    std::to_string(hkv));
   }
   if (k.dim(-1) != q.dim(-1)) c.shape_error("q and k head dims differ");
   if (v.dim(-2) != k.dim(-2)) c.shape_error("k and v sequence lengths differ");
   c.nonempty();
   if (!std::isfinite(p.scale)) c.arg_error("scale must be finite");
+  if (p.window < 0) c.arg_error("window must be >= 0 (0: none), got " + std::to_string(p.window));
+  if (p.window > 0 && !p.causal)
+    c.arg_error("window " + std::to_string(p.window) + " needs causal (a sliding window is defined for causal only)");
   if (p.causal && q.dim(-2) > k.dim(-2)) {
     c.shape_error("causal attention needs Lq <= Lk, got Lq " + std::to_string(q.dim(-2)) + ", Lk " +
                   std::to_string(k.dim(-2)));
@@ -381,8 +398,18 @@ double flops_attention(const Check& c, const AttentionParams& p, const Shape&) {
   const Tensor& q = c.at(0);
   const Tensor& k = c.at(1);
   const Tensor& v = c.at(2);
-  double pairs = static_cast<double>(q.numel() / q.dim(-1)) * static_cast<double>(k.dim(-2));
-  if (p.causal) pairs *= 0.5;
+  // Per query row of q: grouped-query attention shares k and v among q heads, not the work.
+  const double lq = static_cast<double>(q.dim(-2)), lk = static_cast<double>(k.dim(-2));
+  double seen = lk;  // keys a query sees, on average
+  if (p.causal && p.window > 0 && static_cast<double>(p.window) < lk) {
+    // The query at position pos (Lk - Lq .. Lk - 1) sees min(window, pos + 1) keys.
+    const double w = static_cast<double>(p.window);
+    const double first = lk - lq, cut = std::max(first, std::min(lk, w - 1));  // pos < cut sees pos + 1
+    seen = ((cut - first) * (first + cut + 1) / 2 + (lk - cut) * w) / lq;
+  } else if (p.causal) {
+    seen *= 0.5;
+  }
+  const double pairs = static_cast<double>(q.numel() / q.dim(-1)) * seen;
   return 2.0 * pairs * static_cast<double>(q.dim(-1) + v.dim(-1));
 }
 

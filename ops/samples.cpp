@@ -431,6 +431,16 @@ void attention_cases(std::vector<Sample>& out) {
   out.push_back({{view({2, 9, 16}, L::strided), view({2, 11, 16}, L::transposed), view({2, 11, 8}, L::strided)},
                  AttentionParams{true, 0},
                  "views"});
+  // Grouped-query attention (k and v with fewer heads, dim -3: q head h reads kv head h / 2) and the
+  // causal sliding window: 9 queries at positions 31..39 with window 5 start their keys at 27..35,
+  // across cuda's 32-key tiles and inside the cpu's 4-row query blocks.
+  out.push_back({{in({2, 4, 3, 8}, -2, 2), in({2, 2, 5, 8}, -2, 2), in({2, 2, 5, 8})}, AttentionParams{}, "gqa"});
+  out.push_back({{in({1, 2, 9, 8}, -2, 2), in({1, 2, 40, 8}, -2, 2), in({1, 2, 40, 8})},
+                 AttentionParams{.causal = true, .window = 5},
+                 "causal window 5"});
+  out.push_back({{in({2, 4, 3, 8}, -2, 2), in({2, 2, 5, 8}, -2, 2), in({2, 2, 5, 4})},
+                 AttentionParams{.causal = true, .window = 2},
+                 "gqa causal window 2"});
 }
 
 void rope_cases(std::vector<Sample>& out) {

@@ -126,6 +126,33 @@ TEST_CASE("other invalid parameters", "[errors]") {
       },
       ErrorCode::invalid_shape, {"[attention]", "Lq"});
   expect_error([] { attention(r({1, 5, 4}), r({1, 3, 8}), r({1, 3, 4})); }, ErrorCode::invalid_shape, {"[attention]"});
+  // Grouped-query attention needs q's heads (dim -3) a multiple of k's and v's, the other leading dims
+  // equal; a sliding window needs causal.
+  expect_error(
+      [] {
+        attention(r({2, 3, 4, 8}), r({2, 2, 5, 8}), r({2, 2, 5, 8}));
+      },
+      ErrorCode::invalid_shape, {"[attention]", "multiple", "[2, 3, 4, 8]", "[2, 2, 5, 8]", "cpu"});
+  expect_error(
+      [] {
+        attention(r({2, 4, 4, 8}), r({1, 2, 5, 8}), r({1, 2, 5, 8}));
+      },
+      ErrorCode::invalid_shape, {"[attention]", "leading dims", "[1, 2, 5, 8]"});
+  expect_error(
+      [] {
+        attention(r({1, 4, 4, 8}), r({1, 2, 5, 8}), r({1, 1, 5, 8}));
+      },
+      ErrorCode::invalid_shape, {"[attention]", "head"});
+  expect_error(
+      [] {
+        attention(r({1, 4, 8}), r({1, 5, 8}), r({1, 5, 8}), {.window = 2});
+      },
+      ErrorCode::invalid_argument, {"[attention]", "window", "causal"});
+  expect_error(
+      [] {
+        attention(r({1, 4, 8}), r({1, 5, 8}), r({1, 5, 8}), {.causal = true, .window = -1});
+      },
+      ErrorCode::invalid_argument, {"[attention]", "window"});
   expect_error([] { relu(Tensor()); }, ErrorCode::invalid_argument, {"[relu]", "undefined"});
   expect_error([] { r({2, 3}).reshape({4, 2}); }, ErrorCode::invalid_shape, {"[reshape]", "[2, 3]", "[4, 2]"});
   expect_error([] { Tensor::from(std::vector<float>(5), {2, 3}); }, ErrorCode::invalid_shape, {"[from]"});

@@ -319,7 +319,36 @@ TEST_CASE("reference attention scale, default 1/sqrt(D), and batches", "[referen
   const Array kb{{2, 2, 1}, {0, 0, 0, 0}};
   const Array vb{{2, 2, 1}, {1, 3, 10, 20}};
   require_values(ref::attention(qb, kb, vb, {}), {2, 1, 1}, {2, 15});
-  CHECK_THROWS_AS(ref::attention(qb, Array{{1, 2, 1}, {0, 0}}, Array{{1, 2, 1}, {0, 0}}, {}), std::invalid_argument);
+  // Two q heads cannot share three kv heads (dim -3 must divide q's).
+  CHECK_THROWS_AS(ref::attention(qb, Array{{3, 2, 1}, {0, 0, 0, 0, 0, 0}}, Array{{3, 2, 1}, {0, 0, 0, 0, 0, 0}}, {}),
+                  std::invalid_argument);
+}
+
+TEST_CASE("reference grouped-query attention and sliding window", "[reference]") {
+  // Hq = 4 heads over Hkv = 2: q heads 0, 1 read kv head 0 and heads 2, 3 kv head 1 (h / 2, not h % 2).
+  // Equal scores make plain means of the kv head's value rows.
+  const Array q{{4, 1, 1}, {0, 0, 0, 0}};
+  const Array k{{2, 2, 1}, {0, 0, 0, 0}};
+  const Array v{{2, 2, 1}, {1, 3, 10, 20}};
+  require_values(ref::attention(q, k, v, {}), {4, 1, 1}, {2, 2, 15, 15});
+  // Leading dims before the heads stay equal: [2, 2] q heads over [2, 1] kv heads.
+  const Array q2{{2, 2, 1, 1}, {0, 0, 0, 0}};
+  const Array k2{{2, 1, 2, 1}, {0, 0, 0, 0}};
+  require_values(ref::attention(q2, k2, Array{{2, 1, 2, 1}, {1, 3, 10, 20}}, {}), {2, 2, 1, 1}, {2, 2, 15, 15});
+  CHECK_THROWS_AS(ref::attention(Array{{3, 1, 1}, {0, 0, 0}}, k, v, {}), std::invalid_argument);
+
+  // Window 2, causal: query i sees keys i - 1 and i.
+  const Array qw{{3, 1}, {0, 0, 0}};
+  const Array kw{{3, 1}, {0, 0, 0}};
+  const Array vw{{3, 1}, {3, 6, 12}};
+  require_values(ref::attention(qw, kw, vw, {.causal = true, .window = 2}), {3, 1}, {3, 4.5, 9});
+  require_values(ref::attention(qw, kw, vw, {.causal = true, .window = 1}), {3, 1}, {3, 6, 12});
+  require_values(ref::attention(qw, kw, vw, {.causal = true, .window = 3}), {3, 1}, {3, 4.5, 7});
+  // Aligned to the end: Lq = 2, Lk = 4 puts the queries at positions 2 and 3.
+  const Array vw4{{4, 1}, {2, 4, 8, 16}};
+  require_values(ref::attention(Array{{2, 1}, {0, 0}}, Array{{4, 1}, {0, 0, 0, 0}}, vw4, {.causal = true, .window = 2}),
+                 {2, 1}, {6, 12});
+  CHECK_THROWS_AS(ref::attention(qw, kw, vw, {.window = 2}), std::invalid_argument);
 }
 
 // ---- rope ----

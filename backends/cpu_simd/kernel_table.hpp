@@ -54,10 +54,14 @@ struct Conv2dArgs {
   float* y = nullptr;
 };
 
-// q [batch, Lq, D], k [batch, Lk, D], v [batch, Lk, Dv] -> y [batch, Lq, Dv], all contiguous.
-// causal: query i sees keys j <= i + (Lk - Lq); the op table guarantees Lq <= Lk then.
+// q [batch, Lq, D], k [kv_batch, Lk, D], v [kv_batch, Lk, Dv] -> y [batch, Lq, Dv], all contiguous.
+// q's batch index b = outer * heads + h reads kv batch index outer * (heads / group) + h / group
+// (grouped-query attention; group 1: the same index).
+// causal: query i sees keys j <= i + (Lk - Lq); the op table guarantees Lq <= Lk then. window > 0
+// (causal only): and keys j > i + (Lk - Lq) - window.
 struct AttentionArgs {
   i64 batch = 0, Lq = 0, Lk = 0, D = 0, Dv = 0;
+  i64 heads = 1, group = 1, window = 0;
   float scale = 1.0f;
   bool causal = false;
   const float* q = nullptr;

@@ -94,9 +94,14 @@ struct Conv2dParams {  // NCHW input, [K, C/groups, R, S] weight, optional bias 
   friend bool operator==(const Conv2dParams&, const Conv2dParams&) = default;
 };
 
+// q [..., Hq, Lq, D], k [..., Hkv, Lk, D], v [..., Hkv, Lk, Dv]: k and v may have fewer heads (dim -3)
+// than q (grouped-query attention, Hq a multiple of Hkv): q head h reads kv head h / (Hq / Hkv).
 struct AttentionParams {
   bool causal = false;  // query i sees keys j <= i + (Lk - Lq) (aligned to the end, as for decode)
   float scale = 0.0f;   // 0 means 1/sqrt(head_dim)
+  // Sliding window, causal only (0: none): query i, at position pos = i + (Lk - Lq), sees the last
+  // `window` keys up to its own, pos - window < j <= pos.
+  std::int64_t window = 0;
   friend bool operator==(const AttentionParams&, const AttentionParams&) = default;
 };
 

@@ -750,15 +750,23 @@ Array attention(const Array& q, const Array& k, const Array& v, const AttentionP
   const std::size_t r = q.shape.size();
   if (k.shape.size() != r || v.shape.size() != r) fail(op, "q, k and v must have the same rank");
   const Dims lead(q.shape.begin(), q.shape.end() - 2);
-  if (Dims(k.shape.begin(), k.shape.end() - 2) != lead || Dims(v.shape.begin(), v.shape.end() - 2) != lead) {
-    fail(op, "leading dims differ: q " + dims_str(q.shape) + ", k " + dims_str(k.shape) + ", v " + dims_str(v.shape));
+  // Grouped-query attention: dim -3 (the heads) of k and v may divide q's; every other leading dim is equal.
+  const std::int64_t hq = r >= 3 ? q.shape[r - 3] : 1, hkv = r >= 3 ? k.shape[r - 3] : 1;
+  Dims kv_lead = lead;
+  if (r >= 3) kv_lead[r - 3] = hkv;
+  if (Dims(k.shape.begin(), k.shape.end() - 2) != kv_lead || Dims(v.shape.begin(), v.shape.end() - 2) != kv_lead ||
+      hkv < 1 || hq % hkv != 0) {
+    fail(op,
+         "leading dims do not fit: q " + dims_str(q.shape) + ", k " + dims_str(k.shape) + ", v " + dims_str(v.shape));
   }
+  const std::int64_t group = hq / hkv;
   const std::int64_t lq = q.shape[r - 2], d = q.shape[r - 1];
   const std::int64_t lk = k.shape[r - 2], dv = v.shape[r - 1];
   if (k.shape[r - 1] != d || v.shape[r - 2] != lk) {
     fail(op, "q " + dims_str(q.shape) + ", k " + dims_str(k.shape) + ", v " + dims_str(v.shape) + " do not fit");
   }
   if (params.causal && lq > lk) fail(op, "causal needs Lq <= Lk");
+  if (params.window < 0 || (params.window > 0 && !params.causal)) fail(op, "window needs causal and >= 0");
   const double scale = params.scale == 0.0f ? 1.0 / std::sqrt(static_cast<double>(d)) : params.scale;
 
   Array out = zeros([&] {
@@ -772,12 +780,17 @@ Array attention(const Array& q, const Array& k, const Array& v, const AttentionP
   std::vector<double> scores(static_cast<std::size_t>(lk)), score_scale(static_cast<std::size_t>(lk)), p_scale;
   for (std::int64_t b = 0; b < product(lead); ++b) {
     const double* qb = q.data.data() + b * lq * d;
-    const double* kb = k.data.data() + b * lk * d;
-    const double* vb = v.data.data() + b * lk * dv;
+    const std::int64_t kv = (b / hq) * hkv + (b % hq) / group;  // q head h reads kv head h / group
+    const double* kb = k.data.data() + kv * lk * d;
+    const double* vb = v.data.data() + kv * lk * dv;
     double* ob = out.data.data() + b * lq * dv;
     for (std::int64_t i = 0; i < lq; ++i) {
       // Causal alignment is to the end: the last query sees every key.
-      auto visible = [&](std::int64_t j) { return !params.causal || j <= i + (lk - lq); };
+      // A window sees the last `window` keys up to the query's position.
+      const std::int64_t pos = i + (lk - lq);
+      auto visible = [&](std::int64_t j) {
+        return !params.causal || (j <= pos && (params.window == 0 || j > pos - params.window));
+      };
       for (std::int64_t j = 0; j < lk; ++j) {
         double s = 0.0, magnitude = 0.0;
         for (std::int64_t c = 0; c < d; ++c) {

@@ -103,7 +103,8 @@ void softmax_step(float* s, const float* s_lo, i64 nv, float& m, float& l, float
 // vector cut at Dv). Keys past a row's limit are skipped, not weighted by 0: 0 * inf in a masked V
 // row would be NaN. Loops over r and u are unrolled so the NQ * NV accumulators live in registers.
 template <int NQ, int NV, bool Partial>
-void values_block(const float* v, i64 Dv, i64 c, i64 tn, const i64* nv, const float* p, float* acc, i64 dvp) {
+void values_block(const float* v, i64 Dv, i64 c, i64 tn, const i64* st, const i64* nv, const float* p, float* acc,
+                  i64 dvp) {
   batch_f32 a[NQ][NV];
 #pragma GCC unroll 4
   for (int r = 0; r < NQ; ++r)
@@ -120,16 +121,20 @@ void values_block(const float* v, i64 Dv, i64 c, i64 tn, const i64* nv, const fl
     }
 #pragma GCC unroll 4
     for (int r = 0; r < NQ; ++r) {
-      if (masked && j >= nv[r]) continue;
+      if (masked && (j < st[r] || j >= nv[r])) continue;
       const batch_f32 w(p[r * key_tile + j]);
 #pragma GCC unroll 4
       for (int u = 0; u < NV; ++u) a[r][u] = xsimd::fma(w, vv[u], a[r][u]);
     }
   };
-  const i64 all_rows = std::max<i64>(0, nv[0]);  // rows see more keys as r grows
+  // Rows see keys [st[r], nv[r]) of the tile, both growing with r (st[0] = 0): every row sees
+  // [st[NQ - 1], nv[0]); before it a window's later rows start later, after it causal rows see more.
+  const i64 all_first = std::min(st[NQ - 1], tn), all_end = std::max(all_first, nv[0]);
   i64 j = 0;
-  for (; j < all_rows; ++j) step(j, false);
-  // One row sees no key past nv[0]; more rows may (causal rows see one key more each).
+  if constexpr (NQ > 1) {
+    for (; j < all_first; ++j) step(j, true);
+  }
+  for (; j < all_end; ++j) step(j, false);
   if constexpr (NQ > 1) {
     for (; j < tn; ++j) step(j, true);
   }
@@ -140,14 +145,14 @@ void values_block(const float* v, i64 Dv, i64 c, i64 tn, const i64* nv, const fl
 }
 
 template <int NQ>
-void tile_values(const float* v, i64 Dv, i64 tn, const i64* nv, const float* p, float* acc, i64 dvp) {
+void tile_values(const float* v, i64 Dv, i64 tn, const i64* st, const i64* nv, const float* p, float* acc, i64 dvp) {
   i64 c = 0;
-  for (; c + 2 * vec_width <= Dv; c += 2 * vec_width) values_block<NQ, 2, false>(v, Dv, c, tn, nv, p, acc, dvp);
+  for (; c + 2 * vec_width <= Dv; c += 2 * vec_width) values_block<NQ, 2, false>(v, Dv, c, tn, st, nv, p, acc, dvp);
   if (c + vec_width <= Dv) {
-    values_block<NQ, 1, false>(v, Dv, c, tn, nv, p, acc, dvp);
+    values_block<NQ, 1, false>(v, Dv, c, tn, st, nv, p, acc, dvp);
     c += vec_width;
   }
-  if (c < Dv) values_block<NQ, 1, true>(v, Dv, c, tn, nv, p, acc, dvp);
+  if (c < Dv) values_block<NQ, 1, true>(v, Dv, c, tn, st, nv, p, acc, dvp);
 }
 
 struct Scratch {
@@ -167,30 +172,34 @@ template <int NQ>
 void attend_block(const AttentionArgs& a, float scale, i64 b, i64 i0, i64 k0, i64 k1, Scratch& w, const BlockOut& out) {
   const i64 D = a.D, Dv = a.Dv, Lk = a.Lk;
   const i64 dp = round_up(D, vec_width), dvp = round_up(Dv, vec_width);
-  const float* k = a.k + b * Lk * D;
-  const float* v = a.v + b * Lk * Dv;
+  const i64 kv = (b / a.heads) * (a.heads / a.group) + (b % a.heads) / a.group;  // q head h reads kv head h / group
+  const float* k = a.k + kv * Lk * D;
+  const float* v = a.v + kv * Lk * Dv;
   std::fill(w.q.begin(), w.q.end(), 0.0f);
   std::fill(w.acc.begin(), w.acc.end(), 0.0f);
-  i64 vis[NQ];
+  i64 first[NQ], vis[NQ];  // row r sees keys [first[r], vis[r]) of [k0, k1)
   float m[NQ], l[NQ];
   for (int r = 0; r < NQ; ++r) {
     std::copy_n(a.q + (b * a.Lq + i0 + r) * D, D, w.q.data() + r * dp);
-    vis[r] = std::min(k1, a.causal ? std::min(Lk, i0 + r + Lk - a.Lq + 1) : Lk);
+    const i64 pos = i0 + r + Lk - a.Lq;
+    vis[r] = std::min(k1, a.causal ? std::min(Lk, pos + 1) : Lk);
+    first[r] = std::max(k0, a.window > 0 ? pos + 1 - a.window : 0);
     m[r] = -f32_inf;
     l[r] = 0.0f;
   }
-  for (i64 t0 = k0; t0 < vis[NQ - 1]; t0 += key_tile) {
+  for (i64 t0 = first[0]; t0 < vis[NQ - 1]; t0 += key_tile) {
     const i64 tn = std::min(key_tile, vis[NQ - 1] - t0);
-    i64 nv[NQ];  // keys of this tile row r may see
+    i64 st[NQ], nv[NQ];  // keys [st[r], nv[r]) of this tile row r may see
     for (int r = 0; r < NQ; ++r) {
+      st[r] = std::max<i64>(0, first[r] - t0);
       nv[r] = std::min(tn, vis[r] - t0);
-      if (nv[r] <= 0) continue;
-      float* s = w.s.data() + r * key_tile;
-      float* s_lo = w.s_lo.data() + r * key_tile;
-      tile_scores(w.q.data() + r * dp, k + t0 * D, D, nv[r], scale, s, s_lo);
-      softmax_step(s, s_lo, nv[r], m[r], l[r], w.acc.data() + r * dvp, dvp);
+      if (nv[r] <= st[r]) continue;
+      float* s = w.s.data() + r * key_tile + st[r];
+      float* s_lo = w.s_lo.data() + r * key_tile + st[r];
+      tile_scores(w.q.data() + r * dp, k + (t0 + st[r]) * D, D, nv[r] - st[r], scale, s, s_lo);
+      softmax_step(s, s_lo, nv[r] - st[r], m[r], l[r], w.acc.data() + r * dvp, dvp);
     }
-    tile_values<NQ>(v + t0 * Dv, Dv, tn, nv, w.s.data(), w.acc.data(), dvp);
+    tile_values<NQ>(v + t0 * Dv, Dv, tn, st, nv, w.s.data(), w.acc.data(), dvp);
   }
   if (out.m) {
     for (int r = 0; r < NQ; ++r) {
@@ -293,7 +302,8 @@ void attention(const AttentionArgs& a) {
     attention_split(a, scale, blocks, (a.Lk + split_keys - 1) / split_keys);
     return;
   }
-  parallel_for(a.batch * blocks, grain_for(q_block * a.Lk * (a.D + a.Dv), grain_cheap), [&](i64 begin, i64 end) {
+  const i64 keys = a.window > 0 ? std::min(a.Lk, a.window + q_block) : a.Lk;  // a block's keys, at most
+  parallel_for(a.batch * blocks, grain_for(q_block * keys * (a.D + a.Dv), grain_cheap), [&](i64 begin, i64 end) {
     Scratch w = make_scratch(a);
     for (i64 it = begin; it < end; ++it) {
       const i64 b = it / blocks, i0 = (it % blocks) * q_block;
@@ -313,6 +323,12 @@ void run_attention(const KernelTable& k, const trine::detail::OpCall& call) {
   a.batch = in[0].numel() / (a.Lq * a.D);
   a.scale = p.scale != 0.0f ? p.scale : static_cast<float>(1.0 / std::sqrt(static_cast<double>(a.D)));
   a.causal = p.causal;
+  a.window = p.causal ? p.window : 0;
+  // Grouped-query attention: dim -3 of k (and v) divides q's (the op table checks it).
+  if (in[0].rank() >= 3) {
+    a.heads = in[0].dim(-3);
+    a.group = a.heads / in[1].dim(-3);
+  }
   Tensor keep0, keep1, keep2;
   a.q = contiguous_f32(k, in[0], keep0);
   a.k = contiguous_f32(k, in[1], keep1);

@@ -1,7 +1,10 @@
 // Attention, FlashAttention-style: the CTA's eight warps each own one query row and stream the keys
 // and values through shared memory 32 at a time; lane j scores key j, an online softmax (running
 // max and sum) rescales the output accumulator, and the scores never reach memory.
-// Causal masking is aligned to the end (query i sees keys j <= i + lk - lq), Lq != Lk allowed.
+// Causal masking is aligned to the end (query i sees keys j <= i + lk - lq), Lq != Lk allowed; a
+// sliding window keeps the last `window` of those keys. Grouped-query attention maps q head h to kv
+// head h / group by index arithmetic: k and v are read where they are, never copied per q head.
+#include <algorithm>
 #include <cmath>
 #include <tuple>
 #include <vector>
@@ -61,6 +64,9 @@ std::string generate(std::size_t config, Target target) {
   Reg<U32> lk = param<U32>(k, "lk");
   Reg<U32> causal = param<U32>(k, "causal");
   Reg<F32> scale = param<F32>(k, "scale");
+  Reg<U32> heads = param<U32>(k, "heads");
+  Reg<U32> group = param<U32>(k, "group");
+  Reg<U32> window = param<U32>(k, "window");
   // The rows' true lengths in global memory: parameters when padded, the widths otherwise.
   const Val<U32> d_true = padded ? Val<U32>(param<U32>(k, "d")) : Val<U32>(std::uint32_t(d));
   const Val<U32> dv_true = padded ? Val<U32>(param<U32>(k, "dv")) : Val<U32>(std::uint32_t(dv));
@@ -85,6 +91,18 @@ std::string generate(std::size_t config, Target target) {
   Reg<U32> last_query = min(k, add(k, block_first, V<U32>(std::uint32_t(warps - 1))), V<U32>(sub(k, lq, V<U32>(1u))));
   Reg<U32> causal_end = min(k, add(k, add(k, last_query, V<U32>(shift)), V<U32>(1u)), V<U32>(lk));
   Reg<U32> kv_end = selp<U32>(k, causal_end, lk, is_causal);
+  // A window: query row qi sees keys from max(diagonal + 1, window) - window (the host passes 0, no
+  // window, unless causal); the CTA's keys start at its first query's.
+  Reg<Pred> has_window = setp(k, Cmp::ne, window, V<U32>(0u));
+  auto window_first = [&](Reg<U32> diag) {
+    Reg<U32> lo = sub(k, max(k, add(k, diag, V<U32>(1u)), V<U32>(window)), V<U32>(window));
+    return selp<U32>(k, lo, 0u, has_window);
+  };
+  Reg<U32> kv_begin = window_first(add(k, block_first, V<U32>(shift)));
+  // Grouped-query attention: q batch index batch = outer * heads + h reads kv index
+  // outer * (heads / group) + h / group.
+  Reg<U32> kv_batch = fma(k, div(k, batch, V<U32>(heads)), V<U32>(div(k, heads, V<U32>(group))),
+                          V<U32>(div(k, rem(k, batch, V<U32>(heads)), V<U32>(group))));
 
   // This warp's query row as given: the scale multiplies each score exactly (two_prod) below, where
   // scaling q (or scaling into log2 units) would round every score by up to |s| u.
@@ -104,12 +122,16 @@ std::string generate(std::size_t config, Target target) {
   Reg<F32> m = mov<F32>(k, neg_inf), l = mov<F32>(k, 0.0f);
   std::vector<Reg<F32>> acc(per_lane_out);
   for (auto& a : acc) a = mov<F32>(k, 0.0f);
-  Reg<U64> k_base = mul_wide(k, mul(k, batch, V<U32>(lk)), d_true);
-  Reg<U64> v_base = mul_wide(k, mul(k, batch, V<U32>(lk)), dv_true);
+  Reg<U64> k_base = mul_wide(k, mul(k, kv_batch, V<U32>(lk)), d_true);
+  Reg<U64> v_base = mul_wide(k, mul(k, kv_batch, V<U32>(lk)), dv_true);
   Ptr<Shared, F32> my_p = element(k, p_rows, mul(k, warp, V<U32>(std::uint32_t(keys_per_tile))));
+  // This warp's query sees keys [first_key, key_end): two registers through the loop, as the
+  // diagonal and the causal flag were before the window.
   Reg<U32> diagonal = add(k, qi, V<U32>(shift));
+  Reg<U32> first_key = window_first(diagonal);
+  Reg<U32> key_end = selp<U32>(k, min(k, add(k, diagonal, V<U32>(1u)), V<U32>(lk)), lk, is_causal);
 
-  for_range<U32>(k, 0u, kv_end, std::uint32_t(keys_per_tile), [&](Reg<U32> j0) {
+  for_range<U32>(k, kv_begin, kv_end, std::uint32_t(keys_per_tile), [&](Reg<U32> j0) {
     // Stage the tile's keys and values; rows past lk are zeros (and masked below).
     // Four elements per step of a loop: unrolled whole, ptxas keeps every load in flight and spills.
     // Keys land in rows padded to d + 1 floats, values in rows of dv.
@@ -155,9 +177,8 @@ std::string generate(std::size_t config, Target target) {
       }
     });
     Reg<U32> key = add(k, j0, V<U32>(lane));
-    Reg<Pred> visible = setp(k, Cmp::lt, key, V<U32>(lk));
-    Reg<Pred> past_diagonal = and_(k, is_causal, V<Pred>(setp(k, Cmp::gt, key, V<U32>(diagonal))));
-    visible = and_(k, visible, V<Pred>(not_(k, past_diagonal)));
+    Reg<Pred> visible =
+        and_(k, setp(k, Cmp::lt, key, V<U32>(key_end)), V<Pred>(setp(k, Cmp::ge, key, V<U32>(first_key))));
     // The scaled score as hi + lo exactly; masked keys -inf.
     TwoF32 t = two_prod(k, s, scale);
     t.hi = selp<F32>(k, t.hi, neg_inf, visible);
@@ -225,12 +246,13 @@ const Generator& attention_generator() {
       {OpKind::attention},
       config_names(configs),
       generate,
-      "q: f32* [batch, lq, D], k: f32* [batch, lk, D], v: f32* [batch, lk, Dv], o: f32* [batch, lq, Dv] "
+      "q: f32* [batch, lq, D], k: f32* [kv_batch, lk, D], v: f32* [kv_batch, lk, Dv], o: f32* [batch, lq, Dv] "
       "(contiguous; d64, d128: D = Dv; d64_v128, d128_v64: D, Dv as named), lq, lk: u32, causal: u32 (0 "
-      "or 1; needs lq <= lk), scale: f32 (the host resolves 0 to 1/sqrt(D)); pad64, pad128 also d, dv: u32 (1 .. "
-      "the pad)",
+      "or 1; needs lq <= lk), scale: f32 (the host resolves 0 to 1/sqrt(D)), heads, group: u32 (q batch index "
+      "o * heads + h reads k, v index o * heads / group + h / group; 1, 1 without grouped-query attention), "
+      "window: u32 (causal sliding window, 0: none); pad64, pad128 also d, dv: u32 (1 .. the pad)",
       "sizes = {batch, lq, lk}; block 256 (8 warps, one query row each); grid (ceil(lq/8), batch); "
-      "batch <= 65535 (the plan launches once per 65535)",
+      "batch <= 65535 (the plan launches once per 65535, at whole head groups with grouped-query attention)",
       geometry};
   return g;
 }
@@ -248,24 +270,40 @@ std::optional<Steps> plan(const OpCall& c, int, const Resources&, bool gathered)
   const std::size_t config = config_index(configs, "attention", [&](const AttentionConfig& e) {
     return exact ? !e.padded && e.d == d && e.dv == dv : e.padded && e.d == pad;
   });
+  // Grouped-query attention: q head h reads kv head h / group (the op table checks the heads divide).
+  const int r = c.inputs[0].rank();
+  const i64 heads = r >= 3 ? c.inputs[0].dim(-3) : 1, group = r >= 3 ? heads / c.inputs[1].dim(-3) : 1;
+  const i64 window = p.causal && p.window < lk ? p.window : 0;  // a window of lk keys or more hides none
   Steps steps;
   // The batch is grid.y, and the kernel's row indices (batch * lq + query, batch * lk) are u32: a
   // launch per at most 65535 of it, fewer where the rows would pass 2^32, its q, k, v and o moved
-  // to its first element.
-  const i64 per_launch = std::min<i64>(max_grid_yz, UINT32_MAX / std::max(lq, lk));
-  for (i64 b0 = 0; b0 < batch; b0 += per_launch) {
-    Plan& pl = steps.add(attention_generator(), config, {std::min(per_launch, batch - b0), lq, lk});
-    for (auto [t, rows, width] :
-         {std::tuple{&c.inputs[0], lq, d}, {&c.inputs[1], lk, d}, {&c.inputs[2], lk, dv}, {&c.output, lq, dv}})
-      pl.args.add(Args::device_ptr(*t) + static_cast<CUdeviceptr>(b0 * rows * width * 4));
+  // to its first element. With grouped-query attention a launch starts at a whole head group: it
+  // takes whole multiples of the heads, or (more heads than a launch takes) whole groups of one
+  // outer index's heads, so its kv rows start at kv index b0 / heads * (heads / group) + b0 % heads / group.
+  i64 per_launch = std::min<i64>(max_grid_yz, UINT32_MAX / std::max(lq, lk));
+  if (group > 1) per_launch = per_launch >= heads ? per_launch / heads * heads : per_launch / group * group;
+  if (per_launch < 1) return std::nullopt;
+  for (i64 b0 = 0; b0 < batch;) {
+    const i64 n = std::min({per_launch, batch - b0, group > 1 && per_launch < heads ? heads - b0 % heads : batch});
+    const i64 kv0 = b0 / heads * (heads / group) + b0 % heads / group;
+    Plan& pl = steps.add(attention_generator(), config, {n, lq, lk});
+    for (auto [t, first, rows, width] : {std::tuple{&c.inputs[0], b0, lq, d},
+                                         {&c.inputs[1], kv0, lk, d},
+                                         {&c.inputs[2], kv0, lk, dv},
+                                         {&c.output, b0, lq, dv}})
+      pl.args.add(Args::device_ptr(*t) + static_cast<CUdeviceptr>(first * rows * width * 4));
     pl.args.add(static_cast<std::uint32_t>(lq));
     pl.args.add(static_cast<std::uint32_t>(lk));
     pl.args.add(static_cast<std::uint32_t>(p.causal ? 1 : 0));
     pl.args.add(p.scale != 0.0f ? p.scale : static_cast<float>(1.0 / std::sqrt(static_cast<double>(d))));
+    pl.args.add(static_cast<std::uint32_t>(heads));
+    pl.args.add(static_cast<std::uint32_t>(group));
+    pl.args.add(static_cast<std::uint32_t>(window));
     if (!exact) {
       pl.args.add(static_cast<std::uint32_t>(d));
       pl.args.add(static_cast<std::uint32_t>(dv));
     }
+    b0 += n;
   }
   return steps;
 }

@@ -14,6 +14,8 @@ struct AttentionPush {
   std::uint32_t batch, Lq, Lk, D, Dv, causal;
   float scale;
   std::uint32_t q_off, k_off, v_off;
+  std::uint32_t heads, group;  // q's heads and how many share a kv head (grouped-query attention)
+  std::uint32_t window;        // causal sliding window, 0: none
 };
 
 std::uint32_t u32(std::int64_t v) { return static_cast<std::uint32_t>(v); }
@@ -42,7 +44,12 @@ void record_attention(Recorder& rec, const detail::OpCall& call) {
   const std::int64_t batch = q.numel() / (Lq * D);
   const float scale = ap.scale != 0.0f ? ap.scale : static_cast<float>(1.0 / std::sqrt(static_cast<double>(D)));
   const TensorRef rq = contiguous_f32(rec, q), rk = contiguous_f32(rec, k), rv = contiguous_f32(rec, v);
-  AttentionPush p{u32(batch), u32(Lq), u32(Lk), u32(D), u32(Dv), ap.causal, scale, rq.offset, rk.offset, rv.offset};
+  // Grouped-query attention: q head h reads kv head h / group (the op table checks the heads divide).
+  const std::int64_t heads = r >= 3 ? q.shape()[r - 3] : 1, group = r >= 3 ? heads / k.shape()[r - 3] : 1;
+  // A window of Lk keys or more hides nothing.
+  const std::int64_t window = ap.causal && ap.window < Lk ? ap.window : 0;
+  AttentionPush p{u32(batch), u32(Lq),   u32(Lk),   u32(D),     u32(Dv),    ap.causal,  scale,
+                  rq.offset,  rk.offset, rv.offset, u32(heads), u32(group), u32(window)};
   const TensorRef ry = ref_of(y);
   // One workgroup per query row and block of k_group value columns: see shaders/attention.comp.
   const std::uint64_t rows = static_cast<std::uint64_t>(batch * Lq);

@@ -22,6 +22,8 @@ layout(push_constant) uniform Push {
   uint batch, Lq, Lk, D, Dv, causal;
   float scale;
   uint q_off, k_off, v_off;
+  uint heads, group;  // q's heads; q head h reads kv head h / group (grouped-query attention)
+  uint window;        // causal sliding window (0: none, or the host's window < Lk)
 } p;
 
 shared float sp[WG];     // the tile's scores, then their weights exp(s - m)
@@ -34,14 +36,17 @@ void main() {
   uint row = g / blocks, t = gl_LocalInvocationID.x;
   uint c = (g % blocks) * WG + t;  // this invocation's value column (past Dv: helps score, writes nothing)
   uint b = row / p.Lq, i = row % p.Lq;
-  // causal: query i sees keys j <= i + (Lk - Lq) (the op table asks Lq <= Lk)
+  uint kvb = (b / p.heads) * (p.heads / p.group) + (b % p.heads) / p.group;
+  // causal: query i sees keys j <= i + (Lk - Lq) (the op table asks Lq <= Lk); with a window, the
+  // last `window` of them
   uint keys = p.causal != 0u ? min(p.Lk, i + (p.Lk - p.Lq) + 1u) : p.Lk;
+  uint first = p.window != 0u && keys > p.window ? keys - p.window : 0u;
   uint qb = p.q_off + row * p.D;
   float m = -1.0 / 0.0, l = 0.0, acc = 0.0;
-  for (uint j0 = 0u; j0 < keys; j0 += WG) {
+  for (uint j0 = first; j0 < keys; j0 += WG) {
     uint n = min(WG, keys - j0);
     if (t < n) {
-      uint kb = p.k_off + (b * p.Lk + j0 + t) * p.D;
+      uint kb = p.k_off + (kvb * p.Lk + j0 + t) * p.D;
       float s = 0.0;
       for (uint d = 0u; d < p.D; ++d) s += q[qb + d] * k[kb + d];
       // The product's rounding, rounded into the weight, would cost it |s - m| ulps (58 measured with
@@ -62,7 +67,7 @@ void main() {
     if (t < n) sp[t] = exp_diff(sp[t], m_new, sp_lo[t]);
     barrier();
     float lt = 0.0, at = 0.0;
-    uint vb = p.v_off + (b * p.Lk + j0) * p.Dv + c;
+    uint vb = p.v_off + (kvb * p.Lk + j0) * p.Dv + c;
     for (uint u = 0u; u < n; ++u) {
       lt += sp[u];
       if (c < p.Dv) at += sp[u] * v[vb + u * p.Dv];
