@@ -188,7 +188,7 @@ Tensor record_op(BatchRecord& batch, OpKind op, std::span<const Tensor> inputs, 
 // does eagerly) by recorded ops, so that every run repeats them, from an eager source too; then the
 // write, a copy op whose output is dst (backends/backend.hpp, writes_view).
 Tensor record_write(const std::shared_ptr<BatchRecord>& owner, const Tensor& dst, const Tensor& src,
-                    const WriteAt& where) {
+                    const WriteAt& where, const Written& written) {
   BatchRecord& batch = *owner;
   const std::size_t position = batch.entries.size();
   try {
@@ -216,16 +216,9 @@ Tensor record_write(const std::shared_ptr<BatchRecord>& owner, const Tensor& dst
       std::array<Tensor, 1> in{x};
       return record_op(batch, op, in, params, owner);
     };
-    const int axis = check_write(dst, src, where);
-    Shape part = dst.shape();
-    if (where.position_given) {
-      std::vector<std::int64_t> dims(dst.shape().dims().begin(), dst.shape().dims().end());
-      dims[static_cast<std::size_t>(axis)] = src.dim(axis);
-      part = Shape(dims);
-    }
     Tensor s = here(src);
     if (s.dtype() != dst.dtype()) s = record(OpKind::cast, s, CastParams{dst.dtype()});
-    if (s.shape() != part) s = s.broadcast_to(part);
+    if (s.shape() != written.part) s = s.broadcast_to(written.part);
     if (!s.is_contiguous() || s.shares_storage(dst)) s = record(OpKind::copy, s, NoParams{});
     std::vector<Tensor> inputs{s};
     OpParams params = NoParams{};
@@ -233,7 +226,7 @@ Tensor record_write(const std::shared_ptr<BatchRecord>& owner, const Tensor& dst
       Tensor p = here(where.position);
       if (p.shares_storage(dst)) p = record(OpKind::copy, p, NoParams{});
       inputs.push_back(p);
-      params = AxisParams{axis};
+      params = AxisParams{written.axis};
     }
     const std::size_t at = batch.entries.size();
     try {

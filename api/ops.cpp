@@ -137,9 +137,8 @@ namespace detail {
 
 // copy_into's checks, which a batch's recording shares: all defined, a destination that repeats no
 // element, a source that broadcasts to the part of it written (its shape, or with a position its
-// shape with src.dim(axis) along axis), an i32 position of one element. Returns the axis, made
-// non-negative (-1 without a position).
-int check_write(const Tensor& dst, const Tensor& src, const WriteAt& at) {
+// shape with src.dim(axis) along axis), an i32 position of one element.
+Written check_write(const Tensor& dst, const Tensor& src, const WriteAt& at) {
   if (!dst.defined() || !src.defined() || (at.position_given && !at.position.defined())) {
     throw Error(ErrorCode::invalid_argument,
                 std::string("[copy_into] ") +
@@ -185,7 +184,7 @@ int check_write(const Tensor& dst, const Tensor& src, const WriteAt& at) {
                                               (at.position_given ? "the part written, " : "the destination's ") +
                                               part.str() + both);
   }
-  return axis;
+  return {axis, part};
 }
 
 }  // namespace detail
@@ -196,13 +195,13 @@ namespace {
 // dtype, broadcast to the part written, contiguous, and in memory of its own when it shares the
 // destination's (an overlap then reads the values from before the write, as numpy's assignment does).
 Tensor write(const Tensor& dst, const Tensor& src, const detail::WriteAt& where) {
-  const int axis = detail::check_write(dst, src, where);
+  const detail::Written written = detail::check_write(dst, src, where);
   if (auto batch = detail::recording_batch(OpKind::copy, std::array<Tensor, 3>{dst, src, where.position})) {
     if (detail::async_mode()) {
       throw Error(ErrorCode::invalid_argument,
                   "[copy_into] tensors recorded in a trine::Batch take the sync spelling; trine::async does not record");
     }
-    return detail::record_write(batch, dst, src, where);
+    return detail::record_write(batch, dst, src, where, written);
   }
   if (dst.numel() == 0) return dst;
   const detail::Placement at{dst.device(), dst.pinned()};
@@ -212,14 +211,8 @@ Tensor write(const Tensor& dst, const Tensor& src, const detail::WriteAt& where)
     return run_on({at.device, false}, op, in, params, detail::infer_op(op, in, params));
   };
   Tensor s = detail::move_tensor(src, at.device, false, "copy_into");
-  Shape part = dst.shape();
-  if (where.position_given) {
-    std::vector<std::int64_t> dims(dst.shape().dims().begin(), dst.shape().dims().end());
-    dims[static_cast<std::size_t>(axis)] = src.dim(axis);
-    part = Shape(dims);
-  }
   if (s.dtype() != dst.dtype()) s = run(OpKind::cast, s, CastParams{dst.dtype()});
-  if (s.shape() != part) s = s.broadcast_to(part);
+  if (s.shape() != written.part) s = s.broadcast_to(written.part);
   if (!s.is_contiguous() || s.shares_storage(dst)) s = run(OpKind::copy, s, NoParams{});
   if (!where.position_given) {
     std::array<Tensor, 1> in{s};
@@ -229,7 +222,7 @@ Tensor write(const Tensor& dst, const Tensor& src, const detail::WriteAt& where)
   Tensor p = detail::move_tensor(where.position, at.device, false, "copy_into");
   if (p.shares_storage(dst)) p = run(OpKind::copy, p, NoParams{});
   std::array<Tensor, 2> in{s, p};
-  run_on(at, OpKind::copy, in, AxisParams{axis}, {dst.shape(), dst.dtype()}, dst, "copy_into");
+  run_on(at, OpKind::copy, in, AxisParams{written.axis}, {dst.shape(), dst.dtype()}, dst, "copy_into");
   return dst;
 }
 

@@ -65,17 +65,21 @@ std::shared_ptr<BatchRecord> recording_batch(OpKind op, std::span<const Tensor> 
 Tensor record_op(BatchRecord& batch, OpKind op, std::span<const Tensor> inputs, const OpParams& params,
                  std::shared_ptr<BatchRecord> owner = nullptr);
 
-// trine::copy_into's checks (api/ops.cpp; returns the axis made non-negative, -1 without a
-// position), and its recording into `batch` (api/batch.cpp): the entries that bring src to dst's
-// dtype, shape and contiguity, then the write. Returns dst.
+// trine::copy_into's checks (api/ops.cpp), which give the part of dst written, and its recording
+// into `batch` (api/batch.cpp): the entries that bring src to dst's dtype, that part's shape and
+// contiguity, then the write. Returns dst.
 struct WriteAt {
   int axis = -1;
   Tensor position;  // i32, one element, read when the write runs
   bool position_given = false;
 };
-int check_write(const Tensor& dst, const Tensor& src, const WriteAt& at);
+struct Written {
+  int axis = -1;  // non-negative with a position
+  Shape part;     // dst's shape, or with a position that shape with src.dim(axis) along axis
+};
+Written check_write(const Tensor& dst, const Tensor& src, const WriteAt& at);
 Tensor record_write(const std::shared_ptr<BatchRecord>& batch, const Tensor& dst, const Tensor& src,
-                    const WriteAt& at);
+                    const WriteAt& at, const Written& part);
 
 // A Future<void> that is ready when `done` is (api/future.cpp).
 Future<void> future_of_completion(std::shared_ptr<Completion> done);
