@@ -203,7 +203,7 @@ Tensor record_write(const std::shared_ptr<BatchRecord>& owner, const Tensor& dst
                                                    " is not on the batch's device " + batch.device.str() +
                                                    ": a batch writes only into tensors on its device");
     }
-    if (dst.numel() == 0) return dst;
+    if (written.part.numel() == 0) return dst;  // nothing to write (nor a position to check)
     auto here = [&](const Tensor& t) {  // eager elsewhere: moved once, as ops do
       if (!t.storage()->handle() || t.device() == batch.device) return t;
       if (t.pinned()) {

@@ -203,7 +203,7 @@ Tensor write(const Tensor& dst, const Tensor& src, const detail::WriteAt& where)
     }
     return detail::record_write(batch, dst, src, where, written);
   }
-  if (dst.numel() == 0) return dst;
+  if (written.part.numel() == 0) return dst;  // nothing to write (nor a position to check)
   const detail::Placement at{dst.device(), dst.pinned()};
   detail::backend_for(at.device, "copy_into");  // an unavailable device fails here, naming it
   auto run = [&](OpKind op, const Tensor& x, const OpParams& params) {

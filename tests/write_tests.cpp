@@ -234,4 +234,7 @@ TEST_CASE("copy_into's bad writes are errors naming the write and both tensors",
   CHECK(code_of([&] { copy_into(cache, Tensor::zeros({2, 1, 2}), 1, Tensor::from({0})); }) == ErrorCode::invalid_shape);
   CHECK(code_of([&] { copy_into(cache, k, 3, Tensor::from({0})); }) == ErrorCode::invalid_argument);
   CHECK(code_of([&] { copy_into(cache, k, 1, Tensor()); }) == ErrorCode::invalid_argument);
+  // a write of nothing is nothing, wherever it is
+  CHECK(copy_into(cache, Tensor::zeros({2, 0, 3}), 1, Tensor::from({9})).shape() == Shape{2, 4, 3});
+  CHECK(copy_into(cache.slice(1, 2, 2), Tensor::zeros({1})).numel() == 0);
 }
