@@ -233,10 +233,7 @@ Tensor copy_into(const Tensor& dst, const Tensor& src, int axis, const Tensor& p
   return write(dst, src, {axis, position, true});
 }
 
-const Tensor& Tensor::copy_(const Tensor& src) const {
-  copy_into(*this, src);
-  return *this;
-}
+Tensor Tensor::copy_(const Tensor& src) const { return copy_into(*this, src); }
 
 Tensor Tensor::contiguous() const {
   if (!defined()) throw Error(ErrorCode::invalid_argument, "[contiguous] undefined tensor");

@@ -42,7 +42,7 @@ TEST_CASE("copy_into writes views of a tensor in place on the device under test"
       const Tensor cache = Tensor::zeros({2, 4, dim}, DType::f32, dev);
       const std::vector<float> row = iota(static_cast<std::size_t>(2 * dim));
       const Tensor k = Tensor::from(row, {2, 1, dim}, DType::f32, dev);
-      const Tensor& same = cache.slice(1, 2, 3).copy_(k);
+      const Tensor same = cache.slice(1, 2, 3).copy_(k);
       CHECK(same.shape() == Shape{2, 1, dim});
       CHECK(cache.to_vector() == cache_with(2, 4, dim, 2, row));
     }

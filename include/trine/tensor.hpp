@@ -134,8 +134,9 @@ class Tensor {
   // Writes `src` into this tensor's elements, which for a view are elements of the tensor it views:
   // cache.slice(1, pos, pos + 1).copy_(k) appends a row to a preallocated KV cache, with no copy of
   // the rest. trine::copy_into(*this, src) (ops.hpp): cast, broadcast, ordered like any op, in
-  // batches and async too. Returns *this.
-  const Tensor& copy_(const Tensor& src) const;
+  // batches and async too. Returns this tensor (a handle by value, so that the result of a write
+  // into a temporary view, cache.slice(...).copy_(k), can be kept).
+  Tensor copy_(const Tensor& src) const;
 
   // ---- internal: backends and the dispatcher ----
   Tensor(std::shared_ptr<detail::Storage> storage, const Shape& shape, const Strides& strides, std::int64_t offset,
