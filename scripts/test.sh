@@ -6,8 +6,9 @@
 #      through find_package and through pkg-config
 #   3. the installed trine-info run with no LD_LIBRARY_PATH, from the install prefix and from a
 #      second prefix (installed tools find libtrine through their relative RPATH)
-#   4. the PTX parser fuzzer (scripts/fuzz.sh: clang, libFuzzer, ASan + UBSan), seeded with every
-#      shipped kernel's PTX: 45 s beside the ASan build of step 5 (30 s alone with --quick)
+#   4. the fuzzers (scripts/fuzz.sh: clang, libFuzzer, ASan + UBSan): the PTX parser's, seeded with
+#      every shipped kernel's PTX, then the model files' (GGUF, safetensors): 45 s in all beside the
+#      ASan build of step 5 (30 s alone with --quick)
 #   5. the same tests once more (but ptx_ptxas, ops_fresh_seed and the tour) under AddressSanitizer + UndefinedBehaviorSanitizer
 #   6. a ThreadSanitizer build running the thread pool, async and batch suites, and the
 #      differential suite with 2 threads
@@ -76,16 +77,17 @@ for prefix in "$root/install" "$root/relocated"; do
 done
 
 if [[ $quick == 1 ]]; then
-  step "PTX parser fuzzer: build and a 30 s run"
+  step "fuzzers (PTX parser, model files): build and a 30 s run"
   TRINE_PTX="$root/release/trine-ptx" FUZZ_SEED=1 scripts/fuzz.sh 30
   echo "quick run: sanitizer builds skipped"
   exit 0
 fi
 
-# The fuzzer runs on one core: in the full run it goes beside the ASan build, which has the other
-# (and shares the first), instead of leaving a core idle for its run. It gets 45 s there for about
-# the 30 s of one core it has alone; its result is printed, and fails the run, before the ASan tests.
-echo "PTX parser fuzzer: building, then a 45 s run beside the ASan build (its output follows that build)"
+# The fuzzers run on one core: in the full run they go beside the ASan build, which has the other
+# (and shares the first), instead of leaving a core idle for their run. They get 45 s there for
+# about the 30 s of one core they have alone; their result is printed, and fails the run, before
+# the ASan tests.
+echo "fuzzers (PTX parser, model files): building, then a 45 s run beside the ASan build (their output follows that build)"
 TRINE_PTX="$root/release/trine-ptx" FUZZ_SEED=1 scripts/fuzz.sh 45 >"$root/fuzz-step.log" 2>&1 &
 fuzz_pid=$!
 
@@ -111,12 +113,12 @@ cmake -S . -B "$root/asan" -G Ninja "${san_flags[@]}" -DTRINE_SANITIZE=address,u
   -DTRINE_SANITIZE_SKIP=alignment,null,pointer-overflow >/dev/null
 cmake --build "$root/asan" -j "$jobs"
 
-step "PTX parser fuzzer (run beside the ASan build): its result"
+step "fuzzers (run beside the ASan build): their result"
 fuzz_status=0
 wait "$fuzz_pid" || fuzz_status=$?
 fuzz_pid=""
 cat "$root/fuzz-step.log"
-[[ $fuzz_status == 0 ]] || { echo "FAILED: the PTX parser fuzzer (exit $fuzz_status)"; exit 1; }
+[[ $fuzz_status == 0 ]] || { echo "FAILED: a fuzzer (exit $fuzz_status)"; exit 1; }
 
 step "sanitizer tests"
 export ASAN_OPTIONS=detect_leaks=1:abort_on_error=0:allocator_may_return_null=1

@@ -2,6 +2,10 @@
 // user names a device).
 #pragma once
 
+#include <cstddef>
+#include <optional>
+#include <vector>
+
 #include "trine/tensor.hpp"
 
 namespace trine::detail {
@@ -14,5 +18,12 @@ Tensor empty_tensor(const Shape& shape, DType dtype, Device device, bool pinned)
 void encode_host(const float* src, std::size_t count, DType dtype, unsigned char* dst);
 template <class T>
 void decode_host(const unsigned char* src, DType dtype, std::size_t count, T* out);
+
+// A contiguous tensor holding `bytes` (shape.numel() elements of dtype, as stored, unaligned allowed)
+// copied once into `device`'s memory, pinned when a device is named; Error(invalid_shape) naming
+// `op` when the byte count does not fit. And a tensor's elements as stored, read back contiguous.
+Tensor tensor_from_bytes(const unsigned char* bytes, std::size_t count, const Shape& shape, DType dtype,
+                         std::optional<Device> device, const char* op);
+std::vector<unsigned char> tensor_bytes(const Tensor& t, const char* op);
 
 }  // namespace trine::detail

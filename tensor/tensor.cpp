@@ -204,6 +204,34 @@ void decode_host(const unsigned char* src, DType dtype, std::size_t n, T* out) {
   }
 }
 
+Tensor tensor_from_bytes(const unsigned char* bytes, std::size_t count, const Shape& shape, DType dtype,
+                         std::optional<Device> device, const char* op) {
+  const Device dev = device.value_or(Device::cpu());
+  const std::size_t want = checked_bytes(op, shape, dtype, dev);
+  if (count != want) {
+    throw Error(ErrorCode::invalid_shape, std::string("[") + op + "] " + std::to_string(count) + " bytes for " +
+                                              describe(shape, dtype, dev) + ", which holds " + std::to_string(want));
+  }
+  Tensor t = Tensor::empty(shape, dtype, device);
+  if (count != 0) {  // one upload straight from the caller's memory, bytes unchanged
+    std::vector<Entry> e{Upload{t.storage(), 0, bytes, count, {}}};
+    transfer(*t.storage(), e, op);
+  }
+  return t;
+}
+
+std::vector<unsigned char> tensor_bytes(const Tensor& t, const char* op) {
+  if (!t.defined()) throw Error(ErrorCode::invalid_argument, std::string("[") + op + "] undefined tensor");
+  const Tensor src = t.contiguous();
+  const std::size_t esz = dtype_size(src.dtype()), n = static_cast<std::size_t>(src.numel()) * esz;
+  std::vector<unsigned char> out(n);
+  if (n != 0) {
+    std::vector<Entry> e{Readback{src.storage(), static_cast<std::size_t>(src.offset()) * esz, out.data(), n, {}}};
+    transfer(*src.storage(), e, op);
+  }
+  return out;
+}
+
 template void decode_host<float>(const unsigned char*, DType, std::size_t, float*);
 template void decode_host<std::int32_t>(const unsigned char*, DType, std::size_t, std::int32_t*);
 

@@ -7,6 +7,7 @@
 #include "trine/error.hpp"
 #include "trine/batch.hpp"
 #include "trine/future.hpp"
+#include "trine/io.hpp"
 #include "trine/memory.hpp"
 #include "trine/ops.hpp"
 #include "trine/shape.hpp"
