@@ -12,6 +12,7 @@
 #include <unordered_set>
 
 #include "tensor/io_file.hpp"
+#include "trine/quant.hpp"
 
 namespace trine::io {
 
@@ -19,20 +20,27 @@ namespace {
 
 constexpr const char* kLoad = "load_gguf";
 
-// ggml's element types by their number: the ones trine loads, and the names of the others.
+// ggml's element types by their number: the ones trine loads (as a dtype, or as blocks of a
+// quantized format), and the names of the others.
 struct GgmlType {
   std::uint32_t id;
   const char* name;
   std::optional<DType> dtype;
+  std::optional<quant::Format> format = std::nullopt;
 };
 
-constexpr GgmlType kGgmlTypes[] = {
-    {0, "f32", DType::f32},  {1, "f16", DType::f16},   {2, "q4_0", {}},   {3, "q4_1", {}},     {6, "q5_0", {}},
-    {7, "q5_1", {}},         {8, "q8_0", {}},          {9, "q8_1", {}},   {10, "q2_k", {}},    {11, "q3_k", {}},
-    {12, "q4_k", {}},        {13, "q5_k", {}},         {14, "q6_k", {}},  {15, "q8_k", {}},    {16, "iq2_xxs", {}},
-    {17, "iq2_xs", {}},      {18, "iq3_xxs", {}},      {19, "iq1_s", {}}, {20, "iq4_nl", {}},  {21, "iq3_s", {}},
-    {22, "iq2_s", {}},       {23, "iq4_xs", {}},       {24, "i8", {}},    {25, "i16", {}},     {26, "i32", DType::i32},
-    {27, "i64", {}},         {28, "f64", {}},          {29, "iq1_m", {}}, {30, "bf16", DType::bf16},
+using quant::Format;
+const GgmlType kGgmlTypes[] = {
+    {0, "f32", DType::f32},          {1, "f16", DType::f16},         {2, "q4_0", {}, Format::q4_0},
+    {3, "q4_1", {}},                 {6, "q5_0", {}},                {7, "q5_1", {}},
+    {8, "q8_0", {}, Format::q8_0},   {9, "q8_1", {}},                {10, "q2_k", {}},
+    {11, "q3_k", {}},                {12, "q4_k", {}, Format::q4_k}, {13, "q5_k", {}, Format::q5_k},
+    {14, "q6_k", {}, Format::q6_k},  {15, "q8_k", {}},               {16, "iq2_xxs", {}},
+    {17, "iq2_xs", {}},              {18, "iq3_xxs", {}},            {19, "iq1_s", {}},
+    {20, "iq4_nl", {}},              {21, "iq3_s", {}},              {22, "iq2_s", {}},
+    {23, "iq4_xs", {}},              {24, "i8", {}},                 {25, "i16", {}},
+    {26, "i32", DType::i32},         {27, "i64", {}},                {28, "f64", {}},
+    {29, "iq1_m", {}},               {30, "bf16", DType::bf16},
 };
 
 const GgmlType* ggml_type(std::uint32_t id) {
@@ -178,14 +186,26 @@ ParsedFile parse_gguf(const std::string& path, const unsigned char* data, std::s
     const auto type_id = c.read<std::uint32_t>((named + "'s type").c_str());
     const GgmlType* type = ggml_type(type_id);
     if (!type) malformed(kLoad, path, named + " has an unknown ggml type " + std::to_string(type_id));
-    if (!type->dtype) {
+    if (!type->dtype && !type->format) {
       throw Error(ErrorCode::unsupported, std::string("[") + kLoad + "] " + path + ": " + named + " is " + type->name +
-                                              ", which trine cannot hold yet: f32, f16, bf16 and i32 tensors load "
-                                              "(quantized weights are issue 29's next slice)");
+                                              ", which trine cannot hold: f32, f16, bf16 and i32 tensors load, and "
+                                              "q8_0, q4_0, q4_k, q5_k and q6_k ones dequantized");
     }
-    t.dtype = *type->dtype;
     t.offset = c.read<std::uint64_t>((named + "'s offset").c_str());
-    t.bytes = checked_count(kLoad, path, t.name, t.dims, dtype_size(t.dtype)) * dtype_size(t.dtype);
+    if (type->dtype) {
+      t.dtype = *type->dtype;
+      t.bytes = checked_count(kLoad, path, t.name, t.dims, dtype_size(t.dtype)) * dtype_size(t.dtype);
+    } else {
+      const quant::FormatInfo fi = quant::info(*type->format);
+      if (t.dims.back() % fi.block_elems != 0) {
+        malformed(kLoad, path, named + " is " + fi.name + " with rows of " + std::to_string(t.dims.back()) +
+                                   " weights, not whole blocks of " + std::to_string(fi.block_elems));
+      }
+      t.format = type->format;
+      t.dtype = DType::f32;
+      t.bytes = checked_count(kLoad, path, t.name, t.dims, 1) / static_cast<std::uint64_t>(fi.block_elems) *
+                static_cast<std::uint64_t>(fi.block_bytes);
+    }
     if (t.offset % alignment != 0) {
       malformed(kLoad, path, named + "'s offset " + std::to_string(t.offset) + " is not a multiple of the alignment " +
                                          std::to_string(alignment));

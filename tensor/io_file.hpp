@@ -7,12 +7,14 @@
 #include <cstdint>
 #include <cstdio>
 #include <cstring>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "trine/dtype.hpp"
 #include "trine/error.hpp"
 #include "trine/io.hpp"
+#include "trine/quant.hpp"
 
 namespace trine::io::detail {
 
@@ -110,7 +112,8 @@ class FileWriter {
 // than the file's size justifies, whatever the header claims (tests/fuzz/model_file_fuzz.cpp).
 struct TensorEntry {
   std::string name;
-  DType dtype;
+  DType dtype;                                      // f32 for a quantized tensor
+  std::optional<quant::Format> format = std::nullopt;  // GGUF: the tensor's blocks' format
   std::vector<std::int64_t> dims;  // trine's order, outermost first
   std::uint64_t offset, bytes;     // from the file's first byte
 };

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstddef>
+#include <functional>
 #include <optional>
 #include <vector>
 
@@ -25,5 +26,9 @@ void decode_host(const unsigned char* src, DType dtype, std::size_t count, T* ou
 Tensor tensor_from_bytes(const unsigned char* bytes, std::size_t count, const Shape& shape, DType dtype,
                          std::optional<Device> device, const char* op);
 std::vector<unsigned char> tensor_bytes(const Tensor& t, const char* op);
+// A contiguous tensor whose values gen(first, count, out) writes as floats, `count` at a time from
+// element `first` (first a multiple of 65536), converted to dtype: no full-size host temporary.
+Tensor tensor_generated(const Shape& shape, DType dtype, std::optional<Device> device, const char* op,
+                        const std::function<void(std::size_t, std::size_t, float*)>& gen);
 
 }  // namespace trine::detail

@@ -7,6 +7,7 @@
 #include "tensor/io_file.hpp"
 #include "tensor/make.hpp"
 #include "trine/io.hpp"
+#include "trine/quant.hpp"
 
 namespace trine::io {
 
@@ -14,7 +15,8 @@ namespace {
 
 // Each tensor copied once, from the mapping into its device's memory.
 ModelFile load(const char* op, const char* format, const std::string& path, std::optional<Device> device,
-               detail::ParsedFile (*parse)(const std::string&, const unsigned char*, std::size_t)) {
+               detail::ParsedFile (*parse)(const std::string&, const unsigned char*, std::size_t),
+               std::optional<DType> quantized_as = std::nullopt) {
   const detail::MappedFile file(op, path);
   detail::ParsedFile parsed = parse(path, file.data(), file.size());
   ModelFile out;
@@ -22,7 +24,26 @@ ModelFile load(const char* op, const char* format, const std::string& path, std:
   out.format = format;
   out.metadata = std::move(parsed.metadata);
   out.tensors.reserve(parsed.tensors.size());
+  if (quantized_as && !dtype_is_float(*quantized_as)) {
+    throw Error(ErrorCode::dtype_mismatch, std::string("[") + op + "] " + path +
+                                               ": quantized tensors dequantize to f32, f16 or bf16, not " +
+                                               dtype_name(*quantized_as));
+  }
   for (const detail::TensorEntry& t : parsed.tensors) {
+    if (t.format && !quantized_as) {
+      throw Error(ErrorCode::unsupported, std::string("[") + op + "] " + path + ": tensor '" + t.name + "' is " +
+                                              quant::info(*t.format).name +
+                                              ", which ops do not take yet (issue 29): pass quantized_as (f16, say) "
+                                              "to load it dequantized");
+    }
+  }
+  for (const detail::TensorEntry& t : parsed.tensors) {
+    const Shape shape(std::span<const std::int64_t>(t.dims));
+    if (t.format) {
+      out.tensors.emplace_back(t.name, quant::dequantize(std::span(file.data() + t.offset, static_cast<std::size_t>(t.bytes)),
+                                                         *t.format, shape, *quantized_as, device));
+      continue;
+    }
     out.tensors.emplace_back(t.name, trine::detail::tensor_from_bytes(file.data() + t.offset,
                                                                       static_cast<std::size_t>(t.bytes),
                                                                       Shape(std::span<const std::int64_t>(t.dims)),
@@ -36,8 +57,8 @@ constexpr const char* kSaveSt = "save_safetensors";
 
 }  // namespace
 
-ModelFile load_gguf(const std::string& path, std::optional<Device> device) {
-  return load("load_gguf", "gguf", path, device, detail::parse_gguf);
+ModelFile load_gguf(const std::string& path, std::optional<Device> device, std::optional<DType> quantized_as) {
+  return load("load_gguf", "gguf", path, device, detail::parse_gguf, quantized_as);
 }
 
 ModelFile load_safetensors(const std::string& path, std::optional<Device> device) {

@@ -308,7 +308,7 @@ ParsedFile parse_safetensors(const std::string& path, const unsigned char* data,
       }
       malformed(kLoad, path, named + " has an unknown dtype \"" + dtype->text + "\"");
     }
-    TensorEntry e{name, *dt, {}, 0, 0};
+    TensorEntry e{name, *dt, std::nullopt, {}, 0, 0};
     std::uint64_t end = 0;
     if (shape->items.size() > static_cast<std::size_t>(Shape::max_rank))
       malformed(kLoad, path, named + " has " + std::to_string(shape->items.size()) + " dims (at most " +

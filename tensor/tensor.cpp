@@ -220,6 +220,14 @@ Tensor tensor_from_bytes(const unsigned char* bytes, std::size_t count, const Sh
   return t;
 }
 
+Tensor tensor_generated(const Shape& shape, DType dtype, std::optional<Device> device, const char* op,
+                        const std::function<void(std::size_t, std::size_t, float*)>& gen) {
+  checked_bytes(op, shape, dtype, device.value_or(Device::cpu()));
+  Tensor t = Tensor::empty(shape, dtype, device);
+  fill_generated(t, op, gen);
+  return t;
+}
+
 std::vector<unsigned char> tensor_bytes(const Tensor& t, const char* op) {
   if (!t.defined()) throw Error(ErrorCode::invalid_argument, std::string("[") + op + "] undefined tensor");
   const Tensor src = t.contiguous();

@@ -185,6 +185,70 @@ TEST_CASE("model files written by the gguf and safetensors packages (PyPI) load 
   }
 }
 
+TEST_CASE("GGUF's block formats dequantize to the gguf package's values, and q8_0/q4_0 quantize bit for bit", "[io]") {
+  // tests/io/make_quant_file.py wrote quants.gguf with the gguf package: each quantized tensor
+  // beside its dequantization by gguf.quants, and x's q8_0 and q4_0 blocks also as metadata bytes.
+  const Device dev = test::test_device();
+  const std::string path = std::string(TRINE_SOURCE_DIR) + "/tests/io/quants.gguf";
+  const auto [code, message] = [&] {
+    try {
+      io::load_gguf(path, dev);
+    } catch (const Error& e) {
+      return std::pair<ErrorCode, std::string>{e.code(), e.what()};
+    }
+    return std::pair<ErrorCode, std::string>{ErrorCode::internal, "no error"};
+  }();
+  CHECK(code == ErrorCode::unsupported);
+  CHECK_THAT(message, Catch::Contains("x.q8_0") && Catch::Contains("quantized_as"));
+  CHECK(code_of([&] { io::load_gguf(path, dev, DType::i32); }) == ErrorCode::dtype_mismatch);
+
+  const io::ModelFile f32 = io::load_gguf(path, dev, DType::f32);
+  const io::ModelFile f16 = io::load_gguf(path, dev, DType::f16);
+  for (const char* name : {"x.q8_0", "x.q4_0", "r.q4_k", "r.q5_k", "r.q6_k"}) {
+    INFO(name);
+    const std::vector<float> want = f32.tensor(std::string(name) + ".expected").to_vector();
+    const Tensor& got = f32.tensor(name);
+    CHECK(got.dtype() == DType::f32);
+    CHECK(got.device() == dev);
+    CHECK(got.shape() == f32.tensor(std::string(name) + ".expected").shape());
+    const std::vector<float> g = got.to_vector();
+    REQUIRE(g.size() == want.size());
+    std::size_t differ = 0;
+    for (std::size_t i = 0; i < g.size(); ++i) differ += std::memcmp(&g[i], &want[i], 4) != 0;
+    CHECK(differ == 0);  // the same f32 arithmetic, the same values
+    const Tensor& h = f16.tensor(name);
+    CHECK(h.dtype() == DType::f16);
+    const std::vector<float> hv = h.to_vector();
+    differ = 0;
+    for (std::size_t i = 0; i < hv.size(); ++i) differ += hv[i] != f16_to_f32(f32_to_f16(want[i]));
+    CHECK(differ == 0);  // one rounding, from the f32 value
+  }
+  const std::vector<float> x = f32.tensor("x").to_vector();
+  for (const auto& [name, format] : {std::pair{"x.q8_0", quant::Format::q8_0}, std::pair{"x.q4_0", quant::Format::q4_0}}) {
+    INFO(name);
+    std::vector<std::uint8_t> want;
+    for (const Value& v : f32.value(std::string(name) + ".bytes").as_array()) want.push_back(static_cast<std::uint8_t>(v.as_int()));
+    const std::vector<std::uint8_t> mine = quant::quantize(x, format);
+    CHECK(mine == want);
+    std::vector<float> back(x.size());
+    quant::dequantize(mine, format, back);
+    CHECK(back == f32.tensor(std::string(name) + ".expected").to_vector());
+    const Tensor t = quant::dequantize(mine, format, {2, 64}, DType::bf16, dev);
+    CHECK(t.dtype() == DType::bf16);
+    CHECK(t.at({1, 63}) == bf16_to_f32(f32_to_bf16(back[127])));
+  }
+  CHECK(quant::bytes_for(quant::Format::q6_k, 512) == 420);
+  CHECK(code_of([&] { quant::quantize(x, quant::Format::q4_k); }) == ErrorCode::unsupported);
+  CHECK(code_of([&] { quant::quantize(std::span(x).first(40), quant::Format::q8_0); }) == ErrorCode::invalid_shape);
+  CHECK(code_of([&] { quant::bytes_for(quant::Format::q4_k, 255); }) == ErrorCode::invalid_shape);
+  const std::vector<std::uint8_t> q = quant::quantize(x, quant::Format::q8_0);
+  CHECK(quant::dequantize(q, quant::Format::q8_0, {4, 32}, DType::f32, dev).to_vector() ==
+        quant::dequantize(q, quant::Format::q8_0, {2, 64}, DType::f32, dev).to_vector());
+  CHECK(code_of([&] { quant::dequantize(q, quant::Format::q8_0, {8, 16}, DType::f32, dev); }) == ErrorCode::invalid_shape);
+  CHECK(code_of([&] { quant::dequantize(q, quant::Format::q8_0, {3, 64}, DType::f32, dev); }) == ErrorCode::invalid_shape);
+  CHECK(code_of([&] { quant::dequantize(q, quant::Format::q8_0, {2, 64}, DType::i32, dev); }) == ErrorCode::dtype_mismatch);
+}
+
 TEST_CASE("model files written by trine read back the same, on the device under test", "[io]") {
   const Device dev = test::test_device();
   const Tensor a = Tensor::random({3, 5}, 1, {.device = dev});
@@ -327,7 +391,8 @@ TEST_CASE("malformed model files are errors naming the file, whatever they claim
         {"a dim past 2^62", patched(w_dims, ~std::uint64_t{0}), ErrorCode::invalid_argument, "dimension"},
         {"rank 9", patched(w_dims - 4, std::uint32_t{9}), ErrorCode::invalid_argument, "9 dims"},
         {"an unknown ggml type", hand_gguf(99), ErrorCode::invalid_argument, "unknown ggml type 99"},
-        {"a quantized type", hand_gguf(12), ErrorCode::unsupported, "q4_k"},
+        {"a quantized type", hand_gguf(3), ErrorCode::unsupported, "q4_1"},
+        {"q8_0 rows not whole blocks", hand_gguf(8), ErrorCode::invalid_argument, "not whole blocks of 32"},
         {"f64", hand_gguf(28), ErrorCode::unsupported, "f64"},
         {"a misaligned offset", hand_gguf(1, 33), ErrorCode::invalid_argument, "not a multiple of the alignment"},
         {"an offset past the end", hand_gguf(1, 64), ErrorCode::invalid_argument, "ends past the data"},

@@ -8,6 +8,7 @@
 #include "trine/batch.hpp"
 #include "trine/future.hpp"
 #include "trine/io.hpp"
+#include "trine/quant.hpp"
 #include "trine/memory.hpp"
 #include "trine/ops.hpp"
 #include "trine/shape.hpp"

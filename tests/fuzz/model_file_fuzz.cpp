@@ -31,7 +31,13 @@ void check(const io::ParsedFile& f, std::size_t size) {
       n *= static_cast<std::uint64_t>(d);
     }
     if (t.dims.size() > 8) finding("tensor '" + t.name + "' of rank " + std::to_string(t.dims.size()));
-    if (n * trine::dtype_size(t.dtype) != t.bytes) finding("tensor '" + t.name + "' whose bytes are not its shape's");
+    const std::uint64_t want =
+        t.format ? n / static_cast<std::uint64_t>(trine::quant::info(*t.format).block_elems) *
+                       static_cast<std::uint64_t>(trine::quant::info(*t.format).block_bytes)
+                 : n * trine::dtype_size(t.dtype);
+    if (t.format && (t.dims.empty() || t.dims.back() % trine::quant::info(*t.format).block_elems != 0))
+      finding("quantized tensor '" + t.name + "' whose rows are not whole blocks");
+    if (want != t.bytes) finding("tensor '" + t.name + "' whose bytes are not its shape's");
     if (t.offset > size || t.bytes > size - t.offset) finding("tensor '" + t.name + "' outside the input");
     if (t.bytes) live.push_back(&t);
   }
