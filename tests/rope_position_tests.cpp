@@ -4,6 +4,7 @@
 // "[batch]", which every test device runs (cpu, vulkan:0 on lavapipe, cuda:0 on the emulator).
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <vector>
@@ -12,6 +13,7 @@
 #include "tests/reference/bounds.hpp"
 #include "tests/reference/bridge.hpp"
 #include "tests/reference/reference.hpp"
+#include "tests/vulkan_harness.hpp"
 #include "trine/trine.hpp"
 
 using namespace trine;
@@ -72,6 +74,26 @@ void check_rope(const std::vector<float>& got, const Tensor& x, RopeParams p, st
 
 std::vector<float> values(const Tensor& t) { return t.astype(DType::f32).to_vector(); }
 
+// rope of x (f32 in [-1, 1]) on `dev` at positions far past f32's integers, where the error measure's
+// bound (relative to the angle) says little, against the cpu's (angles in double): within `tol`.
+void check_long_positions(const Device& dev) {
+  const Tensor x = test::make_input({2, 3, 64}, 74, test::View::contiguous, DType::f32, -1.0f, 1.0f, Device::cpu());
+  const Tensor xd = x.to(dev);
+  struct Case {
+    std::int32_t position;
+    std::int64_t offset;
+    float tol;
+  };
+  for (const Case c : {Case{16777215, 0, 1e-6f}, Case{-100000007, 5, 2e-6f}, Case{2147483647, 5, 5e-5f}}) {
+    const std::vector<float> want = rope(x, {.position_offset = c.offset + c.position}).to_vector();
+    const std::vector<float> got = rope(xd, Tensor::from({c.position}, dev), {.position_offset = c.offset}).to_vector();
+    float worst = 0.0f;
+    for (std::size_t i = 0; i < want.size(); ++i) worst = std::max(worst, std::fabs(got[i] - want[i]));
+    INFO("position " << c.position << " + " << c.offset << " on " << dev.str());
+    CHECK(worst <= c.tol);
+  }
+}
+
 }  // namespace
 
 TEST_CASE("rope at a position read on the device: eager and async equal rope at that offset",
@@ -93,6 +115,17 @@ TEST_CASE("rope at a position read on the device: eager and async equal rope at 
     const Tensor x2 = test::make_input({4, 6}, 72, test::View::contiguous, t);
     check_rope(values(async::rope(x2, Tensor::from({2}, dev)).get()), x2, {}, 2, t, dev.kind);
   }
+}
+
+TEST_CASE("rope at long device-read positions agrees with the cpu's double angles", "[batch][rope_position]") {
+  check_long_positions(test::test_device());
+}
+
+// rope.comp's form that reads the position (AT), under the vulkan_gpuav run's GPU-assisted
+// validation too, which runs "[vulkan]" on vulkan:0.
+TEST_CASE("vulkan: rope reads its position from a buffer, at any int32 position", "[vulkan][rope_position]") {
+  test::require_vulkan();
+  check_long_positions(test::k_vk);
 }
 
 TEST_CASE("rope in a batch: one recording, each run at its uploaded position", "[batch][rope_position]") {
