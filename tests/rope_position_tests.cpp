@@ -126,6 +126,14 @@ TEST_CASE("rope at long device-read positions agrees with the cpu's double angle
 TEST_CASE("vulkan: rope reads its position from a buffer, at any int32 position", "[vulkan][rope_position]") {
   test::require_vulkan();
   check_long_positions(test::k_vk);
+  // position_offset + l past 32 bits is refused on Vulkan, saying why (the cpu and cuda take it)
+  try {
+    rope(Tensor::zeros({2, 4}, DType::f32, test::k_vk), Tensor::from({1}, test::k_vk), {.position_offset = 1LL << 32});
+    FAIL("an offset past 32 bits ran on Vulkan");
+  } catch (const Error& e) {
+    CHECK(e.code() == ErrorCode::unsupported);
+    CHECK_THAT(e.what(), Catch::Contains("[rope]") && Catch::Contains("must fit 32 bits on Vulkan"));
+  }
 }
 
 TEST_CASE("rope in a batch: one recording, each run at its uploaded position", "[batch][rope_position]") {

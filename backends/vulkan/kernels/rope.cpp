@@ -7,6 +7,7 @@
 // in float-float arithmetic, and its sine and cosine come from series on [-pi/4, pi/4].
 #include <cmath>
 #include <limits>
+#include <string>
 #include <vector>
 
 #include "backends/vulkan/ops.hpp"
@@ -25,17 +26,21 @@ struct RopePush {
 
 bool at_position(const detail::OpCall& call) { return call.inputs.size() > 1; }
 
-// x f32 (16-bit x runs between casts: backends/widen.hpp); a position an i32 of one element, with
-// position_offset + l in the shader's 32 bits (the position's own value may be any).
+// x f32 (16-bit x runs between casts: backends/widen.hpp); a position an i32 of one element.
 bool supports_rope(const detail::OpCall& call) {
   if (call.inputs[0].dtype() != DType::f32) return false;
   if (!at_position(call)) return true;
-  const auto& rp = std::get<RopeParams>(call.params);
   const Tensor& pos = call.inputs[1];
-  const std::int64_t L = call.inputs[0].dim(-2);
-  return pos.dtype() == DType::i32 && pos.numel() == 1 &&
-         rp.position_offset >= std::numeric_limits<std::int32_t>::min() &&
-         rp.position_offset <= std::int64_t{std::numeric_limits<std::int32_t>::max()} - L;
+  return pos.dtype() == DType::i32 && pos.numel() == 1;
+}
+
+// With a position tensor the shader adds position_offset + l in 32 bits (the position's own value
+// may be any int32): where they do not fit, why not.
+std::string offset_refusal(const detail::OpCall& call) {
+  const std::int64_t off = std::get<RopeParams>(call.params).position_offset, L = call.inputs[0].dim(-2);
+  if (off >= std::numeric_limits<std::int32_t>::min() && off <= std::numeric_limits<std::int32_t>::max() - L) return {};
+  return "with a position tensor, position_offset + l must fit 32 bits on Vulkan, got position_offset " +
+         std::to_string(off) + " and " + std::to_string(L) + " rows (add it to the position tensor instead)";
 }
 
 // The table: cos/sin per (row, pair), or with a position the pairs' frequencies (hi, lo).
@@ -48,6 +53,12 @@ std::uint64_t table_bytes(const detail::OpCall& call) {
 void limits_rope(Limits& l, const detail::OpCall& call) {
   const Tensor &x = call.inputs[0], &y = call.output;
   if (y.numel() == 0) return;
+  if (at_position(call)) {
+    if (std::string why = offset_refusal(call); !why.empty()) {
+      l.why() = std::move(why);  // the first need not met; nothing more is checked
+      return;
+    }
+  }
   const std::uint64_t table = table_bytes(call);
   l.temporary(table);
   l.bind(l.contiguous_f32(x, "input 0"), "input 0");
