@@ -42,15 +42,12 @@ Weights weights(Device dev) {
 // The step: x [1, D] the new token's hidden state, pos its position (an i32 tensor of one element),
 // k_cache and v_cache [H, L, Dh] written in place. Returns the next token's id ([1], i32). The same
 // code records into a batch when x and pos are a batch's uploads.
-Tensor step(const Weights& w, const Tensor& x, const Tensor& pos, std::int64_t pos_value, const Tensor& k_cache,
-            const Tensor& v_cache) {
+Tensor step(const Weights& w, const Tensor& x, const Tensor& pos, const Tensor& k_cache, const Tensor& v_cache) {
   const Tensor h = rmsnorm(x, w.g1);
   auto heads = [](const Tensor& t) { return t.reshape({H, Dh}).reshape({H, 1, Dh}); };
-  // rope's position is fixed when recorded (a device-side position is issue 34's next slice): the
-  // batch rotates every step as position 0, which costs the same
-  const RopeParams rp{10000.0f, pos_value};
-  const Tensor q = rope(heads(h.matmul(w.wq)), rp);
-  copy_into(k_cache, rope(heads(h.matmul(w.wk)), rp), 1, pos);
+  // rope reads the position on the device too, so the one recording rotates each step correctly
+  const Tensor q = rope(heads(h.matmul(w.wq)), pos);
+  copy_into(k_cache, rope(heads(h.matmul(w.wk)), pos), 1, pos);
   copy_into(v_cache, heads(h.matmul(w.wv)), 1, pos);
   const Tensor a = attention(q, k_cache, v_cache).reshape({1, D});
   const Tensor x2 = x + a.matmul(w.wo);
@@ -105,13 +102,13 @@ int main(int argc, char** argv) {
       const Tensor bx = batch.upload(x_host, {1, D});
       const std::vector<float> first{0.0f};
       const Tensor bpos = batch.upload(first, {1}, DType::i32);
-      BatchRead token = batch.read(step(w, bx, bpos, 0, k_rep, v_rep));
+      BatchRead token = batch.read(step(w, bx, bpos, k_rep, v_rep));
       auto run_sync = [&](int n) {
         int sink = 0;
         for (int t = 0; t < n; ++t) {
           const Tensor x = Tensor::from(x_host, {1, D}, DType::f32, dev);
           const Tensor pos = Tensor::from({t % static_cast<int>(L)}, dev);
-          sink += step(w, x, pos, t % L, k_sync, v_sync).to_vector<std::int32_t>()[0];
+          sink += step(w, x, pos, k_sync, v_sync).to_vector<std::int32_t>()[0];
         }
         return sink;
       };

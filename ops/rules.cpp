@@ -150,6 +150,20 @@ DType dtype_gather(const Check& c, const NoParams&) {
   return c.at(0).dtype();
 }
 
+// rope(x, position?): x f32, f16 or bf16, the result x's dtype; the position i32 (not promoted
+// with x: it is a position, not a value).
+DType dtype_rope(const Check& c, const RopeParams&) {
+  if (c.in.size() > 1) {
+    if (!c.has(1)) c.arg_error("the position is undefined (rope(x, params) is rope without one)");
+    if (c.at(1).dtype() != DType::i32)
+      c.dtype_error(std::string("the position must be i32, got ") + dtype_name(c.at(1).dtype()) +
+                    " (make it with Tensor::from of int32 data, or cast)");
+  }
+  const DType d = c.at(0).dtype();
+  if (!dtype_is_float(d)) c.dtype_error(std::string("input 0 (x) must be f32, f16 or bf16, got ") + dtype_name(d));
+  return d;
+}
+
 DType dtype_cast(const Check&, const CastParams& p) { return p.dtype; }
 
 // ---- shape rules ----
@@ -309,6 +323,7 @@ Shape shape_attention(const Check& c, const AttentionParams& p) {
 
 Shape shape_rope(const Check& c, const RopeParams& p) {
   c.rank_ge(0, "x", 2);
+  if (c.has(1) && c.at(1).numel() != 1) c.shape_error("the position must be one element, got " + c.at(1).shape().str());
   c.nonempty();
   if (c.at(0).dim(-1) % 2 != 0) c.arg_error("last dim must be even, got " + std::to_string(c.at(0).dim(-1)));
   if (!(p.base > 0.0f) || !std::isfinite(p.base)) c.arg_error("base must be positive and finite");

@@ -168,17 +168,21 @@ void run_rope(const KernelTable& k, const trine::detail::OpCall& call) {
   const std::uint8_t* xs = contiguous_bytes(k, x, keep);
   std::uint8_t* ys = base_ptr(call.output);
   const bool halves = p.pairs == RopePairs::halves;
-  // one input: the result has its dtype, and 16-bit rows are rotated as stored
+  // The position input (an i32 of one element in host memory), read now that the call runs: a batch
+  // replays this call with whatever its earlier entries or upload left there.
+  const i64 offset = p.position_offset +
+                     (call.inputs.size() > 1 ? *reinterpret_cast<const std::int32_t*>(base_ptr(call.inputs[1])) : 0);
+  // x: the result has its dtype, and 16-bit rows are rotated as stored
   switch (x.dtype()) {
     case DType::f16:
       return rope<DType::f16>(reinterpret_cast<const half_bits*>(xs), reinterpret_cast<half_bits*>(ys), outer, l, d,
-                              p.base, p.position_offset, halves);
+                              p.base, offset, halves);
     case DType::bf16:
       return rope<DType::bf16>(reinterpret_cast<const half_bits*>(xs), reinterpret_cast<half_bits*>(ys), outer, l, d,
-                               p.base, p.position_offset, halves);
+                               p.base, offset, halves);
     default:
-      return rope(reinterpret_cast<const float*>(xs), reinterpret_cast<float*>(ys), outer, l, d, p.base,
-                  p.position_offset, halves);
+      return rope(reinterpret_cast<const float*>(xs), reinterpret_cast<float*>(ys), outer, l, d, p.base, offset,
+                  halves);
   }
 }
 

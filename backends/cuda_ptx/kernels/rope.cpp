@@ -1,6 +1,8 @@
 // rope with the angle reduced in f64. One configuration per storage dtype of x and y (f32, f16, bf16;
-// computed in f32, rounded once) and pair form: interleaved (x[2i], x[2i+1]), or halves (x[i],
-// x[i + D/2]), where consecutive threads still read consecutive words of each half.
+// computed in f32, rounded once), pair form: interleaved (x[2i], x[2i+1]), or halves (x[i],
+// x[i + D/2]), where consecutive threads still read consecutive words of each half, and position:
+// position_offset alone, or (the *_at configs) plus the s32 a position pointer holds when the kernel
+// runs, so that a batch recorded once rotates by each replay's position.
 #include <cmath>
 
 #include "backends/cuda_ptx/kernels/common.hpp"
@@ -15,11 +17,20 @@ struct RopeConfig {
   std::string_view name;
   Elem e;  // how x and y are stored
   RopePairs pairs;
+  bool at = false;  // adds *position (s32, read on the device) to position_offset
 };
-constexpr RopeConfig configs[] = {
-    {"f32", Elem::f32, RopePairs::interleaved},   {"f16", Elem::f16, RopePairs::interleaved},
-    {"bf16", Elem::bf16, RopePairs::interleaved}, {"f32_halves", Elem::f32, RopePairs::halves},
-    {"f16_halves", Elem::f16, RopePairs::halves}, {"bf16_halves", Elem::bf16, RopePairs::halves}};
+constexpr RopeConfig configs[] = {{"f32", Elem::f32, RopePairs::interleaved},
+                                  {"f16", Elem::f16, RopePairs::interleaved},
+                                  {"bf16", Elem::bf16, RopePairs::interleaved},
+                                  {"f32_halves", Elem::f32, RopePairs::halves},
+                                  {"f16_halves", Elem::f16, RopePairs::halves},
+                                  {"bf16_halves", Elem::bf16, RopePairs::halves},
+                                  {"f32_at", Elem::f32, RopePairs::interleaved, true},
+                                  {"f16_at", Elem::f16, RopePairs::interleaved, true},
+                                  {"bf16_at", Elem::bf16, RopePairs::interleaved, true},
+                                  {"f32_halves_at", Elem::f32, RopePairs::halves, true},
+                                  {"f16_halves_at", Elem::f16, RopePairs::halves, true},
+                                  {"bf16_halves_at", Elem::bf16, RopePairs::halves, true}};
 
 std::string generate_rope(std::size_t config, Target target) {
   const RopeConfig& cfg = config_at(configs, config, "rope");
@@ -32,6 +43,10 @@ std::string generate_rope(std::size_t config, Target target) {
   Reg<U64> len = param<U64>(k, "len");
   Reg<U64> half_d = param<U64>(k, "half_d");
   Reg<S64> position_offset = param<S64>(k, "position_offset");
+  if (cfg.at) {  // read once per thread, before the loop: one s32 every thread of the grid shares
+    Ptr<Global, S32> position = param_ptr<S32>(k, "position");
+    position_offset = add(k, position_offset, V<S64>(cvt<S64>(k, ld(k, position))));
+  }
   grid_stride(k, pairs, [&](Reg<U64> p) {
     Reg<U64> i = rem(k, p, V<U64>(half_d));
     Reg<U64> row = div(k, p, V<U64>(half_d));
@@ -104,7 +119,8 @@ const Generator& rope_generator() {
       "x: f32* (contiguous [rows, D], 8-byte aligned; f16 / bf16: f16* / bf16*; pair i is x[2i], x[2i+1], in the "
       "*_halves configs x[i], x[i + D/2]), y: as x, inv_freq: f64* [D/2] with inv_freq[i] = base^(-2i/D) computed on "
       "the host in double, pairs: u64 = rows*D/2, len: u64 (L, rows per sequence: row r has position "
-      "position_offset + r % L), half_d: u64 = D/2, position_offset: s64",
+      "position_offset + r % L), half_d: u64 = D/2, position_offset: s64; the *_at configs also position: s32* "
+      "(one element, read when the kernel runs, added to position_offset)",
       "sizes = {pairs}; block 256; grid min(ceil(pairs/256), 8192), grid-stride",
       flat_geometry,
       true};
@@ -113,6 +129,8 @@ const Generator& rope_generator() {
 
 std::optional<Steps> plan(const OpCall& c, int, const Resources& res, bool gathered) {
   if (!contiguous_inputs(c, gathered) || c.inputs[0].dtype() != c.output.dtype()) return std::nullopt;
+  const bool at = c.inputs.size() > 1;  // a position tensor, read on the device
+  if (at && c.inputs[1].dtype() != DType::i32) return std::nullopt;
   const auto& p = std::get<RopeParams>(c.params);
   const i64 n_out = c.output.numel(), d = c.inputs[0].dim(-1), len = c.inputs[0].dim(-2);
   const CUdeviceptr table = res.kernels ? res.kernels->rope_frequencies(*res.api, res.stream, d, p.base) : 0;
@@ -120,7 +138,8 @@ std::optional<Steps> plan(const OpCall& c, int, const Resources& res, bool gathe
   const Elem e = elem_of(c.output.dtype());
   Plan& pl = steps.add(
       rope_generator(),
-      config_index(configs, "rope", [&](const RopeConfig& r) { return r.e == e && r.pairs == p.pairs; }), {n_out / 2});
+      config_index(configs, "rope", [&](const RopeConfig& r) { return r.e == e && r.pairs == p.pairs && r.at == at; }),
+      {n_out / 2});
   pl.args.add_ptr(c.inputs[0]);
   pl.args.add_ptr(c.output);
   pl.args.add(table);
@@ -128,6 +147,7 @@ std::optional<Steps> plan(const OpCall& c, int, const Resources& res, bool gathe
   pl.args.add(static_cast<std::uint64_t>(len));
   pl.args.add(static_cast<std::uint64_t>(d / 2));
   pl.args.add(static_cast<std::int64_t>(p.position_offset));
+  if (at) pl.args.add_ptr(c.inputs[1]);
   return steps;
 }
 

@@ -1,7 +1,13 @@
 // rope on Vulkan: rope.comp rotates each pair by a cos/sin table computed on the host in double
 // (the angles reach thousands of radians, past what f32 sin/cos reduce accurately). Both pair forms
 // share the shader: where pair i starts (step * i) and how far its second element is (partner).
+// With a position tensor (read on the device when the op runs, so no table of angles can be made
+// while recording) the shader's AT form computes each angle itself: the table then holds each
+// pair's frequency as two floats (hi + lo, from the host's double), the angle is formed and reduced
+// in float-float arithmetic, and its sine and cosine come from series on [-pi/4, pi/4].
 #include <cmath>
+#include <limits>
+#include <string>
 #include <vector>
 
 #include "backends/vulkan/ops.hpp"
@@ -14,17 +20,54 @@ constexpr std::uint32_t k_group = 64;
 struct RopePush {
   std::uint32_t pairs, half_d, L, x_off;
   std::uint32_t step, partner;  // interleaved: 2, 1; halves: 1, D/2
+  std::uint32_t p_off;          // AT: the position's element
+  std::int32_t offset;          // AT: position_offset
 };
+
+bool at_position(const detail::OpCall& call) { return call.inputs.size() > 1; }
+
+// x f32 (16-bit x runs between casts: backends/widen.hpp); a position an i32 of one element.
+bool supports_rope(const detail::OpCall& call) {
+  if (call.inputs[0].dtype() != DType::f32) return false;
+  if (!at_position(call)) return true;
+  const Tensor& pos = call.inputs[1];
+  return pos.dtype() == DType::i32 && pos.numel() == 1;
+}
+
+// With a position tensor the shader adds position_offset + l in 32 bits (the position's own value
+// may be any int32): where they do not fit, why not.
+std::string offset_refusal(const detail::OpCall& call) {
+  const std::int64_t off = std::get<RopeParams>(call.params).position_offset, L = call.inputs[0].dim(-2);
+  if (off >= std::numeric_limits<std::int32_t>::min() && off <= std::numeric_limits<std::int32_t>::max() - L) return {};
+  return "with a position tensor, position_offset + l must fit 32 bits on Vulkan, got position_offset " +
+         std::to_string(off) + " and " + std::to_string(L) + " rows (add it to the position tensor instead)";
+}
+
+// The table: cos/sin per (row, pair), or with a position the pairs' frequencies (hi, lo).
+std::uint64_t table_bytes(const detail::OpCall& call) {
+  const Tensor& x = call.inputs[0];
+  const std::int64_t L = x.shape()[x.rank() - 2], D = x.shape()[x.rank() - 1];
+  return static_cast<std::uint64_t>((at_position(call) ? 1 : L) * (D / 2) * 2 * 4);
+}
 
 void limits_rope(Limits& l, const detail::OpCall& call) {
   const Tensor &x = call.inputs[0], &y = call.output;
   if (y.numel() == 0) return;
-  const std::int64_t L = x.shape()[x.rank() - 2], D = x.shape()[x.rank() - 1];
-  const auto table = static_cast<std::uint64_t>(L * (D / 2) * 2 * 4);
+  if (at_position(call)) {
+    if (std::string why = offset_refusal(call); !why.empty()) {
+      l.why() = std::move(why);  // the first need not met; nothing more is checked
+      return;
+    }
+  }
+  const std::uint64_t table = table_bytes(call);
   l.temporary(table);
   l.bind(l.contiguous_f32(x, "input 0"), "input 0");
-  l.bind(bound_bytes(table), "the cos/sin table");
+  l.bind(bound_bytes(table), at_position(call) ? "the frequency table" : "the cos/sin table");
   l.bind(y, "the output");
+  if (at_position(call))
+    l.bind(call.inputs[1], "the position");
+  else
+    l.bind(bound_bytes(table), "the cos/sin table (bound again where a position would be)");
 }
 
 void record_rope(Recorder& rec, const detail::OpCall& call) {
@@ -33,10 +76,18 @@ void record_rope(Recorder& rec, const detail::OpCall& call) {
   const auto& rp = std::get<RopeParams>(call.params);
   const std::int64_t L = x.shape()[x.rank() - 2], D = x.shape()[x.rank() - 1];
   const std::int64_t half = D / 2;
+  const bool at = at_position(call);
   // cos and sin per (position, pair) in double on the host: the angles reach thousands of radians,
-  // past what f32 sin/cos reduce accurately.
-  std::vector<float> tab(static_cast<std::size_t>(L * half * 2));
-  for (std::int64_t l = 0; l < L; ++l) {
+  // past what f32 sin/cos reduce accurately. With a position read on the device: each pair's
+  // frequency base^(-2i/D) as hi + lo, two floats that carry the double's 48 leading bits.
+  std::vector<float> tab(static_cast<std::size_t>((at ? 1 : L) * half * 2));
+  for (std::int64_t i = 0; at && i < half; ++i) {
+    const double f = std::pow(static_cast<double>(rp.base), -2.0 * static_cast<double>(i) / static_cast<double>(D));
+    const float hi = static_cast<float>(f);
+    tab[static_cast<std::size_t>(i * 2)] = hi;
+    tab[static_cast<std::size_t>(i * 2 + 1)] = static_cast<float>(f - static_cast<double>(hi));
+  }
+  for (std::int64_t l = 0; !at && l < L; ++l) {
     const double pos = static_cast<double>(rp.position_offset + l);
     for (std::int64_t i = 0; i < half; ++i) {
       const double angle =
@@ -48,6 +99,7 @@ void record_rope(Recorder& rec, const detail::OpCall& call) {
   Allocation* t = rec.temporary(tab.size() * 4);
   rec.upload_constant(tab.data(), t, 0, tab.size() * 4);
   const TensorRef rx = contiguous_f32(rec, x), ry = ref_of(call.output);
+  const TensorRef rp_ = at ? ref_of(call.inputs[1]) : TensorRef{};
   const std::uint64_t pairs = static_cast<std::uint64_t>(x.numel() / 2);
   const bool halves = rp.pairs == RopePairs::halves;
   RopePush p{static_cast<std::uint32_t>(pairs),
@@ -55,13 +107,16 @@ void record_rope(Recorder& rec, const detail::OpCall& call) {
              static_cast<std::uint32_t>(L),
              rx.offset,
              halves ? 1u : 2u,
-             halves ? static_cast<std::uint32_t>(half) : 1u};
-  rec.dispatch("rope", {bind_in(rx), {t, false}, bind_out(ry)}, &p, sizeof(p), (pairs + k_group - 1) / k_group,
-               {k_group});
+             halves ? static_cast<std::uint32_t>(half) : 1u,
+             at ? rp_.offset : 0u,
+             static_cast<std::int32_t>(rp.position_offset)};
+  // binding 3 is the position, or (unread) the table again: one layout for both forms
+  rec.dispatch("rope", {bind_in(rx), {t, false}, bind_out(ry), at ? bind_in(rp_) : Binding{t, false}}, &p, sizeof(p),
+               (pairs + k_group - 1) / k_group, {k_group, at ? 1u : 0u});
 }
 
 }  // namespace
 
-void register_rope(VulkanOps& r) { r.add(OpKind::rope, {inputs_f32, limits_rope, record_rope}); }
+void register_rope(VulkanOps& r) { r.add(OpKind::rope, {supports_rope, limits_rope, record_rope}); }
 
 }  // namespace trine::vulkan
