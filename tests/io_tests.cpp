@@ -65,6 +65,24 @@ std::pair<ErrorCode, std::string> load_error(bool gguf, const Bytes& bytes) {
   return {ErrorCode::internal, "no error"};
 }
 
+// A malformed file, the error its load must raise, and a phrase of its message.
+struct BadFile {
+  const char* what;
+  Bytes bytes;
+  ErrorCode code;
+  const char* says;
+};
+
+template <std::size_t N>
+void check_bad_files(bool gguf, const BadFile (&cases)[N]) {
+  for (const BadFile& c : cases) {
+    INFO(c.what);
+    const auto [code, message] = load_error(gguf, c.bytes);
+    CHECK(code == c.code);
+    CHECK_THAT(message, Catch::Contains(c.says) && Catch::Contains(gguf ? "bad.gguf" : "bad.safetensors"));
+  }
+}
+
 // A GGUF file laid out by hand: one u32 metadata entry, then tensors [2 rows, 3 columns] f32 (ggml's
 // dims 3, 2: innermost first) and [4] f16, each at an offset that is a multiple of 32.
 Bytes hand_gguf(std::uint32_t f16_type = 1, std::uint64_t second_offset = 32) {
@@ -373,12 +391,7 @@ TEST_CASE("malformed model files are errors naming the file, whatever they claim
     };
     const std::size_t kv_end = 4 + 4 + 8 + 8 + 8 + 17 + 4 + 4;  // after the metadata entry
     const std::size_t w_dims = kv_end + 8 + 1 + 4;               // tensor "w"'s first dim
-    struct Case {
-      const char* what;
-      Bytes bytes;
-      ErrorCode code;
-      const char* says;
-    } cases[] = {
+    const BadFile cases[] = {
         {"bad magic", patched(0, std::uint32_t{0x46554747 + 1}), ErrorCode::invalid_argument, "not a GGUF file"},
         {"version 1", patched(4, std::uint32_t{1}), ErrorCode::invalid_argument, "version 1"},
         {"big-endian", patched(4, std::uint32_t{0x03000000}), ErrorCode::invalid_argument, "big-endian"},
@@ -398,12 +411,7 @@ TEST_CASE("malformed model files are errors naming the file, whatever they claim
         {"an offset past the end", hand_gguf(1, 64), ErrorCode::invalid_argument, "ends past the data"},
         {"overlapping tensors", hand_gguf(1, 0), ErrorCode::invalid_argument, "overlap"},
     };
-    for (const Case& c : cases) {
-      INFO(c.what);
-      const auto [code, message] = load_error(true, c.bytes);
-      CHECK(code == c.code);
-      CHECK_THAT(message, Catch::Contains(c.says) && Catch::Contains("bad.gguf"));
-    }
+    check_bad_files(true, cases);
     CHECK(code_of([] { io::load_gguf(temp_path("missing.gguf")); }) == ErrorCode::invalid_argument);
   }
   SECTION("safetensors") {
@@ -412,12 +420,7 @@ TEST_CASE("malformed model files are errors naming the file, whatever they claim
     Bytes huge_header = hand_safetensors();
     const std::uint64_t big = std::uint64_t{1} << 40;
     std::memcpy(huge_header.data(), &big, 8);
-    struct Case {
-      const char* what;
-      Bytes bytes;
-      ErrorCode code;
-      const char* says;
-    } cases[] = {
+    const BadFile cases[] = {
         {"a huge header", huge_header, ErrorCode::invalid_argument, "header of"},
         {"not JSON", hand_safetensors("{\"a\":"), ErrorCode::invalid_argument, "header JSON"},
         {"not an object", hand_safetensors("[1,2]"), ErrorCode::invalid_argument, "not a JSON object"},
@@ -441,11 +444,6 @@ TEST_CASE("malformed model files are errors naming the file, whatever they claim
         {"metadata not strings", hand_safetensors(R"({"__metadata__":{"n":1}})"), ErrorCode::invalid_argument,
          "not a string"},
     };
-    for (const Case& c : cases) {
-      INFO(c.what);
-      const auto [code, message] = load_error(false, c.bytes);
-      CHECK(code == c.code);
-      CHECK_THAT(message, Catch::Contains(c.says) && Catch::Contains("bad.safetensors"));
-    }
+    check_bad_files(false, cases);
   }
 }
