@@ -114,9 +114,9 @@ DType dtype_matmul(const Check& c, const MatmulParams&) {
   return DType::f32;
 }
 
-// attention(q, k, v, valid?): q, k and v f32 (its kernels read f32 only so far), the result f32;
-// valid, the number of keys that count, an i32 (its shape: shape_attention).
-DType dtype_attention(const Check& c, const AttentionParams&) {
+// attention's: q, k and v as dtype_float has them (its kernels read f32 only so far), and its
+// optional valid (input 3), the number of keys that count, an i32 that the result's dtype ignores.
+DType dtype_float(const Check& c, const AttentionParams&) {
   if (c.has(3) && c.at(3).dtype() != DType::i32)
     c.dtype_error(std::string("valid (input 3, the number of valid keys) must be i32, got ") +
                   dtype_name(c.at(3).dtype()));
