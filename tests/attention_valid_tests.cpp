@@ -88,6 +88,16 @@ TEST_CASE("attention over the valid keys of a longer cache, eager and async, on 
         }
       }
     }
+    // keys and values past n are never read: NaN there changes nothing
+    {
+      std::vector<float> kd = values(Lk * D, 2), vd = values(Lk * D, 3);
+      for (std::size_t i = 20 * D; i < kd.size(); ++i) kd[i] = vd[i] = std::nanf("");
+      const Cache nan_tail{Tensor::from(kd, {1, 1, Lk, D}, DType::f32, dev),
+                           Tensor::from(vd, {1, 1, Lk, D}, DType::f32, dev)};
+      const Tensor q = Tensor::from(values(2 * 3 * D, 8), {1, 2, 3, D}, DType::f32, dev);
+      check_close(attention(q, nan_tail.k, nan_tail.v, Tensor::from({20}, dev), {.causal = true}).to_vector(),
+                  sliced(q, c, 20, {.causal = true}), "NaN past n 20");
+    }
     // n = 1 (a decode at the first position); a count on the cpu is moved where the op runs
     const Tensor q = Tensor::from(values(2 * D, 4), {1, 2, 1, D}, DType::f32, dev);
     check_close(attention(q, c.k, c.v, Tensor::from({1})).to_vector(), sliced(q, c, 1, {}), "n 1");
@@ -127,6 +137,7 @@ TEST_CASE("attention's valid count in a batch recorded once: each run its own co
       CHECK(e.code() == ErrorCode::invalid_argument);
       CHECK_THAT(e.what(), Catch::Contains("valid 41 is outside [1, 40]") && Catch::Contains("batch entry"));
     }
+    CHECK(code_of([&] { (void)y.get(); }) == ErrorCode::invalid_argument);  // the failed run read nothing
     batch.run({qdata, std::vector<float>{7.0f}});  // the batch and the device still work
     check_close(y.get(), sliced(q, c, 7, {.causal = true}), "after the failed run");
   }
