@@ -76,6 +76,25 @@ inline std::string write_position_error(std::int64_t position, const OpCall& cal
          std::to_string(write_axis(call)) + " of " + call.output.str() + " (trine::copy_into)";
 }
 
+// Whether `call` is attention over the keys [0, n) of k and v, n the one i32 value of its fourth
+// input (`valid`) when the call runs, which must lie in [attention_valid_min, Lk] (Lk: k's dim -2):
+// else nothing is written and the call fails with attention_valid_error. Keys j >= n are never read;
+// the causal alignment and the window take n for Lk (query i is at position i + n - Lq).
+inline bool attends_valid(const OpCall& call) {
+  return call.op == OpKind::attention && call.inputs.size() == 4 && call.inputs[3].defined();
+}
+inline std::int64_t attention_valid_min(const OpCall& call) {
+  return std::get<AttentionParams>(call.params).causal ? call.inputs[0].dim(-2) : 1;
+}
+inline std::int64_t attention_valid_max(const OpCall& call) { return call.inputs[1].dim(-2); }
+inline std::string attention_valid_error(std::int64_t n, const OpCall& call) {
+  return "valid " + std::to_string(n) + " is outside [" + std::to_string(attention_valid_min(call)) + ", " +
+         std::to_string(attention_valid_max(call)) + "]" +
+         (std::get<AttentionParams>(call.params).causal ? " (causal: Lq <= valid <= Lk)" : " (1 <= valid <= Lk)") +
+         " for q " + call.inputs[0].str() + ", k " + call.inputs[1].str() + ", v " + call.inputs[2].str() +
+         " (trine::attention)";
+}
+
 // Whether a backend can write `call`'s output: contiguous, or a view written by writes_view's or
 // writes_at's rule.
 inline bool output_writable(const OpCall& call) {

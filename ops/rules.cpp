@@ -114,6 +114,20 @@ DType dtype_matmul(const Check& c, const MatmulParams&) {
   return DType::f32;
 }
 
+// attention's: q, k and v as dtype_float has them (its kernels read f32 only so far), and its
+// optional valid (input 3), the number of keys that count, an i32 that the result's dtype ignores.
+DType dtype_float(const Check& c, const AttentionParams&) {
+  if (c.has(3) && c.at(3).dtype() != DType::i32)
+    c.dtype_error(std::string("valid (input 3, the number of valid keys) must be i32, got ") +
+                  dtype_name(c.at(3).dtype()));
+  for (std::size_t i = 0; i < 3; ++i) {
+    if (c.at(i).dtype() != DType::f32)
+      c.dtype_error("input " + std::to_string(i) + " must be f32, got " + dtype_name(c.at(i).dtype()) +
+                    " (cast it first)");
+  }
+  return DType::f32;
+}
+
 // Any dtype; the result keeps input 0's.
 template <class P>
 DType dtype_any(const Check& c, const P&) {
@@ -307,6 +321,11 @@ Shape shape_attention(const Check& c, const AttentionParams& p) {
   }
   if (k.dim(-1) != q.dim(-1)) c.shape_error("q and k head dims differ");
   if (v.dim(-2) != k.dim(-2)) c.shape_error("k and v sequence lengths differ");
+  // Its value is read when the op runs (it may be on a device, or not computed yet): the kernel
+  // checks it lies in [1, Lk] ([Lq, Lk] when causal).
+  if (c.has(3) && c.at(3).numel() != 1)
+    c.shape_error("valid (input 3, the number of valid keys) must have exactly one element, got " +
+                  c.at(3).shape().str());
   c.nonempty();
   if (!std::isfinite(p.scale)) c.arg_error("scale must be finite");
   if (p.window < 0) c.arg_error("window must be >= 0 (0: none), got " + std::to_string(p.window));

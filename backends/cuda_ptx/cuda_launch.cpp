@@ -145,7 +145,8 @@ std::optional<std::string> index_check_failure(std::uint64_t word, const IndexCh
 }
 
 bool checks_on_device(const detail::OpCall& call) {
-  if (detail::writes_at(call)) return true;  // its position
+  if (detail::writes_at(call)) return true;      // its position
+  if (detail::attends_valid(call)) return true;  // its keys' count
   const OpKernel* k = kernels::table().ops.find(call.op);
   return k && k->checks_on_device;
 }

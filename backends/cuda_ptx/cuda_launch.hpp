@@ -78,7 +78,8 @@ struct DeviceShape {
 // the u64 at `slot` holds (position << 32) | index of the lowest position holding a bad index, or
 // all ones (index_check_clean) when every index is good. The kernel never reads outside the table.
 // A write at a position (trine::copy_into) checks its position the same way: the word then holds
-// that position, and `describe` says what it fails with.
+// that position, and `describe` says what it fails with. So does attention with its valid input
+// (the keys that count): the word then holds that count.
 struct IndexCheck {
   CUdeviceptr slot = 0;
   std::int64_t rows = 0;

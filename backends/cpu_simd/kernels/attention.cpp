@@ -10,6 +10,12 @@
 namespace trine::cpu::TRINE_ISA_NS {
 namespace {
 
+// The kernel's arguments: a.Lk is the keys that count (the call's valid input, or all of them),
+// rows the keys each kv head has in memory (k's dim -2), which the kv heads' strides take.
+struct Args : AttentionArgs {
+  i64 rows = 0;
+};
+
 constexpr i64 q_block = 4;     // query rows sharing each load of a V row (the K tile stays in L1 for them)
 constexpr i64 key_tile = 128;  // keys per tile: its V rows stay in L1/L2 while every column block reads them
 
@@ -169,12 +175,12 @@ struct BlockOut {
 
 // Query rows [i0, i0 + NQ) of batch b over keys [k0, k1).
 template <int NQ>
-void attend_block(const AttentionArgs& a, float scale, i64 b, i64 i0, i64 k0, i64 k1, Scratch& w, const BlockOut& out) {
+void attend_block(const Args& a, float scale, i64 b, i64 i0, i64 k0, i64 k1, Scratch& w, const BlockOut& out) {
   const i64 D = a.D, Dv = a.Dv, Lk = a.Lk;
   const i64 dp = round_up(D, vec_width), dvp = round_up(Dv, vec_width);
   const i64 kv = (b / a.heads) * (a.heads / a.group) + (b % a.heads) / a.group;  // q head h reads kv head h / group
-  const float* k = a.k + kv * Lk * D;
-  const float* v = a.v + kv * Lk * Dv;
+  const float* k = a.k + kv * a.rows * D;
+  const float* v = a.v + kv * a.rows * Dv;
   std::fill(w.q.begin(), w.q.end(), 0.0f);
   std::fill(w.acc.begin(), w.acc.end(), 0.0f);
   i64 first[NQ], vis[NQ];  // row r sees keys [first[r], vis[r]) of [k0, k1)
@@ -219,7 +225,7 @@ void attend_block(const AttentionArgs& a, float scale, i64 b, i64 i0, i64 k0, i6
   }
 }
 
-void attend_rows(i64 rows, const AttentionArgs& a, float scale, i64 b, i64 i0, i64 k0, i64 k1, Scratch& w,
+void attend_rows(i64 rows, const Args& a, float scale, i64 b, i64 i0, i64 k0, i64 k1, Scratch& w,
                  const BlockOut& out) {
   switch (rows) {
     case 4: return attend_block<4>(a, scale, b, i0, k0, k1, w, out);
@@ -236,7 +242,7 @@ void attend_rows(i64 rows, const AttentionArgs& a, float scale, i64 b, i64 i0, i
 constexpr i64 split_keys = 1024;
 constexpr i64 split_below_blocks = 8;
 
-Scratch make_scratch(const AttentionArgs& a) {
+Scratch make_scratch(const Args& a) {
   Scratch w;
   w.q.resize(static_cast<size_t>(q_block * round_up(a.D, vec_width)));
   w.acc.resize(static_cast<size_t>(q_block * round_up(a.Dv, vec_width)));
@@ -245,7 +251,7 @@ Scratch make_scratch(const AttentionArgs& a) {
   return w;
 }
 
-void attention_split(const AttentionArgs& a, float scale, i64 blocks, i64 splits) {
+void attention_split(const Args& a, float scale, i64 blocks, i64 splits) {
   const i64 dvp = round_up(a.Dv, vec_width);
   const i64 rec = q_block * (2 + dvp);  // m, l, acc of one (block, split)
   std::vector<float, xsimd::aligned_allocator<float, 64>> part(static_cast<size_t>(a.batch * blocks * splits * rec));
@@ -293,7 +299,7 @@ void attention_split(const AttentionArgs& a, float scale, i64 blocks, i64 splits
   }
 }
 
-void attention(const AttentionArgs& a) {
+void attention(const Args& a) {
   if (a.batch <= 0 || a.Lq <= 0 || a.Dv <= 0) return;
   // The op resolves scale 0 to 1/sqrt(D); doing it again here keeps the kernel safe on its own.
   const float scale = a.scale == 0.0f ? 1.0f / std::sqrt(static_cast<float>(a.D)) : a.scale;
@@ -315,10 +321,18 @@ void attention(const AttentionArgs& a) {
 void run_attention(const KernelTable& k, const trine::detail::OpCall& call) {
   const auto& in = call.inputs;
   const auto& p = std::get<AttentionParams>(call.params);
-  AttentionArgs a;
+  Args a;
   a.Lq = in[0].dim(-2);
   a.D = in[0].dim(-1);
-  a.Lk = in[1].dim(-2);
+  a.rows = in[1].dim(-2);
+  a.Lk = a.rows;
+  if (trine::detail::attends_valid(call)) {
+    // The keys that count, read now that the call runs: outside its range nothing is written.
+    const std::int64_t n = *reinterpret_cast<const std::int32_t*>(base_ptr(in[3]));
+    if (n < trine::detail::attention_valid_min(call) || n > trine::detail::attention_valid_max(call))
+      throw Error(ErrorCode::invalid_argument, "[attention] " + trine::detail::attention_valid_error(n, call));
+    a.Lk = n;
+  }
   a.Dv = in[2].dim(-1);
   a.batch = in[0].numel() / (a.Lq * a.D);
   a.scale = p.scale != 0.0f ? p.scale : static_cast<float>(1.0 / std::sqrt(static_cast<double>(a.D)));

@@ -4,6 +4,9 @@
 // Causal masking is aligned to the end (query i sees keys j <= i + lk - lq), Lq != Lk allowed; a
 // sliding window keeps the last `window` of those keys. Grouped-query attention maps q head h to kv
 // head h / group by index arithmetic: k and v are read where they are, never copied per q head.
+// The keys that count may be read on the device (attention's `valid` input): every thread reads
+// the one i32 n first, and the CTA walks keys [0, n) only, with n in place of lk; an n outside
+// [valid_min, lk] stores nothing and leaves n in the index-check word (IndexCheck).
 #include <algorithm>
 #include <cmath>
 #include <tuple>
@@ -61,7 +64,10 @@ std::string generate(std::size_t config, Target target) {
   Ptr<Global, F32> v = param_ptr<F32>(k, "v");
   Ptr<Global, F32> o = param_ptr<F32>(k, "o");
   Reg<U32> lq = param<U32>(k, "lq");
-  Reg<U32> lk = param<U32>(k, "lk");
+  Reg<U32> rows = param<U32>(k, "lk");  // each kv head's rows in memory
+  Reg<U64> valid_addr = param<U64>(k, "valid");
+  Reg<U32> valid_min = param<U32>(k, "valid_min");
+  Ptr<Global, U64> check = param_ptr<U64>(k, "check");
   Reg<U32> causal = param<U32>(k, "causal");
   Reg<F32> scale = param<F32>(k, "scale");
   Reg<U32> heads = param<U32>(k, "heads");
@@ -83,6 +89,27 @@ std::string generate(std::size_t config, Target target) {
   Reg<U32> block_first = mul(k, special(k, Special::ctaid_x), V<U32>(std::uint32_t(warps)));
   Reg<U32> qi = add(k, block_first, V<U32>(warp));
   Reg<U32> batch = special(k, Special::ctaid_y);
+
+  // The keys that count, lk: all rows, or the valid input's n when given (valid != 0), read by
+  // every thread (one word, the same for all: the branch below is uniform, before any barrier).
+  // A bad n: the first CTA's thread 0 reports it, and nothing is stored.
+  Label done = k.new_label();
+  Reg<S32> n = bitcast<S32>(k, rows);
+  {
+    Ptr<Global, S32> count = global_ptr<S32>(k, valid_addr);
+    Kernel::Guard g(k, setp(k, Cmp::ne, valid_addr, V<U64>(std::uint64_t{0})), false);
+    ld_to(k, n, count);
+  }
+  Reg<Pred> n_ok = and_(k, setp(k, Cmp::ge, n, V<S32>(bitcast<S32>(k, valid_min))),
+                        V<Pred>(setp(k, Cmp::le, bitcast<U32>(k, n), V<U32>(rows))));
+  {
+    Reg<U32> cta = or_(k, or_(k, special(k, Special::ctaid_x), V<U32>(batch)), V<U32>(tid));
+    Reg<Pred> report = and_(k, not_(k, n_ok), V<Pred>(setp(k, Cmp::eq, cta, V<U32>(0u))));
+    Kernel::Guard g(k, report, false);
+    red(k, Reduction::min, check, V<U64>(to_u64(k, bitcast<U32>(k, n))));
+  }
+  bra_if(k, n_ok, done, true);
+  Reg<U32> lk = bitcast<U32>(k, n);
   Reg<Pred> valid_query = setp(k, Cmp::lt, qi, V<U32>(lq));
   Reg<U32> shift = sub(k, lk, V<U32>(lq));  // causal offset (lq <= lk when causal)
   Reg<Pred> is_causal = setp(k, Cmp::ne, causal, V<U32>(0u));
@@ -122,8 +149,8 @@ std::string generate(std::size_t config, Target target) {
   Reg<F32> m = mov<F32>(k, neg_inf), l = mov<F32>(k, 0.0f);
   std::vector<Reg<F32>> acc(per_lane_out);
   for (auto& a : acc) a = mov<F32>(k, 0.0f);
-  Reg<U64> k_base = mul_wide(k, mul(k, kv_batch, V<U32>(lk)), d_true);
-  Reg<U64> v_base = mul_wide(k, mul(k, kv_batch, V<U32>(lk)), dv_true);
+  Reg<U64> k_base = mul_wide(k, mul(k, kv_batch, V<U32>(rows)), d_true);
+  Reg<U64> v_base = mul_wide(k, mul(k, kv_batch, V<U32>(rows)), dv_true);
   Ptr<Shared, F32> my_p = element(k, p_rows, mul(k, warp, V<U32>(std::uint32_t(keys_per_tile))));
   // This warp's query sees keys [first_key, key_end): two registers through the loop, as the
   // diagonal and the causal flag were before the window.
@@ -213,7 +240,6 @@ std::string generate(std::size_t config, Target target) {
     bar_sync(k);  // every warp is done with this tile (and with its p row) before the next
   });
 
-  Label done = k.new_label();
   bra_if(k, valid_query, done, true);
   Reg<F32> inv_l = rcp_rn(k, l);
   Reg<U64> o_base = mul_wide(k, fma(k, batch, V<U32>(lq), V<U32>(qi)), dv_true);
@@ -247,8 +273,10 @@ const Generator& attention_generator() {
       config_names(configs),
       generate,
       "q: f32* [batch, lq, D], k: f32* [kv_batch, lk, D], v: f32* [kv_batch, lk, Dv], o: f32* [batch, lq, Dv] "
-      "(contiguous; d64, d128: D = Dv; d64_v128, d128_v64: D, Dv as named), lq, lk: u32, causal: u32 (0 "
-      "or 1; needs lq <= lk), scale: f32 (the host resolves 0 to 1/sqrt(D)), heads, group: u32 (q batch index "
+      "(contiguous; d64, d128: D = Dv; d64_v128, d128_v64: D, Dv as named), lq, lk: u32 (lk: the rows of "
+      "k and v), valid: s32* (the keys that count, n = *valid, in place of lk; 0: all lk), valid_min: u32 (n "
+      "outside [valid_min, lk] stores nothing and leaves n in check), check: u64* (an index check; with "
+      "valid), causal: u32 (0 or 1; needs lq <= lk), scale: f32 (the host resolves 0 to 1/sqrt(D)), heads, group: u32 (q batch index "
       "o * heads + h reads k, v index o * heads / group + h / group; 1, 1 without grouped-query attention), "
       "window: u32 (causal sliding window, 0: none); pad64, pad128 also d, dv: u32 (1 .. the pad)",
       "sizes = {batch, lq, lk}; block 256 (8 warps, one query row each); grid (ceil(lq/8), batch); "
@@ -257,13 +285,16 @@ const Generator& attention_generator() {
   return g;
 }
 
-std::optional<Steps> plan(const OpCall& c, int, const Resources&, bool gathered) {
+std::optional<Steps> plan(const OpCall& c, int, const Resources& res, bool gathered) {
   if (!contiguous_inputs(c, gathered)) return std::nullopt;
   const auto& p = std::get<AttentionParams>(c.params);
   const i64 d = c.inputs[0].dim(-1), dv = c.inputs[2].dim(-1), lq = c.inputs[0].dim(-2), lk = c.inputs[1].dim(-2);
   if (d > 128 || dv > 128 || lq > UINT32_MAX || lk > UINT32_MAX) return std::nullopt;
   const i64 batch = c.inputs[0].numel() / (lq * d);
   if (p.causal && lq > lk) return std::nullopt;
+  // The valid input's n, read on the device, stands for lk: a bad one fails the call (IndexCheck).
+  const bool valid = trine::detail::attends_valid(c);
+  if (valid && lk > INT32_MAX) return std::nullopt;
   // Head dims of 64 and 128 have their own kernels; others run zero-padded to 64 or 128.
   const bool exact = (d == 64 || d == 128) && (dv == 64 || dv == 128);
   const i64 pad = std::max(d, dv) <= 64 ? 64 : 128;
@@ -273,8 +304,15 @@ std::optional<Steps> plan(const OpCall& c, int, const Resources&, bool gathered)
   // Grouped-query attention: q head h reads kv head h / group (the op table checks the heads divide).
   const int r = c.inputs[0].rank();
   const i64 heads = r >= 3 ? c.inputs[0].dim(-3) : 1, group = r >= 3 ? heads / c.inputs[1].dim(-3) : 1;
-  const i64 window = p.causal && p.window < lk ? p.window : 0;  // a window of lk keys or more hides none
+  // A window of lk keys or more hides none (nor of n <= lk).
+  const i64 window = p.causal && p.window < lk ? p.window : 0;
   Steps steps;
+  if (valid) {
+    const OpCall call = c;  // what the error, raised after the work, names
+    steps.index_check = IndexCheck{res.kernels ? res.kernels->index_check_slot(*res.api) : 0, 0, [call](std::int64_t n) {
+                                     return trine::detail::attention_valid_error(n, call);
+                                   }};
+  }
   // The batch is grid.y, and the kernel's row indices (batch * lq + query, batch * lk) are u32: a
   // launch per at most 65535 of it, fewer where the rows would pass 2^32, its q, k, v and o moved
   // to its first element. With grouped-query attention a launch starts at a whole head group: it
@@ -294,6 +332,9 @@ std::optional<Steps> plan(const OpCall& c, int, const Resources&, bool gathered)
       pl.args.add(Args::device_ptr(*t) + static_cast<CUdeviceptr>(first * rows * width * 4));
     pl.args.add(static_cast<std::uint32_t>(lq));
     pl.args.add(static_cast<std::uint32_t>(lk));
+    pl.args.add<CUdeviceptr>(valid ? Args::device_ptr(c.inputs[3]) : 0);
+    pl.args.add(static_cast<std::uint32_t>(valid ? trine::detail::attention_valid_min(c) : 1));
+    pl.args.add<CUdeviceptr>(valid ? steps.index_check->slot : 0);
     pl.args.add(static_cast<std::uint32_t>(p.causal ? 1 : 0));
     pl.args.add(p.scale != 0.0f ? p.scale : static_cast<float>(1.0 / std::sqrt(static_cast<double>(d))));
     pl.args.add(static_cast<std::uint32_t>(heads));

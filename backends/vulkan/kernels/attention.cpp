@@ -1,6 +1,10 @@
 // attention on Vulkan: attention.comp, a workgroup per query row and block of value columns, over
-// q, k and v made contiguous on the device first.
+// q, k and v made contiguous on the device first. With the valid input (the keys that count, read
+// on the device) the shader's VALID form, which reports a bad count through Recorder::report_words.
 #include <cmath>
+#include <cstdint>
+#include <optional>
+#include <span>
 #include <string>
 
 #include "backends/vulkan/ops.hpp"
@@ -16,6 +20,7 @@ struct AttentionPush {
   std::uint32_t q_off, k_off, v_off;
   std::uint32_t heads, group;  // q's heads and how many share a kv head (grouped-query attention)
   std::uint32_t window;        // causal sliding window, 0: none
+  std::uint32_t valid_off, valid_min;  // VALID: where n is, and its least good value (1, or Lq causal)
 };
 
 std::uint32_t u32(std::int64_t v) { return static_cast<std::uint32_t>(v); }
@@ -33,6 +38,11 @@ void limits_attention(Limits& l, const detail::OpCall& call) {
   l.bind(rk, "k");
   l.bind(rv, "v");
   l.bind(call.output, "the output");
+  if (detail::attends_valid(call)) {
+    l.temporary(8);  // report_words(2)
+    l.bind(call.inputs[3], "valid");
+    l.bind(8, "the error report");
+  }
 }
 
 void record_attention(Recorder& rec, const detail::OpCall& call) {
@@ -49,16 +59,41 @@ void record_attention(Recorder& rec, const detail::OpCall& call) {
   // A window of Lk keys or more hides nothing.
   const std::int64_t window = ap.causal && ap.window < Lk ? ap.window : 0;
   AttentionPush p{u32(batch), u32(Lq),   u32(Lk),   u32(D),     u32(Dv),    ap.causal,  scale,
-                  rq.offset,  rk.offset, rv.offset, u32(heads), u32(group), u32(window)};
+                  rq.offset,  rk.offset, rv.offset, u32(heads), u32(group), u32(window), 0,         1};
   const TensorRef ry = ref_of(y);
   // One workgroup per query row and block of k_group value columns: see shaders/attention.comp.
   const std::uint64_t rows = static_cast<std::uint64_t>(batch * Lq);
-  rec.dispatch("attention", {bind_in(rq), bind_in(rk), bind_in(rv), bind_out(ry)}, &p, sizeof(p),
-               rows * groups(static_cast<std::uint64_t>(Dv)), {k_group});
+  const std::uint64_t count = rows * groups(static_cast<std::uint64_t>(Dv));
+  if (!detail::attends_valid(call)) {
+    // Bindings 4 and 5 are the VALID form's: any buffers, never read nor written.
+    rec.dispatch("attention", {bind_in(rq), bind_in(rk), bind_in(rv), bind_out(ry), bind_in(rk), bind_in(rq)}, &p,
+                 sizeof(p), count, {k_group, 0u});
+    return;
+  }
+  const std::string what = detail::attention_valid_error(0, call);  // "valid 0 is outside ..."
+  const std::string rest = what.substr(what.find(" is outside"));
+  Allocation* err = rec.report_words(2, [rest](std::span<const std::uint32_t> w) -> std::optional<Error> {
+    if (w[0] == 0xFFFFFFFFu) return std::nullopt;
+    return Error(ErrorCode::invalid_argument, "valid " + std::to_string(static_cast<std::int32_t>(w[1])) + rest);
+  });
+  const TensorRef rn = ref_of(call.inputs[3]);
+  p.valid_off = rn.offset;
+  p.valid_min = u32(detail::attention_valid_min(call));
+  rec.dispatch("attention", {bind_in(rq), bind_in(rk), bind_in(rv), bind_out(ry), bind_in(rn), Binding{err, true}}, &p,
+               sizeof(p), count, {k_group, 1u});
+}
+
+// q, k and v f32; the valid input (the op table checks it is one i32) read by the shader as it is.
+bool supports_attention(const detail::OpCall& call) {
+  for (std::size_t i = 0; i < 3; ++i)
+    if (call.inputs[i].dtype() != DType::f32) return false;
+  return true;
 }
 
 }  // namespace
 
-void register_attention(VulkanOps& r) { r.add(OpKind::attention, {inputs_f32, limits_attention, record_attention}); }
+void register_attention(VulkanOps& r) {
+  r.add(OpKind::attention, {supports_attention, limits_attention, record_attention});
+}
 
 }  // namespace trine::vulkan

@@ -7,23 +7,31 @@
 // and repeated all of its row's dot products Dv times (5.4 s for an 8 x 128 x 64 causal attention
 // on lavapipe). Every loop is short: lavapipe caps a shader's loop iterations near 65535 and
 // silently stops past them (the tile loop runs Lk / WG times).
+// VALID = 1 (attention's valid input): the keys that count are n = valid[valid_off], read here, and
+// the loops run to n, never past it; an n outside [valid_min, Lk] stores nothing and workgroup 0's
+// invocation 0 leaves it in err[1] and 0 in err[0] (0xFFFFFFFF both, as the host set them, when n
+// is good: Recorder::report_words). Lk stays the rows of k and v in memory, their stride.
 #version 450
 #extension GL_GOOGLE_include_directive : require
 #include "common.glsl"
 
 layout(constant_id = 0) const uint WG = 64;
+layout(constant_id = 1) const uint VALID = 0;
 layout(local_size_x_id = 0) in;
 
 layout(set = 0, binding = 0) readonly buffer Q { float q[]; };
 layout(set = 0, binding = 1) readonly buffer K { float k[]; };
 layout(set = 0, binding = 2) readonly buffer V { float v[]; };
 layout(set = 0, binding = 3) writeonly buffer Y { float y[]; };
+layout(set = 0, binding = 4) readonly buffer N { int valid[]; };  // VALID = 0: any buffer, unread
+layout(set = 0, binding = 5) buffer E { uint err[]; };            // VALID = 0: any buffer, untouched
 layout(push_constant) uniform Push {
   uint batch, Lq, Lk, D, Dv, causal;
   float scale;
   uint q_off, k_off, v_off;
   uint heads, group;  // q's heads; q head h reads kv head h / group (grouped-query attention)
   uint window;        // causal sliding window (0: none, or the host's window < Lk)
+  uint valid_off, valid_min;
 } p;
 
 shared float sp[WG];     // the tile's scores, then their weights exp(s - m)
@@ -37,9 +45,21 @@ void main() {
   uint c = (g % blocks) * WG + t;  // this invocation's value column (past Dv: helps score, writes nothing)
   uint b = row / p.Lq, i = row % p.Lq;
   uint kvb = (b / p.heads) * (p.heads / p.group) + (b % p.heads) / p.group;
-  // causal: query i sees keys j <= i + (Lk - Lq) (the op table asks Lq <= Lk); with a window, the
-  // last `window` of them
-  uint keys = p.causal != 0u ? min(p.Lk, i + (p.Lk - p.Lq) + 1u) : p.Lk;
+  uint lk = p.Lk;  // the keys that count
+  if (VALID != 0u) {
+    int n = valid[p.valid_off];  // the same for the whole workgroup: its return is uniform
+    if (n < int(p.valid_min) || uint(n) > p.Lk) {
+      if (g == 0u && t == 0u) {
+        err[0] = 0u;
+        err[1] = uint(n);
+      }
+      return;
+    }
+    lk = uint(n);
+  }
+  // causal: query i sees keys j <= i + (lk - Lq) (the op table asks Lq <= Lk, the kernel Lq <= n);
+  // with a window, the last `window` of them
+  uint keys = p.causal != 0u ? min(lk, i + (lk - p.Lq) + 1u) : lk;
   uint first = p.window != 0u && keys > p.window ? keys - p.window : 0u;
   uint qb = p.q_off + row * p.D;
   float m = -1.0 / 0.0, l = 0.0, acc = 0.0;
