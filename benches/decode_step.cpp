@@ -1,15 +1,14 @@
 // One transformer decode step (D = 512, 8 heads of 64, a KV cache of 128 positions, an MLP of 2048
 // and a vocabulary of 2048) timed two ways on each device: as sync calls, and as one trine::Batch
-// recorded once and replayed per token (the new token's hidden state and its position the only
-// inputs, the cache written in place at that position). Interleaved samples, medians.
+// recorded once and replayed per token (the new token's hidden state, its position and the valid
+// length the only inputs, the cache written in place at that position). Interleaved samples, medians.
 //
 //   build/release/decode-step                       # cpu and every other device this machine has
 //   build/release/decode-step --devices cpu --steps 40 --samples 9
 //
-// The step is timed at the cache's full length: attention reads all 128 positions (those past the
-// step's position hold zeros: trine's attention takes no valid length or mask yet, issue 34), so
-// the work is the same at every position, the most a step of this size does. Printed per device:
-// the median milliseconds per step of each spelling and their ratio.
+// Step t writes position t % 128 and attends to the positions up to it (attention's valid input), as
+// a real decode does; rope rotates at the position read on the device. Both spellings run the same
+// positions. Printed per device: the median milliseconds per step of each spelling and their ratio.
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -39,17 +38,18 @@ Weights weights(Device dev) {
   return {ones(), w({D, D}), w({D, D}), w({D, D}), w({D, D}), ones(), w({D, F}), w({F, D}), ones(), w({D, V})};
 }
 
-// The step: x [1, D] the new token's hidden state, pos its position (an i32 tensor of one element),
-// k_cache and v_cache [H, L, Dh] written in place. Returns the next token's id ([1], i32). The same
-// code records into a batch when x and pos are a batch's uploads.
-Tensor step(const Weights& w, const Tensor& x, const Tensor& pos, const Tensor& k_cache, const Tensor& v_cache) {
+// The step: x [1, D] the new token's hidden state, pos its position and valid pos + 1 (i32 tensors
+// of one element), k_cache and v_cache [H, L, Dh] written in place. Returns the next token's id
+// ([1], i32). The same code records into a batch when x, pos and valid are a batch's uploads.
+Tensor step(const Weights& w, const Tensor& x, const Tensor& pos, const Tensor& valid, const Tensor& k_cache,
+            const Tensor& v_cache) {
   const Tensor h = rmsnorm(x, w.g1);
   auto heads = [](const Tensor& t) { return t.reshape({H, Dh}).reshape({H, 1, Dh}); };
   // rope reads the position on the device too, so the one recording rotates each step correctly
   const Tensor q = rope(heads(h.matmul(w.wq)), pos);
   copy_into(k_cache, rope(heads(h.matmul(w.wk)), pos), 1, pos);
   copy_into(v_cache, heads(h.matmul(w.wv)), 1, pos);
-  const Tensor a = attention(q, k_cache, v_cache).reshape({1, D});
+  const Tensor a = attention(q, k_cache, v_cache, valid, {.causal = true}).reshape({1, D});
   const Tensor x2 = x + a.matmul(w.wo);
   const Tensor m = silu(rmsnorm(x2, w.g2).matmul(w.w1)).matmul(w.w2);
   const Tensor out = rmsnorm(x2 + m, w.gf);
@@ -102,21 +102,23 @@ int main(int argc, char** argv) {
       const Tensor bx = batch.upload(x_host, {1, D});
       const std::vector<float> first{0.0f};
       const Tensor bpos = batch.upload(first, {1}, DType::i32);
-      BatchRead token = batch.read(step(w, bx, bpos, k_rep, v_rep));
+      const Tensor bvalid = batch.upload(std::vector<float>{1.0f}, {1}, DType::i32);
+      BatchRead token = batch.read(step(w, bx, bpos, bvalid, k_rep, v_rep));
       auto run_sync = [&](int n) {
         int sink = 0;
         for (int t = 0; t < n; ++t) {
           const Tensor x = Tensor::from(x_host, {1, D}, DType::f32, dev);
           const Tensor pos = Tensor::from({t % static_cast<int>(L)}, dev);
-          sink += step(w, x, pos, k_sync, v_sync).to_vector<std::int32_t>()[0];
+          const Tensor valid = Tensor::from({t % static_cast<int>(L) + 1}, dev);
+          sink += step(w, x, pos, valid, k_sync, v_sync).to_vector<std::int32_t>()[0];
         }
         return sink;
       };
       auto run_batch = [&](int n) {
         float sink = 0;
         for (int t = 0; t < n; ++t) {
-          const std::vector<float> p{static_cast<float>(t % L)};
-          batch.run({x_host, p});
+          const std::vector<float> p{static_cast<float>(t % L)}, n{static_cast<float>(t % L + 1)};
+          batch.run({x_host, p, n});
           sink += token.get()[0];
         }
         return sink;
