@@ -103,6 +103,220 @@ void check_blocks(const char* op, Format f, std::size_t bytes, std::int64_t elem
   }
 }
 
+// ---- the k-quants' quantizers: ggml's reference algorithm (quantize_row_q4_K_ref and its
+// q5_K and q6_K siblings), in the same f32 operations in the same order, so the blocks come out
+// the same bit for bit (tests/io/kquants.gguf holds blocks the reference made).
+
+// Round to nearest, ties to even, as ggml's nearest_int: adding 1.5 * 2^23 leaves the rounded
+// integer in the mantissa's low bits (|v| < 2^22).
+int nearest_int(float v) {
+  const float t = v + 12582912.0f;
+  std::int32_t i;
+  std::memcpy(&i, &t, 4);
+  return (i & 0x007fffff) - 0x00400000;
+}
+
+// Sets quantized value q of weight p (0..255) of a k-quant block, in the layouts dequantize_block
+// reads: q4_k 0..15, q5_k 0..31, q6_k 0..63 (stored, i.e. already offset by 32).
+void set_q(Format f, std::uint8_t* b, int p, int q) {
+  if (f == Format::q6_k) {
+    const int half = p / 128, r = p % 128;
+    b[64 * half + r % 64] |= static_cast<std::uint8_t>((q & 0x0F) << (4 * (r / 64)));
+    b[128 + 32 * half + r % 32] |= static_cast<std::uint8_t>((q >> 4) << (2 * (r / 32)));
+    return;
+  }
+  const int j = p / 32, i = p % 32;
+  std::uint8_t* qs = b + (f == Format::q5_k ? 48 : 16);
+  qs[32 * (j / 2) + i] |= static_cast<std::uint8_t>((q & 0x0F) << (4 * (j % 2)));
+  if (f == Format::q5_k) b[16 + i] |= static_cast<std::uint8_t>(((q >> 4) & 1) << j);
+}
+
+// A scale and a min for n weights into levels 0..nmax, minimizing the weighted squared error over a
+// grid of nstep + 1 candidate scales around nmax / (max - min) (ggml's make_qkx2_quants). L gets
+// the levels; the min returned is the value subtracted (>= 0).
+float scale_min_search(int n, int nmax, const float* x, const float* w, std::uint8_t* L, float* the_min, float rmin,
+                       float rdelta, int nstep) {
+  float min = x[0], max = x[0], sum_w = w[0], sum_x = sum_w * x[0];
+  for (int i = 1; i < n; ++i) {
+    if (x[i] < min) min = x[i];
+    if (x[i] > max) max = x[i];
+    sum_w += w[i];
+    sum_x += w[i] * x[i];
+  }
+  if (min > 0) min = 0;
+  if (max == min) {
+    for (int i = 0; i < n; ++i) L[i] = 0;
+    *the_min = -min;
+    return 0.0f;
+  }
+  float iscale = static_cast<float>(nmax) / (max - min);
+  float scale = 1 / iscale;
+  float best = 0;
+  for (int i = 0; i < n; ++i) {
+    const int l = std::max(0, std::min(nmax, nearest_int(iscale * (x[i] - min))));
+    L[i] = static_cast<std::uint8_t>(l);
+    const float diff = scale * static_cast<float>(l) + min - x[i];
+    best += w[i] * (diff * diff);
+  }
+  std::uint8_t trial[32];
+  for (int is = 0; is <= nstep; ++is) {
+    iscale = (rmin + rdelta * static_cast<float>(is) + static_cast<float>(nmax)) / (max - min);
+    float sum_l = 0, sum_l2 = 0, sum_xl = 0;
+    for (int i = 0; i < n; ++i) {
+      const int l = std::max(0, std::min(nmax, nearest_int(iscale * (x[i] - min))));
+      trial[i] = static_cast<std::uint8_t>(l);
+      const float fl = static_cast<float>(l);
+      sum_l += w[i] * fl;
+      sum_l2 += w[i] * fl * fl;
+      sum_xl += w[i] * fl * x[i];
+    }
+    const float det = sum_w * sum_l2 - sum_l * sum_l;
+    if (det > 0) {
+      float this_scale = (sum_w * sum_xl - sum_x * sum_l) / det;
+      float this_min = (sum_l2 * sum_x - sum_l * sum_xl) / det;
+      if (this_min > 0) {
+        this_min = 0;
+        this_scale = sum_xl / sum_l2;
+      }
+      float err = 0;
+      for (int i = 0; i < n; ++i) {
+        const float diff = this_scale * static_cast<float>(trial[i]) + this_min - x[i];
+        err += w[i] * (diff * diff);
+      }
+      if (err < best) {
+        std::memcpy(L, trial, static_cast<std::size_t>(n));
+        best = err;
+        scale = this_scale;
+        min = this_min;
+      }
+    }
+  }
+  *the_min = -min;
+  return scale;
+}
+
+// q4_k and q5_k: per sub-block of 32 a scale and a min (scale_min_search, weights |x| + rms(x)),
+// both quantized to 6 bits against the block's largest, then every weight requantized with them.
+void quantize_k_min(Format f, const float* x, std::uint8_t* b) {
+  const int nmax = f == Format::q5_k ? 31 : 15;
+  std::uint8_t L[256];
+  float scales[8], mins[8], w[32];
+  float max_scale = 0, max_min = 0;
+  for (int j = 0; j < 8; ++j) {
+    const float* v = x + 32 * j;
+    float sum_x2 = 0;
+    for (int l = 0; l < 32; ++l) sum_x2 += v[l] * v[l];
+    const float av_x = std::sqrt(sum_x2 / 32);
+    for (int l = 0; l < 32; ++l) w[l] = av_x + std::fabs(v[l]);
+    scales[j] = f == Format::q5_k ? scale_min_search(32, nmax, v, w, L + 32 * j, &mins[j], -0.5f, 0.1f, 15)
+                                  : scale_min_search(32, nmax, v, w, L + 32 * j, &mins[j], -1.0f, 0.1f, 20);
+    if (scales[j] > max_scale) max_scale = scales[j];
+    if (mins[j] > max_min) max_min = mins[j];
+  }
+  const float inv_scale = max_scale > 0 ? 63.0f / max_scale : 0.0f;
+  const float inv_min = max_min > 0 ? 63.0f / max_min : 0.0f;
+  std::uint8_t* s = b + 4;
+  for (int j = 0; j < 8; ++j) {
+    const int ls = std::min(63, static_cast<int>(static_cast<std::uint8_t>(nearest_int(inv_scale * scales[j]))));
+    const int lm = std::min(63, static_cast<int>(static_cast<std::uint8_t>(nearest_int(inv_min * mins[j]))));
+    if (j < 4) {  // the layout scale_min reads
+      s[j] = static_cast<std::uint8_t>(s[j] | ls);
+      s[j + 4] = static_cast<std::uint8_t>(s[j + 4] | lm);
+    } else {
+      s[j + 4] = static_cast<std::uint8_t>((ls & 0x0F) | ((lm & 0x0F) << 4));
+      s[j - 4] = static_cast<std::uint8_t>(s[j - 4] | ((ls >> 4) << 6));
+      s[j] = static_cast<std::uint8_t>(s[j] | ((lm >> 4) << 6));
+    }
+  }
+  put_f16(b, max_scale / 63.0f);
+  put_f16(b + 2, max_min / 63.0f);
+  const float d_all = f16_at(b), dmin_all = f16_at(b + 2);
+  for (int j = 0; j < 8; ++j) {
+    float sc, m;
+    scale_min(s, j, sc, m);
+    const float d = d_all * sc;
+    if (d == 0.0f) continue;  // the search's levels stay
+    const float dm = dmin_all * m;
+    for (int i = 0; i < 32; ++i)
+      L[32 * j + i] = static_cast<std::uint8_t>(std::max(0, std::min(nmax, nearest_int((x[32 * j + i] + dm) / d))));
+  }
+  for (int p = 0; p < 256; ++p) set_q(f, b, p, L[p]);
+}
+
+// A scale for n weights into levels -nmax..nmax-1 (symmetric), minimizing the error weighted by x^2
+// over 18 candidates around nmax / max|x| (ggml's make_qx_quants with rmse_type 1). L gets the
+// levels offset by nmax.
+float symmetric_search(int n, int nmax, const float* x, std::int8_t* L) {
+  float max = 0, amax = 0;
+  for (int i = 0; i < n; ++i) {
+    const float ax = std::fabs(x[i]);
+    if (ax > amax) {
+      amax = ax;
+      max = x[i];
+    }
+  }
+  if (amax < 1e-15f) {
+    for (int i = 0; i < n; ++i) L[i] = 0;
+    return 0.0f;
+  }
+  auto level = [&](float iscale, int i) { return std::max(-nmax, std::min(nmax - 1, nearest_int(iscale * x[i]))); };
+  float iscale = static_cast<float>(-nmax) / max;
+  float sumlx = 0, suml2 = 0;
+  for (int i = 0; i < n; ++i) {
+    const int l = level(iscale, i);
+    L[i] = static_cast<std::int8_t>(l + nmax);
+    const float w = x[i] * x[i], fl = static_cast<float>(l);
+    sumlx += w * x[i] * fl;
+    suml2 += w * fl * fl;
+  }
+  float scale = suml2 != 0.0f ? sumlx / suml2 : 0.0f;
+  float best = scale * sumlx;
+  for (int is = -9; is <= 9; ++is) {
+    if (is == 0) continue;
+    iscale = -(static_cast<float>(nmax) + 0.1f * static_cast<float>(is)) / max;
+    sumlx = suml2 = 0;
+    for (int i = 0; i < n; ++i) {
+      const float w = x[i] * x[i], fl = static_cast<float>(level(iscale, i));
+      sumlx += w * x[i] * fl;
+      suml2 += w * fl * fl;
+    }
+    if (suml2 > 0 && sumlx * sumlx > best * suml2) {
+      for (int i = 0; i < n; ++i) L[i] = static_cast<std::int8_t>(nmax + level(iscale, i));
+      scale = sumlx / suml2;
+      best = scale * sumlx;
+    }
+  }
+  return scale;
+}
+
+// q6_k: per sub-block of 16 a symmetric scale (symmetric_search), quantized to int8 against the
+// block's largest in magnitude, then every weight requantized with them.
+void quantize_q6_k(const float* x, std::uint8_t* b) {
+  std::int8_t L[256];
+  float scales[16];
+  float max_scale = 0, max_abs = 0;
+  for (int ib = 0; ib < 16; ++ib) {
+    scales[ib] = symmetric_search(16, 32, x + 16 * ib, L + 16 * ib);
+    if (std::fabs(scales[ib]) > max_abs) {
+      max_abs = std::fabs(scales[ib]);
+      max_scale = scales[ib];
+    }
+  }
+  if (max_abs < 1e-15f) return;  // all zero: the zeroed block, d = 0
+  const float iscale = -128.0f / max_scale;
+  put_f16(b + 208, 1 / iscale);
+  std::int8_t* sc = reinterpret_cast<std::int8_t*>(b + 192);
+  for (int ib = 0; ib < 16; ++ib) sc[ib] = static_cast<std::int8_t>(std::min(127, nearest_int(iscale * scales[ib])));
+  const float d_all = f16_at(b + 208);
+  for (int j = 0; j < 16; ++j) {
+    const float d = d_all * static_cast<float>(sc[j]);
+    if (d == 0.0f) continue;
+    for (int i = 0; i < 16; ++i)
+      L[16 * j + i] = static_cast<std::int8_t>(std::max(-32, std::min(31, nearest_int(x[16 * j + i] / d))) + 32);
+  }
+  for (int p = 0; p < 256; ++p) set_q(Format::q6_k, b, p, L[p]);
+}
+
 }  // namespace
 
 std::size_t bytes_for(Format f, std::int64_t elements) {
@@ -116,13 +330,19 @@ std::size_t bytes_for(Format f, std::int64_t elements) {
 
 std::vector<std::uint8_t> quantize(std::span<const float> x, Format f) {
   const FormatInfo fi = info(f);
-  if (f != Format::q8_0 && f != Format::q4_0) {
-    throw Error(ErrorCode::unsupported, std::string("[quantize] ") + fi.name +
-                                            ": the k-quants' scale search is not implemented yet (issue 29); "
-                                            "q8_0 and q4_0 quantize");
-  }
   const std::size_t n = x.size();
   std::vector<std::uint8_t> out(bytes_for(f, static_cast<std::int64_t>(n)));
+  if (f == Format::q4_k || f == Format::q5_k || f == Format::q6_k) {
+    for (std::size_t blk = 0; blk < n / 256; ++blk) {
+      std::uint8_t* b = out.data() + static_cast<std::size_t>(fi.block_bytes) * blk;
+      if (f == Format::q6_k) {
+        quantize_q6_k(x.data() + 256 * blk, b);
+      } else {
+        quantize_k_min(f, x.data() + 256 * blk, b);
+      }
+    }
+    return out;
+  }
   for (std::size_t blk = 0; blk < n / 32; ++blk) {
     const float* v = x.data() + 32 * blk;
     std::uint8_t* b = out.data() + static_cast<std::size_t>(fi.block_bytes) * blk;

@@ -3,6 +3,7 @@
 // file, never a read outside it. Tagged "[io]"; the tensors load onto the device under test.
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <cstdint>
 #include <cstring>
 #include <filesystem>
@@ -256,7 +257,6 @@ TEST_CASE("GGUF's block formats dequantize to the gguf package's values, and q8_
     CHECK(t.at({1, 63}) == bf16_to_f32(f32_to_bf16(back[127])));
   }
   CHECK(quant::bytes_for(quant::Format::q6_k, 512) == 420);
-  CHECK(code_of([&] { quant::quantize(x, quant::Format::q4_k); }) == ErrorCode::unsupported);
   CHECK(code_of([&] { quant::quantize(std::span(x).first(40), quant::Format::q8_0); }) == ErrorCode::invalid_shape);
   CHECK(code_of([&] { quant::bytes_for(quant::Format::q4_k, 255); }) == ErrorCode::invalid_shape);
   const std::vector<std::uint8_t> q = quant::quantize(x, quant::Format::q8_0);
@@ -265,6 +265,31 @@ TEST_CASE("GGUF's block formats dequantize to the gguf package's values, and q8_
   CHECK(code_of([&] { quant::dequantize(q, quant::Format::q8_0, {8, 16}, DType::f32, dev); }) == ErrorCode::invalid_shape);
   CHECK(code_of([&] { quant::dequantize(q, quant::Format::q8_0, {3, 64}, DType::f32, dev); }) == ErrorCode::invalid_shape);
   CHECK(code_of([&] { quant::dequantize(q, quant::Format::q8_0, {2, 64}, DType::i32, dev); }) == ErrorCode::dtype_mismatch);
+}
+
+TEST_CASE("the k-quants quantize byte for byte as ggml's reference quantizers", "[io]") {
+  // tests/io/make_kquant_file.py ran ggml's quantize_row_q{4,5,6}_K_ref on six super-blocks (one
+  // all zero, one all positive, an outlier, values near 1e-6 and near 1e3) and stored the blocks.
+  const io::ModelFile f = io::load_gguf(std::string(TRINE_SOURCE_DIR) + "/tests/io/kquants.gguf", test::test_device(),
+                                        DType::f32);
+  const std::vector<float> x = f.tensor("x").to_vector();
+  REQUIRE(x.size() == 6 * 256);
+  for (const auto& [name, format] : {std::pair{"x.q4_k", quant::Format::q4_k}, std::pair{"x.q5_k", quant::Format::q5_k},
+                                     std::pair{"x.q6_k", quant::Format::q6_k}}) {
+    INFO(name);
+    std::vector<std::uint8_t> want;
+    for (const Value& v : f.value(std::string(name) + ".bytes").as_array()) want.push_back(static_cast<std::uint8_t>(v.as_int()));
+    const std::vector<std::uint8_t> mine = quant::quantize(x, format);
+    REQUIRE(mine.size() == want.size());
+    std::size_t differ = 0;
+    for (std::size_t i = 0; i < mine.size(); ++i) differ += mine[i] != want[i];
+    CHECK(differ == 0);
+    // And what they hold: the weights within the format's step of themselves (the all-zero block exactly).
+    std::vector<float> back(x.size());
+    quant::dequantize(mine, format, back);
+    CHECK(f.tensor(name).to_vector() == back);
+    CHECK(std::all_of(back.begin() + 256, back.begin() + 512, [](float v) { return v == 0.0f; }));
+  }
 }
 
 TEST_CASE("model files written by trine read back the same, on the device under test", "[io]") {

@@ -1,5 +1,5 @@
-// GGUF's block-quantized weight formats, on the host: their layouts, dequantization of every one,
-// and quantization into q8_0 and q4_0 exactly as ggml's reference quantizers do it.
+// GGUF's block-quantized weight formats, on the host: their layouts, and dequantization and
+// quantization of every one, the quantization exactly as ggml's reference quantizers do it.
 //
 //   std::vector<std::uint8_t> q = trine::quant::quantize(weights, trine::quant::Format::q8_0);
 //   trine::Tensor w = trine::quant::dequantize(q, trine::quant::Format::q8_0, {rows, k}, trine::DType::f16, dev);
@@ -52,8 +52,10 @@ constexpr FormatInfo info(Format f) noexcept {
 // The bytes of `elements` weights (a multiple of the block; otherwise Error(invalid_shape)).
 std::size_t bytes_for(Format f, std::int64_t elements);
 
-// x (a multiple of 32 values) into q8_0 or q4_0 blocks, bit for bit as ggml's quantize_row_q8_0_ref
-// and quantize_row_q4_0_ref; the k-quants' scale search is not implemented yet (Error(unsupported)).
+// x (whole blocks: a multiple of 32 or 256 values, else Error(invalid_shape)) into blocks, bit for
+// bit as ggml's quantize_row_*_ref: q8_0 and q4_0 scale by the largest magnitude; q4_k and q5_k
+// search each sub-block's scale and min (weighted least squares over a grid of candidate scales)
+// and quantize both to 6 bits; q6_k searches each sub-block's symmetric scale and stores it as int8.
 std::vector<std::uint8_t> quantize(std::span<const float> x, Format f);
 
 // blocks into out (bytes_for(f, out.size()) == blocks.size(), else Error(invalid_shape)).
