@@ -366,7 +366,7 @@ std::optional<Steps> plan_gather(const OpCall& c, int, const Resources& res, boo
   if (n > UINT32_MAX || d > UINT32_MAX) return std::nullopt;
   Steps steps;
   if (n == 0) return steps;
-  steps.index_check = IndexCheck{res.kernels ? res.kernels->index_check_slot(*res.api) : 0, table.dim(0)};
+  steps.index_check = IndexCheck{res.kernels ? res.kernels->index_check_slot(*res.api) : 0, table.dim(0), nullptr};
   const std::size_t config = config_index(gather_configs, "gather", [&](const GatherConfig& g) {
     return g.bytes == static_cast<int>(dtype_size(table.dtype()));
   });
