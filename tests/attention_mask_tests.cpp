@@ -139,12 +139,11 @@ TEST_CASE("attention with an additive mask, broadcast over the heads, on the dev
     std::vector<float> tail = m2;
     for (std::int64_t i = 0; i < 3; ++i)
       for (std::int64_t j = 20; j < Lk; ++j) tail[static_cast<std::size_t>(i * Lk + j)] = std::nanf("");
-    check_close(attention(t.q, t.k, t.v, Tensor::from({20}, dev), Tensor::from(tail, {3, Lk}, DType::f32, dev))
-                    .to_vector(),
-                reference(p, &m2, 1, 1, false, 20), "NaN in the mask past valid 20");
+    check_close(
+        attention(t.q, t.k, t.v, Tensor::from({20}, dev), Tensor::from(tail, {3, Lk}, DType::f32, dev)).to_vector(),
+        reference(p, &m2, 1, 1, false, 20), "NaN in the mask past valid 20");
     // the async form
-    check_close(async::attention(t.q, t.k, t.v, Tensor(), mask2).get().to_vector(), reference(p, &m2, 1, 1),
-                "async");
+    check_close(async::attention(t.q, t.k, t.v, Tensor(), mask2).get().to_vector(), reference(p, &m2, 1, 1), "async");
   }
   SECTION("a -inf upper triangle is causal; a row all -inf is NaN") {
     const Problem p = problem(1, 2, 2, 3, 11);
@@ -191,6 +190,22 @@ TEST_CASE("attention with an additive mask, broadcast over the heads, on the dev
     fails(Tensor::zeros({Lk, 3}, DType::f32, dev), ErrorCode::invalid_shape, "[40, 3]");
     fails(Tensor::zeros({3, 3, Lk}, DType::f32, dev), ErrorCode::invalid_shape, "[3, 3, 40]");
     fails(Tensor::zeros({1, 1, 1, 3, Lk}, DType::f32, dev), ErrorCode::invalid_shape, "[1, 1, 1, 3, 40]");
+    // dims above the heads mixing 1 and q's: the cpu runs it; cuda and vulkan index the mask by
+    // two strides and refuse it, pinned, with the reason
+    const Tensor q5 = Tensor::zeros({2, 3, 2, 3, D}, DType::f32, dev),
+                 k5 = Tensor::zeros({2, 3, 1, Lk, D}, DType::f32, dev);
+    const Tensor mixed = Tensor::zeros({2, 1, 1, 3, Lk}, DType::f32, dev);
+    if (dev.kind == DeviceKind::cpu) {
+      CHECK(attention(q5, k5, k5, Tensor(), mixed).shape() == Shape{2, 3, 2, 3, D});
+    } else {
+      try {
+        (void)attention(q5, k5, k5, Tensor(), mixed);
+        FAIL("a mixed mask ran on " << dev.str());
+      } catch (const Error& e) {
+        CHECK(e.code() == ErrorCode::unsupported);
+        CHECK_THAT(e.what(), Catch::Contains("dims above the heads") && Catch::Contains("[2, 1, 1, 3, 40]"));
+      }
+    }
   }
 }
 

@@ -166,10 +166,10 @@ std::string generate(std::size_t config, Target target) {
   // This warp's mask row: element offset (batch / heads) * mask_outer + (batch % heads) * mask_head
   // + qi * rows, in bytes from mask_addr; read only with a mask and a query row inside lq.
   Reg<Pred> has_mask = and_(k, setp(k, Cmp::ne, mask_addr, V<U64>(std::uint64_t{0})), V<Pred>(valid_query));
-  Reg<U64> mask_row =
-      add(k, add(k, mul_wide(k, div(k, batch, V<U32>(heads)), V<U32>(mask_outer)),
-                 V<U64>(mul_wide(k, rem(k, batch, V<U32>(heads)), V<U32>(mask_head)))),
-          V<U64>(mul_wide(k, qi, V<U32>(rows))));
+  Reg<U64> mask_row = add(k,
+                          add(k, mul_wide(k, div(k, batch, V<U32>(heads)), V<U32>(mask_outer)),
+                              V<U64>(mul_wide(k, rem(k, batch, V<U32>(heads)), V<U32>(mask_head)))),
+                          V<U64>(mul_wide(k, qi, V<U32>(rows))));
   Ptr<Global, F32> mask_base = element(k, global_ptr<F32>(k, mask_addr), mask_row);
 
   for_range<U32>(k, kv_begin, kv_end, std::uint32_t(keys_per_tile), [&](Reg<U32> j0) {

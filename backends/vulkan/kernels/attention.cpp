@@ -22,7 +22,8 @@ struct AttentionPush {
   std::uint32_t heads, group;  // q's heads and how many share a kv head (grouped-query attention)
   std::uint32_t window;        // causal sliding window, 0: none
   std::uint32_t valid_off, valid_min;  // VALID: where n is, and its least good value (1, or Lq causal)
-  std::uint32_t mask_off, mask_outer, mask_head;  // MASK: b's mask rows at mask_off + b / heads * outer + b % heads * head
+  // MASK: q batch index b's mask rows start at mask_off + b / heads * mask_outer + b % heads * mask_head
+  std::uint32_t mask_off, mask_outer, mask_head;
 };
 
 std::uint32_t u32(std::int64_t v) { return static_cast<std::uint32_t>(v); }
@@ -57,9 +58,10 @@ void limits_attention(Limits& l, const detail::OpCall& call) {
   if (call.output.numel() == 0) return;
   const Tensor &q = call.inputs[0], &k = call.inputs[1], &v = call.inputs[2];
   if (detail::attends_masked(call) && !mask_form(call).ok) {
-    l.why() = "the vulkan attention shader takes a mask whose dims above the heads (dim -3) are all 1 or all q's, "
-              "of at most 2^32 elements, got mask " +
-              call.inputs[4].shape().str() + " for q " + q.shape().str();
+    l.why() =
+        "the vulkan attention shader takes a mask whose dims above the heads (dim -3) are all 1 or all q's, "
+        "of at most 2^32 elements, got mask " +
+        call.inputs[4].shape().str() + " for q " + q.shape().str();
     return;
   }
   const std::uint64_t rq = l.contiguous_f32(q, "q"), rk = l.contiguous_f32(k, "k"), rv = l.contiguous_f32(v, "v");
@@ -94,9 +96,8 @@ void record_attention(Recorder& rec, const detail::OpCall& call) {
   const std::int64_t heads = r >= 3 ? q.shape()[r - 3] : 1, group = r >= 3 ? heads / k.shape()[r - 3] : 1;
   // A window of Lk keys or more hides nothing.
   const std::int64_t window = ap.causal && ap.window < Lk ? ap.window : 0;
-  AttentionPush p{u32(batch), u32(Lq),   u32(Lk),   u32(D),     u32(Dv),    ap.causal,  scale,
-                  rq.offset,  rk.offset, rv.offset, u32(heads), u32(group), u32(window), 0,         1,
-                  0,          0,         0};
+  AttentionPush p{u32(batch), u32(Lq),    u32(Lk),    u32(D),      u32(Dv), ap.causal, scale, rq.offset, rk.offset,
+                  rv.offset,  u32(heads), u32(group), u32(window), 0,       1,         0,     0,         0};
   // The mask (MASK form): contiguous, its strides along q's batch index as b / heads and b % heads.
   const bool masked = detail::attends_masked(call);
   TensorRef rm = rq;  // MASK = 0: binding 6 is any buffer, never read
