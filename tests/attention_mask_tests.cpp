@@ -158,6 +158,16 @@ TEST_CASE("attention with an additive mask, broadcast over the heads, on the dev
     check_close(attention(t.q, t.k, t.v, Tensor(), Tensor::from(dead, {3, Lk}, DType::f32, dev)).to_vector(),
                 reference(p, &dead, 1, 1), "row 1 all -inf");
   }
+  SECTION("a long cache (the cpu splits its keys): -inf from key n on is valid n") {
+    constexpr std::int64_t long_k = 2100, n = 1500;
+    const Tensor q = Tensor::from(values(2 * D, 61), {1, 2, 1, D}, DType::f32, dev);
+    const Tensor k = Tensor::from(values(long_k * D, 62), {1, 1, long_k, D}, DType::f32, dev);
+    const Tensor v = Tensor::from(values(long_k * D, 63), {1, 1, long_k, D}, DType::f32, dev);
+    std::vector<float> cut(static_cast<std::size_t>(long_k), 0.0f);
+    for (std::int64_t j = n; j < long_k; ++j) cut[static_cast<std::size_t>(j)] = -inf;
+    check_close(attention(q, k, v, Tensor(), Tensor::from(cut, {1, long_k}, DType::f32, dev)).to_vector(),
+                attention(q, k, v, Tensor::from({static_cast<std::int32_t>(n)}, dev)).to_vector(), "-inf past 1500");
+  }
   SECTION("a batch recorded once, the mask an upload: each run its own mask") {
     const Problem p = problem(1, 2, 1, 3, 21);
     const On t = on(p, dev);
