@@ -81,7 +81,31 @@ inline std::string write_position_error(std::int64_t position, const OpCall& cal
 // else nothing is written and the call fails with attention_valid_error. Keys j >= n are never read;
 // the causal alignment and the window take n for Lk (query i is at position i + n - Lq).
 inline bool attends_valid(const OpCall& call) {
-  return call.op == OpKind::attention && call.inputs.size() == 4 && call.inputs[3].defined();
+  return call.op == OpKind::attention && call.inputs.size() >= 4 && call.inputs[3].defined();
+}
+// Whether `call` is attention with an additive mask (its fifth input), f32 [..., Lq, Lk] of rank 2
+// up to q's, each leading dim 1 or q's: element [.., i, j] is added to query i's scaled score of key j.
+inline bool attends_masked(const OpCall& call) {
+  return call.op == OpKind::attention && call.inputs.size() >= 5 && call.inputs[4].defined();
+}
+// The mask's element strides, in elements, along q's batch-and-head index b (its dims above -2 taken
+// together, b = ((b0 * d1 + b1) ...) * H + h) broadcast as each of the mask's leading dims has it:
+// mask_offset(b) is the offset of [b's index, 0, 0] in a contiguous mask.
+inline std::int64_t attention_mask_offset(const OpCall& call, std::int64_t b) {
+  const Tensor& q = call.inputs[0];
+  const Tensor& m = call.inputs[4];
+  std::int64_t off = 0, stride = m.dim(-1) * m.dim(-2);
+  for (int d = 1; d <= q.rank() - 2; ++d) {  // q's dim -2 - d, from the innermost leading dim out
+    const std::int64_t qd = q.dim(-2 - d);
+    const std::int64_t idx = b % qd;
+    b /= qd;
+    if (d <= m.rank() - 2) {
+      const std::int64_t md = m.dim(-2 - d);
+      if (md != 1) off += idx * stride;
+      stride *= md;
+    }
+  }
+  return off;
 }
 inline std::int64_t attention_valid_min(const OpCall& call) {
   return std::get<AttentionParams>(call.params).causal ? call.inputs[0].dim(-2) : 1;

@@ -120,6 +120,9 @@ DType dtype_float(const Check& c, const AttentionParams&) {
   if (c.has(3) && c.at(3).dtype() != DType::i32)
     c.dtype_error(std::string("valid (input 3, the number of valid keys) must be i32, got ") +
                   dtype_name(c.at(3).dtype()));
+  if (c.has(4) && c.at(4).dtype() != DType::f32)
+    c.dtype_error(std::string("mask (input 4, added to the scaled scores) must be f32, got ") +
+                  dtype_name(c.at(4).dtype()));
   for (std::size_t i = 0; i < 3; ++i) {
     if (c.at(i).dtype() != DType::f32)
       c.dtype_error("input " + std::to_string(i) + " must be f32, got " + dtype_name(c.at(i).dtype()) +
@@ -326,6 +329,16 @@ Shape shape_attention(const Check& c, const AttentionParams& p) {
   if (c.has(3) && c.at(3).numel() != 1)
     c.shape_error("valid (input 3, the number of valid keys) must have exactly one element, got " +
                   c.at(3).shape().str());
+  if (c.has(4)) {  // the mask: [..., Lq, Lk], its leading dims each 1 or q's
+    const Tensor& m = c.at(4);
+    const std::string want = "mask (input 4) must be [..., Lq, Lk] = [..., " + std::to_string(q.dim(-2)) + ", " +
+                             std::to_string(k.dim(-2)) + "] of rank 2 to " + std::to_string(q.rank()) +
+                             ", each leading dim 1 or q's, got " + m.shape().str();
+    if (m.rank() < 2 || m.rank() > q.rank() || m.dim(-2) != q.dim(-2) || m.dim(-1) != k.dim(-2)) c.shape_error(want);
+    for (int d = 3; d <= m.rank(); ++d) {
+      if (m.dim(-d) != 1 && m.dim(-d) != q.dim(-d)) c.shape_error(want);
+    }
+  }
   c.nonempty();
   if (!std::isfinite(p.scale)) c.arg_error("scale must be finite");
   if (p.window < 0) c.arg_error("window must be >= 0 (0: none), got " + std::to_string(p.window));

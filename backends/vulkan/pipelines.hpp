@@ -31,7 +31,7 @@ std::span<const EmbeddedShader> embedded_shaders();
 std::vector<std::string> shaders_used();
 
 inline constexpr std::uint32_t k_push_bytes = 128;
-inline constexpr std::uint32_t k_max_bindings = 6;
+inline constexpr std::uint32_t k_max_bindings = 7;  // attention: q, k, v, y, valid, its report, mask
 
 struct Pipeline {
   vk::Pipeline pipeline;

@@ -4,6 +4,8 @@
 #include <cmath>
 #include <vector>
 
+#include "backends/backend.hpp"
+
 #include "backends/cpu_simd/execute.hpp"
 #include "backends/cpu_simd/kernels/simd_common.hpp"
 
@@ -12,8 +14,11 @@ namespace {
 
 // The kernel's arguments: a.Lk is the keys that count (the call's valid input, or all of them),
 // rows the keys each kv head has in memory (k's dim -2), which the kv heads' strides take.
+// mask (attention's fifth input, or null): row i of q batch index b at mask + mask_off[b] + i * rows.
 struct Args : AttentionArgs {
   i64 rows = 0;
+  const float* mask = nullptr;
+  std::vector<i64> mask_off;  // [batch]: where each q batch index's [Lq, rows] mask starts
 };
 
 constexpr i64 q_block = 4;     // query rows sharing each load of a V row (the K tile stays in L1 for them)
@@ -60,6 +65,18 @@ void tile_scores(const float* q, const float* k, i64 D, i64 tn, float scale, flo
       store_partial(s + j, g, sums);
       store_partial(s_lo + j, g, lo);
     }
+  }
+}
+
+// The mask's elements added to n scores s + s_lo, the sum's rounding carried into s_lo as
+// tile_scores carries the product's; a sum that is not finite (a -inf mask element) has no low part.
+void add_mask(const float* mask, i64 n, float* s, float* s_lo) {
+  for (i64 j = 0; j < n; ++j) {
+    const float a = s[j], b = mask[j];
+    const float t = a + b, bb = t - a;
+    const float e = (a - (t - bb)) + (b - bb);
+    s[j] = t;
+    s_lo[j] = std::isfinite(t) ? s_lo[j] + e : 0.0f;
   }
 }
 
@@ -203,6 +220,7 @@ void attend_block(const Args& a, float scale, i64 b, i64 i0, i64 k0, i64 k1, Scr
       float* s = w.s.data() + r * key_tile + st[r];
       float* s_lo = w.s_lo.data() + r * key_tile + st[r];
       tile_scores(w.q.data() + r * dp, k + (t0 + st[r]) * D, D, nv[r] - st[r], scale, s, s_lo);
+      if (a.mask) add_mask(a.mask + a.mask_off[b] + (i0 + r) * a.rows + t0 + st[r], nv[r] - st[r], s, s_lo);
       softmax_step(s, s_lo, nv[r] - st[r], m[r], l[r], w.acc.data() + r * dvp, dvp);
     }
     tile_values<NQ>(v + t0 * Dv, Dv, tn, st, nv, w.s.data(), w.acc.data(), dvp);
@@ -343,7 +361,13 @@ void run_attention(const KernelTable& k, const trine::detail::OpCall& call) {
     a.heads = in[0].dim(-3);
     a.group = a.heads / in[1].dim(-3);
   }
-  Tensor keep0, keep1, keep2;
+  Tensor keep0, keep1, keep2, keep4;
+  if (trine::detail::attends_masked(call)) {  // [..., Lq, rows], broadcast over q's leading dims
+    a.mask = contiguous_f32(k, in[4], keep4);
+    a.mask_off.resize(static_cast<std::size_t>(a.batch));
+    for (i64 b = 0; b < a.batch; ++b)
+      a.mask_off[static_cast<std::size_t>(b)] = trine::detail::attention_mask_offset(call, b);
+  }
   a.q = contiguous_f32(k, in[0], keep0);
   a.k = contiguous_f32(k, in[1], keep1);
   a.v = contiguous_f32(k, in[2], keep2);

@@ -7,6 +7,9 @@
 // The keys that count may be read on the device (attention's `valid` input): every thread reads
 // the one i32 n first, and the CTA walks keys [0, n) only, with n in place of lk; an n outside
 // [valid_min, lk] stores nothing and leaves n in the index-check word (IndexCheck).
+// An additive mask (attention's fifth input; mask != 0): lane j adds the mask element of its query
+// row and key j0 + j to its scaled score, loaded only for a key the row sees. The q batch index
+// b = outer * heads + h reads the mask rows at outer * mask_outer + h * mask_head (0: broadcast).
 #include <algorithm>
 #include <cmath>
 #include <tuple>
@@ -73,6 +76,9 @@ std::string generate(std::size_t config, Target target) {
   Reg<U32> heads = param<U32>(k, "heads");
   Reg<U32> group = param<U32>(k, "group");
   Reg<U32> window = param<U32>(k, "window");
+  Reg<U64> mask_addr = param<U64>(k, "mask");
+  Reg<U32> mask_outer = param<U32>(k, "mask_outer");
+  Reg<U32> mask_head = param<U32>(k, "mask_head");
   // The rows' true lengths in global memory: parameters when padded, the widths otherwise.
   const Val<U32> d_true = padded ? Val<U32>(param<U32>(k, "d")) : Val<U32>(std::uint32_t(d));
   const Val<U32> dv_true = padded ? Val<U32>(param<U32>(k, "dv")) : Val<U32>(std::uint32_t(dv));
@@ -157,6 +163,14 @@ std::string generate(std::size_t config, Target target) {
   Reg<U32> diagonal = add(k, qi, V<U32>(shift));
   Reg<U32> first_key = window_first(diagonal);
   Reg<U32> key_end = selp<U32>(k, min(k, add(k, diagonal, V<U32>(1u)), V<U32>(lk)), lk, is_causal);
+  // This warp's mask row: element offset (batch / heads) * mask_outer + (batch % heads) * mask_head
+  // + qi * rows, in bytes from mask_addr; read only with a mask and a query row inside lq.
+  Reg<Pred> has_mask = and_(k, setp(k, Cmp::ne, mask_addr, V<U64>(std::uint64_t{0})), V<Pred>(valid_query));
+  Reg<U64> mask_row = add(k,
+                          add(k, mul_wide(k, div(k, batch, V<U32>(heads)), V<U32>(mask_outer)),
+                              V<U64>(mul_wide(k, rem(k, batch, V<U32>(heads)), V<U32>(mask_head)))),
+                          V<U64>(mul_wide(k, qi, V<U32>(rows))));
+  Ptr<Global, F32> mask_base = element(k, global_ptr<F32>(k, mask_addr), mask_row);
 
   for_range<U32>(k, kv_begin, kv_end, std::uint32_t(keys_per_tile), [&](Reg<U32> j0) {
     // Stage the tile's keys and values; rows past lk are zeros (and masked below).
@@ -208,6 +222,18 @@ std::string generate(std::size_t config, Target target) {
         and_(k, setp(k, Cmp::lt, key, V<U32>(key_end)), V<Pred>(setp(k, Cmp::ge, key, V<U32>(first_key))));
     // The scaled score as hi + lo exactly; masked keys -inf.
     TwoF32 t = two_prod(k, s, scale);
+    {
+      // The mask element joins the score exactly as the product did: hi + lo, the sum's rounding
+      // carried into lo (exp_score zeroes a low part below -120, a -inf sum's NaN one included).
+      Reg<F32> mval = mov<F32>(k, 0.0f);
+      {
+        Ptr<Global, F32> at = element(k, mask_base, to_u64(k, key));
+        Kernel::Guard g(k, and_(k, has_mask, V<Pred>(visible)), false);
+        ld_to(k, mval, at);
+      }
+      const TwoF32 sum = two_sum(k, t.hi, mval);
+      t = TwoF32{sum.hi, add(k, sum.lo, V<F32>(t.lo))};
+    }
     t.hi = selp<F32>(k, t.hi, neg_inf, visible);
 
     // Online softmax: -inf scores contribute 0, and an unchanged max rescales by exactly 1.
@@ -278,11 +304,41 @@ const Generator& attention_generator() {
       "outside [valid_min, lk] stores nothing and leaves n in check), check: u64* (an index check; with "
       "valid), causal: u32 (0 or 1; needs lq <= lk), scale: f32 (the host resolves 0 to 1/sqrt(D)), heads, group: u32 (q batch index "
       "o * heads + h reads k, v index o * heads / group + h / group; 1, 1 without grouped-query attention), "
-      "window: u32 (causal sliding window, 0: none); pad64, pad128 also d, dv: u32 (1 .. the pad)",
+      "window: u32 (causal sliding window, 0: none), mask: f32* (added to the scaled scores, row qi of q batch "
+      "index o * heads + h at element o * mask_outer + h * mask_head + qi * lk; 0: none), mask_outer, mask_head: "
+      "u32 (0: broadcast); pad64, pad128 also d, dv: u32 (1 .. the pad)",
       "sizes = {batch, lq, lk}; block 256 (8 warps, one query row each); grid (ceil(lq/8), batch); "
       "batch <= 65535 (the plan launches once per 65535, at whole head groups with grouped-query attention)",
       geometry};
   return g;
+}
+
+// The mask's element strides along q's batch index b = outer * heads + h: the kernel takes one for
+// outer (its dims above the heads taken together) and one for h, so the mask's dims above the heads
+// must be all 1 (or absent) or all q's; and its size in u32, and the launches (split at whole
+// multiples of the heads) must each start at a whole head count. Else nullopt (limits says why).
+struct MaskForm {
+  i64 outer = 0, head = 0;
+};
+std::optional<MaskForm> mask_form(const OpCall& c) {
+  const Tensor &q = c.inputs[0], &m = c.inputs[4];
+  const int r = q.rank();
+  const i64 plane = m.dim(-1) * m.dim(-2);
+  if (m.numel() > UINT32_MAX) return std::nullopt;
+  const bool mask_heads = m.rank() >= 3 && m.dim(-3) != 1;
+  bool any_outer = false, all_outer = true;
+  for (int d = 4; d <= r; ++d) {
+    const bool full = d <= m.rank() && m.dim(-d) != 1;
+    any_outer = any_outer || full;
+    all_outer = all_outer && (full || q.dim(-d) == 1);
+  }
+  if (any_outer && !all_outer) return std::nullopt;
+  const i64 heads = r >= 3 ? q.dim(-3) : 1;
+  if (std::min<i64>(max_grid_yz, UINT32_MAX / std::max(q.dim(-2), c.inputs[1].dim(-2))) < heads) return std::nullopt;
+  MaskForm f;
+  f.head = mask_heads ? plane : 0;
+  f.outer = any_outer ? (mask_heads ? heads * plane : plane) : 0;
+  return f;
 }
 
 std::optional<Steps> plan(const OpCall& c, int, const Resources& res, bool gathered) {
@@ -295,6 +351,8 @@ std::optional<Steps> plan(const OpCall& c, int, const Resources& res, bool gathe
   // The valid input's n, read on the device, stands for lk: a bad one fails the call (IndexCheck).
   const bool valid = trine::detail::attends_valid(c);
   if (valid && lk > INT32_MAX) return std::nullopt;
+  const bool masked = trine::detail::attends_masked(c);
+  if (masked && !mask_form(c)) return std::nullopt;
   // Head dims of 64 and 128 have their own kernels; others run zero-padded to 64 or 128.
   const bool exact = (d == 64 || d == 128) && (dv == 64 || dv == 128);
   const i64 pad = std::max(d, dv) <= 64 ? 64 : 128;
@@ -319,6 +377,7 @@ std::optional<Steps> plan(const OpCall& c, int, const Resources& res, bool gathe
   // takes whole multiples of the heads, or (more heads than a launch takes) whole groups of one
   // outer index's heads, so its kv rows start at kv index b0 / heads * (heads / group) + b0 % heads / group.
   i64 per_launch = std::min<i64>(max_grid_yz, UINT32_MAX / std::max(lq, lk));
+  if (masked) per_launch = per_launch / heads * heads;  // the kernel's mask index is from a whole head count
   if (group > 1) per_launch = per_launch >= heads ? per_launch / heads * heads : per_launch / group * group;
   if (per_launch < 1) return std::nullopt;
   for (i64 b0 = 0; b0 < batch;) {
@@ -340,6 +399,12 @@ std::optional<Steps> plan(const OpCall& c, int, const Resources& res, bool gathe
     pl.args.add(static_cast<std::uint32_t>(heads));
     pl.args.add(static_cast<std::uint32_t>(group));
     pl.args.add(static_cast<std::uint32_t>(window));
+    // The mask from this launch's first q batch index b0 (a multiple of the heads: see mask_form).
+    pl.args.add<CUdeviceptr>(masked ? Args::device_ptr(c.inputs[4]) +
+                                          static_cast<CUdeviceptr>(trine::detail::attention_mask_offset(c, b0) * 4)
+                                    : 0);
+    pl.args.add(static_cast<std::uint32_t>(masked ? mask_form(c)->outer : 0));
+    pl.args.add(static_cast<std::uint32_t>(masked ? mask_form(c)->head : 0));
     if (!exact) {
       pl.args.add(static_cast<std::uint32_t>(d));
       pl.args.add(static_cast<std::uint32_t>(dv));
@@ -354,6 +419,10 @@ std::optional<std::string> limits(const OpCall& c) {
   if (d > 128 || dv > 128)
     return "the cuda attention kernels take head dims up to 128 (a row per warp in registers), got D " +
            std::to_string(d) + ", Dv " + std::to_string(dv);
+  if (trine::detail::attends_masked(c) && !mask_form(c))
+    return "the cuda attention kernel takes a mask whose dims above the heads (dim -3) are all 1 or all q's, of "
+           "at most 2^32 elements, with at most 65535 heads, got mask " +
+           c.inputs[4].shape().str() + " for q " + c.inputs[0].shape().str();
   return std::nullopt;
 }
 

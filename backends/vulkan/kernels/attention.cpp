@@ -1,6 +1,7 @@
 // attention on Vulkan: attention.comp, a workgroup per query row and block of value columns, over
 // q, k and v made contiguous on the device first. With the valid input (the keys that count, read
-// on the device) the shader's VALID form, which reports a bad count through Recorder::report_words.
+// on the device) the shader's VALID form, which reports a bad count through Recorder::report_words;
+// with the mask input its MASK form (spec constant 2), the mask bound as binding 6.
 #include <cmath>
 #include <cstdint>
 #include <optional>
@@ -21,15 +22,51 @@ struct AttentionPush {
   std::uint32_t heads, group;  // q's heads and how many share a kv head (grouped-query attention)
   std::uint32_t window;        // causal sliding window, 0: none
   std::uint32_t valid_off, valid_min;  // VALID: where n is, and its least good value (1, or Lq causal)
+  // MASK: q batch index b's mask rows start at mask_off + b / heads * mask_outer + b % heads * mask_head
+  std::uint32_t mask_off, mask_outer, mask_head;
 };
 
 std::uint32_t u32(std::int64_t v) { return static_cast<std::uint32_t>(v); }
+
+// The mask's strides along q's batch index b = outer * heads + h (dims above the heads together):
+// one for outer, one for h, 0 where the mask broadcasts. ok: its dims above the heads all 1 (or
+// absent) or all q's, which two strides can express, and it is indexed within u32.
+struct MaskForm {
+  std::int64_t outer = 0, head = 0;
+  bool ok = false;
+};
+MaskForm mask_form(const detail::OpCall& call) {
+  const Tensor &q = call.inputs[0], &m = call.inputs[4];
+  const int r = q.rank();
+  const std::int64_t plane = m.dim(-1) * m.dim(-2), heads = r >= 3 ? q.dim(-3) : 1;
+  const bool mask_heads = m.rank() >= 3 && m.dim(-3) != 1;
+  bool any_outer = false, all_outer = true;
+  for (int d = 4; d <= r; ++d) {
+    const bool full = d <= m.rank() && m.dim(-d) != 1;
+    any_outer = any_outer || full;
+    all_outer = all_outer && (full || q.dim(-d) == 1);
+  }
+  MaskForm f;
+  f.head = mask_heads ? plane : 0;
+  f.outer = any_outer ? (mask_heads ? heads * plane : plane) : 0;
+  f.ok = (!any_outer || all_outer) && m.numel() <= std::int64_t{UINT32_MAX};
+  return f;
+}
 std::uint64_t groups(std::uint64_t items) { return (items + k_group - 1) / k_group; }
 
 void limits_attention(Limits& l, const detail::OpCall& call) {
   if (call.output.numel() == 0) return;
   const Tensor &q = call.inputs[0], &k = call.inputs[1], &v = call.inputs[2];
+  if (detail::attends_masked(call) && !mask_form(call).ok) {
+    l.why() =
+        "the vulkan attention shader takes a mask whose dims above the heads (dim -3) are all 1 or all q's, "
+        "of at most 2^32 elements, got mask " +
+        call.inputs[4].shape().str() + " for q " + q.shape().str();
+    return;
+  }
   const std::uint64_t rq = l.contiguous_f32(q, "q"), rk = l.contiguous_f32(k, "k"), rv = l.contiguous_f32(v, "v");
+  const bool masked = detail::attends_masked(call);
+  const std::uint64_t rm = masked ? l.contiguous_f32(call.inputs[4], "mask") : 0;
   const auto lk = static_cast<std::uint64_t>(k.shape()[k.rank() - 2]);
   const auto d = static_cast<std::uint64_t>(q.shape()[q.rank() - 1]);
   // Over the keys k_group at a time, D + 1 steps each.
@@ -43,6 +80,7 @@ void limits_attention(Limits& l, const detail::OpCall& call) {
     l.bind(call.inputs[3], "valid");
     l.bind(8, "the error report");
   }
+  if (masked) l.bind(rm, "mask");
 }
 
 void record_attention(Recorder& rec, const detail::OpCall& call) {
@@ -58,16 +96,27 @@ void record_attention(Recorder& rec, const detail::OpCall& call) {
   const std::int64_t heads = r >= 3 ? q.shape()[r - 3] : 1, group = r >= 3 ? heads / k.shape()[r - 3] : 1;
   // A window of Lk keys or more hides nothing.
   const std::int64_t window = ap.causal && ap.window < Lk ? ap.window : 0;
-  AttentionPush p{u32(batch), u32(Lq),   u32(Lk),   u32(D),     u32(Dv),    ap.causal,  scale,
-                  rq.offset,  rk.offset, rv.offset, u32(heads), u32(group), u32(window), 0,         1};
+  AttentionPush p{u32(batch), u32(Lq),    u32(Lk),    u32(D),      u32(Dv), ap.causal, scale, rq.offset, rk.offset,
+                  rv.offset,  u32(heads), u32(group), u32(window), 0,       1,         0,     0,         0};
+  // The mask (MASK form): contiguous, its strides along q's batch index as b / heads and b % heads.
+  const bool masked = detail::attends_masked(call);
+  TensorRef rm = rq;  // MASK = 0: binding 6 is any buffer, never read
+  if (masked) {
+    rm = contiguous_f32(rec, call.inputs[4]);
+    const MaskForm f = mask_form(call);
+    p.mask_off = rm.offset;
+    p.mask_outer = u32(f.outer);
+    p.mask_head = u32(f.head);
+  }
   const TensorRef ry = ref_of(y);
   // One workgroup per query row and block of k_group value columns: see shaders/attention.comp.
   const std::uint64_t rows = static_cast<std::uint64_t>(batch * Lq);
   const std::uint64_t count = rows * groups(static_cast<std::uint64_t>(Dv));
   if (!detail::attends_valid(call)) {
     // Bindings 4 and 5 are the VALID form's: any buffers, never read nor written.
-    rec.dispatch("attention", {bind_in(rq), bind_in(rk), bind_in(rv), bind_out(ry), bind_in(rk), bind_in(rq)}, &p,
-                 sizeof(p), count, {k_group, 0u});
+    rec.dispatch("attention",
+                 {bind_in(rq), bind_in(rk), bind_in(rv), bind_out(ry), bind_in(rk), bind_in(rq), bind_in(rm)}, &p,
+                 sizeof(p), count, {k_group, 0u, masked ? 1u : 0u});
     return;
   }
   const std::string what = detail::attention_valid_error(0, call);  // "valid 0 is outside ..."
@@ -79,8 +128,9 @@ void record_attention(Recorder& rec, const detail::OpCall& call) {
   const TensorRef rn = ref_of(call.inputs[3]);
   p.valid_off = rn.offset;
   p.valid_min = u32(detail::attention_valid_min(call));
-  rec.dispatch("attention", {bind_in(rq), bind_in(rk), bind_in(rv), bind_out(ry), bind_in(rn), Binding{err, true}}, &p,
-               sizeof(p), count, {k_group, 1u});
+  rec.dispatch("attention",
+               {bind_in(rq), bind_in(rk), bind_in(rv), bind_out(ry), bind_in(rn), Binding{err, true}, bind_in(rm)}, &p,
+               sizeof(p), count, {k_group, 1u, masked ? 1u : 0u});
 }
 
 // q, k and v f32; the valid input (the op table checks it is one i32) read by the shader as it is.

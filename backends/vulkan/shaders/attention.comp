@@ -11,12 +11,17 @@
 // the loops run to n, never past it; an n outside [valid_min, Lk] stores nothing and workgroup 0's
 // invocation 0 leaves it in err[1] and 0 in err[0] (0xFFFFFFFF both, as the host set them, when n
 // is good: Recorder::report_words). Lk stays the rows of k and v in memory, their stride.
+// MASK = 1 (attention's mask input): mask[mask_off + (b / heads) * mask_outer + (b % heads) *
+// mask_head + i * Lk + j] is added to the scaled score of query i and key j (strides 0 broadcast);
+// its low part carried as the product's is. A row whose every key is -inf has weights 0 and l 0:
+// NaN, as softmax gives.
 #version 450
 #extension GL_GOOGLE_include_directive : require
 #include "common.glsl"
 
 layout(constant_id = 0) const uint WG = 64;
 layout(constant_id = 1) const uint VALID = 0;
+layout(constant_id = 2) const uint MASK = 0;
 layout(local_size_x_id = 0) in;
 
 layout(set = 0, binding = 0) readonly buffer Q { float q[]; };
@@ -25,6 +30,7 @@ layout(set = 0, binding = 2) readonly buffer V { float v[]; };
 layout(set = 0, binding = 3) writeonly buffer Y { float y[]; };
 layout(set = 0, binding = 4) readonly buffer N { int valid[]; };  // VALID = 0: any buffer, unread
 layout(set = 0, binding = 5) buffer E { uint err[]; };            // VALID = 0: any buffer, untouched
+layout(set = 0, binding = 6) readonly buffer M { float mask[]; };  // MASK = 0: any buffer, unread
 layout(push_constant) uniform Push {
   uint batch, Lq, Lk, D, Dv, causal;
   float scale;
@@ -32,6 +38,7 @@ layout(push_constant) uniform Push {
   uint heads, group;  // q's heads; q head h reads kv head h / group (grouped-query attention)
   uint window;        // causal sliding window (0: none, or the host's window < Lk)
   uint valid_off, valid_min;
+  uint mask_off, mask_outer, mask_head;  // MASK: where b's mask rows start, as b / heads and b % heads
 } p;
 
 shared float sp[WG];     // the tile's scores, then their weights exp(s - m)
@@ -74,8 +81,16 @@ void main() {
       // split of two_prod would overflow: no low part there.
       float hi, lo;
       two_prod(s, p.scale, hi, lo);
+      lo = abs(hi) < 1.0e30 ? lo : 0.0;
+      if (MASK != 0u) {
+        float mk = mask[p.mask_off + (b / p.heads) * p.mask_outer + (b % p.heads) * p.mask_head + i * p.Lk + j0 + t];
+        float hm, e;
+        two_sum(hi, mk, hm, e);
+        lo = abs(hm) < 1.0e30 ? lo + e : 0.0;
+        hi = hm;
+      }
       sp[t] = hi;
-      sp_lo[t] = abs(hi) < 1.0e30 ? lo : 0.0;
+      sp_lo[t] = lo;
     }
     barrier();
     float mt = sp[0];
@@ -84,7 +99,8 @@ void main() {
     // m is -inf before the first tile (corr 0: l and acc are 0 then anyway)
     float corr = isinf(m) && m < 0.0 ? 0.0 : exp_diff(m, m_new);
     barrier();  // every invocation has read the scores before they turn into weights
-    if (t < n) sp[t] = exp_diff(sp[t], m_new, sp_lo[t]);
+    // m_new -inf (every score so far -inf, as a mask can make them): weights 0, not exp(-inf + inf)
+    if (t < n) sp[t] = isinf(m_new) && m_new < 0.0 ? 0.0 : exp_diff(sp[t], m_new, sp_lo[t]);
     barrier();
     float lt = 0.0, at = 0.0;
     uint vb = p.v_off + (kvb * p.Lk + j0) * p.Dv + c;
