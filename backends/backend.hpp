@@ -107,6 +107,26 @@ inline std::int64_t attention_mask_offset(const OpCall& call, std::int64_t b) {
   }
   return off;
 }
+// The same as two strides, for kernels that take b as outer * H + h (outer: q's dims above the
+// heads, dim -3, taken together): offset(b) = b / H * outer + b % H * head, 0 where the mask
+// broadcasts. nullopt when two strides cannot say it: the mask's dims above the heads mix 1 and q's.
+struct AttentionMaskStrides {
+  std::int64_t outer = 0, head = 0;
+};
+inline std::optional<AttentionMaskStrides> attention_mask_strides(const OpCall& call) {
+  const Tensor &q = call.inputs[0], &m = call.inputs[4];
+  const int r = q.rank();
+  const std::int64_t plane = m.dim(-1) * m.dim(-2), heads = r >= 3 ? q.dim(-3) : 1;
+  const bool mask_heads = m.rank() >= 3 && m.dim(-3) != 1;
+  bool any_outer = false, all_outer = true;
+  for (int d = 4; d <= r; ++d) {
+    const bool full = d <= m.rank() && m.dim(-d) != 1;
+    any_outer = any_outer || full;
+    all_outer = all_outer && (full || q.dim(-d) == 1);
+  }
+  if (any_outer && !all_outer) return std::nullopt;
+  return AttentionMaskStrides{any_outer ? (mask_heads ? heads * plane : plane) : 0, mask_heads ? plane : 0};
+}
 inline std::int64_t attention_valid_min(const OpCall& call) {
   return std::get<AttentionParams>(call.params).causal ? call.inputs[0].dim(-2) : 1;
 }

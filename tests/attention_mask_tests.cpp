@@ -21,16 +21,7 @@ using test::code_of;
 
 constexpr float inf = std::numeric_limits<float>::infinity();
 
-// Seeded values in [-1, 1): a small LCG, the same on every run.
-std::vector<float> values(std::size_t n, std::uint32_t seed) {
-  std::vector<float> v(n);
-  std::uint32_t s = seed * 2654435761u + 12345u;
-  for (auto& x : v) {
-    s = s * 1664525u + 1013904223u;
-    x = static_cast<float>(s >> 8) / static_cast<float>(1u << 23) - 1.0f;
-  }
-  return v;
-}
+using test::seeded_values;
 
 // q [B, Hq, Lq, D] over k, v [B, Hkv, Lk, D]; D = 8 (cuda's zero-padded kernel), Lk = 40 (past
 // cuda's 32-key tile).
@@ -45,9 +36,9 @@ Problem problem(std::int64_t B, std::int64_t Hq, std::int64_t Hkv, std::int64_t 
           Hq,
           Hkv,
           Lq,
-          values(static_cast<std::size_t>(B * Hq * Lq * D), seed),
-          values(static_cast<std::size_t>(B * Hkv * Lk * D), seed + 1),
-          values(static_cast<std::size_t>(B * Hkv * Lk * D), seed + 2)};
+          seeded_values(static_cast<std::size_t>(B * Hq * Lq * D), seed),
+          seeded_values(static_cast<std::size_t>(B * Hkv * Lk * D), seed + 1),
+          seeded_values(static_cast<std::size_t>(B * Hkv * Lk * D), seed + 2)};
 }
 
 // softmax(q k^T / sqrt(D) + mask) v in double over keys [0, n), causal aligned to n; the mask is
@@ -110,7 +101,7 @@ On on(const Problem& p, Device dev) {
 
 // A mask of `count` elements in [-2, 2) with every seventh element -inf (never a whole row).
 std::vector<float> mask_values(std::int64_t count, std::uint32_t seed) {
-  std::vector<float> m = values(static_cast<std::size_t>(count), seed);
+  std::vector<float> m = seeded_values(static_cast<std::size_t>(count), seed);
   for (std::size_t i = 0; i < m.size(); ++i) m[i] = i % 7 == 3 ? -inf : 2.0f * m[i];
   return m;
 }
@@ -160,9 +151,9 @@ TEST_CASE("attention with an additive mask, broadcast over the heads, on the dev
   }
   SECTION("a long cache (the cpu splits its keys): -inf from key n on is valid n") {
     constexpr std::int64_t long_k = 2100, n = 1500;
-    const Tensor q = Tensor::from(values(2 * D, 61), {1, 2, 1, D}, DType::f32, dev);
-    const Tensor k = Tensor::from(values(long_k * D, 62), {1, 1, long_k, D}, DType::f32, dev);
-    const Tensor v = Tensor::from(values(long_k * D, 63), {1, 1, long_k, D}, DType::f32, dev);
+    const Tensor q = Tensor::from(seeded_values(2 * D, 61), {1, 2, 1, D}, DType::f32, dev);
+    const Tensor k = Tensor::from(seeded_values(long_k * D, 62), {1, 1, long_k, D}, DType::f32, dev);
+    const Tensor v = Tensor::from(seeded_values(long_k * D, 63), {1, 1, long_k, D}, DType::f32, dev);
     std::vector<float> cut(static_cast<std::size_t>(long_k), 0.0f);
     for (std::int64_t j = n; j < long_k; ++j) cut[static_cast<std::size_t>(j)] = -inf;
     check_close(attention(q, k, v, Tensor(), Tensor::from(cut, {1, long_k}, DType::f32, dev)).to_vector(),

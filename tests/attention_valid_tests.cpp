@@ -20,16 +20,7 @@ namespace {
 
 using test::code_of;
 
-// Seeded values in [-1, 1): a small LCG, the same on every run.
-std::vector<float> values(std::size_t n, std::uint32_t seed) {
-  std::vector<float> v(n);
-  std::uint32_t s = seed * 2654435761u + 12345u;
-  for (auto& x : v) {
-    s = s * 1664525u + 1013904223u;
-    x = static_cast<float>(s >> 8) / static_cast<float>(1u << 23) - 1.0f;
-  }
-  return v;
-}
+using test::seeded_values;
 
 // Within a few f32 roundings: the valid form walks the keys in the same order as the sliced one.
 void check_close(const std::vector<float>& got, const std::vector<float>& want, const std::string& what) {
@@ -49,8 +40,8 @@ struct Cache {
   Tensor k, v;
 };
 Cache cache_on(Device dev) {
-  return {Tensor::from(values(Lk * D, 2), {1, 1, Lk, D}, DType::f32, dev),
-          Tensor::from(values(Lk * D, 3), {1, 1, Lk, D}, DType::f32, dev)};
+  return {Tensor::from(seeded_values(Lk * D, 2), {1, 1, Lk, D}, DType::f32, dev),
+          Tensor::from(seeded_values(Lk * D, 3), {1, 1, Lk, D}, DType::f32, dev)};
 }
 
 std::vector<float> sliced(const Tensor& q, const Cache& c, std::int64_t n, const AttentionParams& p) {
@@ -77,7 +68,7 @@ TEST_CASE("attention over the valid keys of a longer cache, eager and async, on 
   const Cache c = cache_on(dev);
   SECTION("the same result as k and v sliced to n: plain, causal, a window; n across a 32-key tile") {
     for (std::int64_t lq : {1, 3}) {
-      const Tensor q = Tensor::from(values(static_cast<std::size_t>(2 * lq * D), 1), {1, 2, lq, D}, DType::f32, dev);
+      const Tensor q = Tensor::from(seeded_values(static_cast<std::size_t>(2 * lq * D), 1), {1, 2, lq, D}, DType::f32, dev);
       for (const AttentionParams& p :
            {AttentionParams{}, AttentionParams{.causal = true}, AttentionParams{.causal = true, .window = 5}}) {
         for (std::int64_t n : {std::int64_t{3}, std::int64_t{33}, Lk}) {
@@ -90,22 +81,22 @@ TEST_CASE("attention over the valid keys of a longer cache, eager and async, on 
     }
     // keys and values past n are never read: NaN there changes nothing
     {
-      std::vector<float> kd = values(Lk * D, 2), vd = values(Lk * D, 3);
+      std::vector<float> kd = seeded_values(Lk * D, 2), vd = seeded_values(Lk * D, 3);
       for (std::size_t i = 20 * D; i < kd.size(); ++i) kd[i] = vd[i] = std::nanf("");
       const Cache nan_tail{Tensor::from(kd, {1, 1, Lk, D}, DType::f32, dev),
                            Tensor::from(vd, {1, 1, Lk, D}, DType::f32, dev)};
-      const Tensor q = Tensor::from(values(2 * 3 * D, 8), {1, 2, 3, D}, DType::f32, dev);
+      const Tensor q = Tensor::from(seeded_values(2 * 3 * D, 8), {1, 2, 3, D}, DType::f32, dev);
       check_close(attention(q, nan_tail.k, nan_tail.v, Tensor::from({20}, dev), {.causal = true}).to_vector(),
                   sliced(q, c, 20, {.causal = true}), "NaN past n 20");
     }
     // n = 1 (a decode at the first position); a count on the cpu is moved where the op runs
-    const Tensor q = Tensor::from(values(2 * D, 4), {1, 2, 1, D}, DType::f32, dev);
+    const Tensor q = Tensor::from(seeded_values(2 * D, 4), {1, 2, 1, D}, DType::f32, dev);
     check_close(attention(q, c.k, c.v, Tensor::from({1})).to_vector(), sliced(q, c, 1, {}), "n 1");
     check_close(async::attention(q, c.k, c.v, Tensor::from({17}, dev), {.causal = true}).get().to_vector(),
                 sliced(q, c, 17, {.causal = true}), "async, n 17");
   }
   SECTION("a count outside its range fails when the op runs, naming it, its range and the shapes") {
-    const Tensor q = Tensor::from(values(2 * 3 * D, 5), {1, 2, 3, D}, DType::f32, dev);
+    const Tensor q = Tensor::from(seeded_values(2 * 3 * D, 5), {1, 2, 3, D}, DType::f32, dev);
     for (std::int32_t n : {0, -1, 41})
       check_bad([&] { (void)attention(q, c.k, c.v, Tensor::from({n}, dev)); }, n, "[1, 40]", dev);
     // causal: the queries are the last Lq of the n keys
@@ -119,7 +110,7 @@ TEST_CASE("attention over the valid keys of a longer cache, eager and async, on 
 TEST_CASE("attention's valid count in a batch recorded once: each run its own count", "[batch][attention_valid]") {
   const Device dev = test::test_device();
   const Cache c = cache_on(dev);
-  const std::vector<float> qdata = values(2 * D, 6);
+  const std::vector<float> qdata = seeded_values(2 * D, 6);
   const Tensor q = Tensor::from(qdata, {1, 2, 1, D}, DType::f32, dev);
   SECTION("pinned to the device under test, over a cache made outside it") {
     Batch batch(dev);
@@ -143,7 +134,7 @@ TEST_CASE("attention's valid count in a batch recorded once: each run its own co
   }
   SECTION("placed automatically, every input uploaded") {
     Batch batch;
-    const std::vector<float> kdata = values(Lk * D, 2), vdata = values(Lk * D, 3);
+    const std::vector<float> kdata = seeded_values(Lk * D, 2), vdata = seeded_values(Lk * D, 3);
     const Tensor bq = batch.upload(qdata, {1, 2, 1, D});
     const Tensor bk = batch.upload(kdata, {1, 1, Lk, D});
     const Tensor bv = batch.upload(vdata, {1, 1, Lk, D});
@@ -185,7 +176,7 @@ TEST_CASE("vulkan: attention's VALID shader form reads the count and reports a b
           "[vulkan][attention_valid]") {
   const Device vk{DeviceKind::vulkan, 0};
   const Cache c = cache_on(vk);
-  const Tensor q = Tensor::from(values(2 * 3 * D, 7), {1, 2, 3, D}, DType::f32, vk);
+  const Tensor q = Tensor::from(seeded_values(2 * 3 * D, 7), {1, 2, 3, D}, DType::f32, vk);
   check_close(attention(q, c.k, c.v, Tensor::from({33}, vk), {.causal = true}).to_vector(),
               sliced(q, c, 33, {.causal = true}), "vulkan, n 33");
   check_bad([&] { (void)attention(q, c.k, c.v, Tensor::from({41}, vk)); }, 41, "[1, 40]", vk);

@@ -46,6 +46,17 @@ void check_op(OpKind op, const std::vector<Tensor>& inputs, const OpParams& para
 // "[ops]" run that leaves any: every op must have differential cases).
 std::vector<OpKind> unchecked_ops();
 
+// n seeded values in [-1, 1): a small LCG, the same on every run and every machine.
+inline std::vector<float> seeded_values(std::size_t n, std::uint32_t seed) {
+  std::vector<float> v(n);
+  std::uint32_t s = seed * 2654435761u + 12345u;
+  for (auto& x : v) {
+    s = s * 1664525u + 1013904223u;
+    x = static_cast<float>(s >> 8) / static_cast<float>(1u << 23) - 1.0f;
+  }
+  return v;
+}
+
 // The code of the trine::Error that f() throws; internal when it throws none (no test expects that).
 inline ErrorCode code_of(auto&& f) {
   try {

@@ -15,6 +15,17 @@ using namespace detail;
 
 namespace {
 
+// The norms' checks of x, gamma and eps; returns the length of the normalized (last) axis.
+std::int64_t check_norm(const Array& x, const Array& gamma, double eps, const std::string& op) {
+  check_array(x, op, "x");
+  check_rank(x, op, "x", 1);
+  check_non_empty(x, op, "x");
+  if (!(eps > 0)) fail(op, "eps must be > 0");
+  const std::int64_t n = x.shape.back();
+  check_optional_vector(gamma, n, op, "gamma");
+  return n;
+}
+
 Array softmax_along(const Array& x, int axis, bool log_output, const std::string& op) {
   check_array(x, op, "x");
   check_rank(x, op, "x", 1);
@@ -59,12 +70,7 @@ Array log_softmax(const Array& x, int axis) { return softmax_along(x, axis, true
 
 Array layernorm(const Array& x, const Array& gamma, const Array& beta, double eps) {
   const std::string op = "layernorm";
-  check_array(x, op, "x");
-  check_rank(x, op, "x", 1);
-  check_non_empty(x, op, "x");
-  if (!(eps > 0)) fail(op, "eps must be > 0");
-  const std::int64_t n = x.shape.back();
-  check_optional_vector(gamma, n, op, "gamma");
+  const std::int64_t n = check_norm(x, gamma, eps, op);
   check_optional_vector(beta, n, op, "beta");
   Array y = x;
   y.scale.resize(y.data.size());
@@ -94,12 +100,7 @@ Array layernorm(const Array& x, const Array& gamma, const Array& beta, double ep
 
 Array rmsnorm(const Array& x, const Array& gamma, double eps) {
   const std::string op = "rmsnorm";
-  check_array(x, op, "x");
-  check_rank(x, op, "x", 1);
-  check_non_empty(x, op, "x");
-  if (!(eps > 0)) fail(op, "eps must be > 0");
-  const std::int64_t n = x.shape.back();
-  check_optional_vector(gamma, n, op, "gamma");
+  const std::int64_t n = check_norm(x, gamma, eps, op);
   Array y = x;
   y.scale.clear();  // a product of well-conditioned factors: relative to |y|
   y.terms = n;

@@ -313,32 +313,16 @@ const Generator& attention_generator() {
   return g;
 }
 
-// The mask's element strides along q's batch index b = outer * heads + h: the kernel takes one for
-// outer (its dims above the heads taken together) and one for h, so the mask's dims above the heads
-// must be all 1 (or absent) or all q's; and its size in u32, and the launches (split at whole
-// multiples of the heads) must each start at a whole head count. Else nullopt (limits says why).
-struct MaskForm {
-  i64 outer = 0, head = 0;
-};
+// The mask's two strides (attention_mask_strides: its dims above the heads all 1 or all q's), when
+// it is also indexed within u32 and each launch (split at whole multiples of the heads) starts at a
+// whole head count. Else nullopt (limits says why).
+using MaskForm = trine::detail::AttentionMaskStrides;
 std::optional<MaskForm> mask_form(const OpCall& c) {
   const Tensor &q = c.inputs[0], &m = c.inputs[4];
-  const int r = q.rank();
-  const i64 plane = m.dim(-1) * m.dim(-2);
   if (m.numel() > UINT32_MAX) return std::nullopt;
-  const bool mask_heads = m.rank() >= 3 && m.dim(-3) != 1;
-  bool any_outer = false, all_outer = true;
-  for (int d = 4; d <= r; ++d) {
-    const bool full = d <= m.rank() && m.dim(-d) != 1;
-    any_outer = any_outer || full;
-    all_outer = all_outer && (full || q.dim(-d) == 1);
-  }
-  if (any_outer && !all_outer) return std::nullopt;
-  const i64 heads = r >= 3 ? q.dim(-3) : 1;
+  const i64 heads = q.rank() >= 3 ? q.dim(-3) : 1;
   if (std::min<i64>(max_grid_yz, UINT32_MAX / std::max(q.dim(-2), c.inputs[1].dim(-2))) < heads) return std::nullopt;
-  MaskForm f;
-  f.head = mask_heads ? plane : 0;
-  f.outer = any_outer ? (mask_heads ? heads * plane : plane) : 0;
-  return f;
+  return trine::detail::attention_mask_strides(c);
 }
 
 std::optional<Steps> plan(const OpCall& c, int, const Resources& res, bool gathered) {

@@ -36,20 +36,10 @@ struct MaskForm {
   bool ok = false;
 };
 MaskForm mask_form(const detail::OpCall& call) {
-  const Tensor &q = call.inputs[0], &m = call.inputs[4];
-  const int r = q.rank();
-  const std::int64_t plane = m.dim(-1) * m.dim(-2), heads = r >= 3 ? q.dim(-3) : 1;
-  const bool mask_heads = m.rank() >= 3 && m.dim(-3) != 1;
-  bool any_outer = false, all_outer = true;
-  for (int d = 4; d <= r; ++d) {
-    const bool full = d <= m.rank() && m.dim(-d) != 1;
-    any_outer = any_outer || full;
-    all_outer = all_outer && (full || q.dim(-d) == 1);
-  }
+  const std::optional<detail::AttentionMaskStrides> s = detail::attention_mask_strides(call);
   MaskForm f;
-  f.head = mask_heads ? plane : 0;
-  f.outer = any_outer ? (mask_heads ? heads * plane : plane) : 0;
-  f.ok = (!any_outer || all_outer) && m.numel() <= std::int64_t{UINT32_MAX};
+  if (s) f.outer = s->outer, f.head = s->head;
+  f.ok = s.has_value() && call.inputs[4].numel() <= std::int64_t{UINT32_MAX};
   return f;
 }
 std::uint64_t groups(std::uint64_t items) { return (items + k_group - 1) / k_group; }
