@@ -10,6 +10,8 @@ PACKAGES=(
   libxsimd-dev
   # tests and benchmarks
   catch2 libbenchmark-dev
+  # the GPU comparison's driver (benches/gpu_compare/gpu_compare.py; its ctest runs it without PyTorch)
+  python3
   # the PTX parser fuzzer (scripts/fuzz.sh): libFuzzer comes with clang
   clang
   # Vulkan backend (lavapipe is the CPU driver CI runs it on)
