@@ -255,6 +255,14 @@ class Backend {
   // memory::cache_min_block, suits memory whose small allocations are cheap (malloc); a backend
   // whose every allocation is a driver call returns less. At least 1.
   virtual std::size_t cache_min_block() const noexcept { return memory::cache_min_block; }
+  // Optional: the default bound of the memory cache on device `index` when its memory is the
+  // device's own (a GPU's): a share of that memory, as a framework's caching allocator holds it. The
+  // cache gives everything back and retries when an allocation fails, so a large bound costs no
+  // failed calls. 0 (the default): the host-memory default (memory::set_cache_limit's comment).
+  virtual std::size_t cache_limit(int index) const noexcept {
+    (void)index;
+    return 0;
+  }
 
   // Optional: the memory cache hands out `handle` (from allocate(), possibly for a larger size, or
   // used before) to hold `bytes`; a backend that keeps per-allocation bookkeeping (the cpu

@@ -34,12 +34,16 @@ bool at_class(const Backend& backend, Device device, std::size_t bytes, std::siz
   return cls == bytes || backend.fits(device.index, cls) || !backend.fits(device.index, bytes);
 }
 
-std::size_t default_limit() {
+// TRINE_CACHE_LIMIT when set (for every device), else the backend's bound for a device with its own
+// memory, else 1/8 of the host's memory, at most 4 GiB.
+std::size_t default_limit(const Backend* backend, Device d) {
   if (const char* env = std::getenv("TRINE_CACHE_LIMIT"); env && *env) {
     char* end = nullptr;
     const unsigned long long v = std::strtoull(env, &end, 10);
     if (*end == '\0') return static_cast<std::size_t>(v);
   }
+  if (backend)
+    if (const std::size_t own = backend->cache_limit(d.index)) return own;
   const long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGE_SIZE);
   const std::size_t phys = pages > 0 && page > 0 ? static_cast<std::size_t>(pages) * static_cast<std::size_t>(page)
                                                  : std::size_t{1} << 33;
@@ -48,6 +52,7 @@ std::size_t default_limit() {
 
 struct DeviceCache {
   std::mutex mu;
+  bool limit_set = false;  // by set_cache_limit, or from the backend once it was known
   std::multimap<std::pair<std::size_t, MemoryKind>, void*> free;  // (size class, kind) -> block
   memory::Stats stats;
   Backend* backend = nullptr;
@@ -62,9 +67,15 @@ struct Caches {
     auto& c = by_device[{static_cast<int>(d.kind), d.index}];
     if (!c) {
       c = std::make_unique<DeviceCache>();
-      c->stats.cache_limit = default_limit();
+      c->stats.cache_limit = default_limit(nullptr, d);
     }
-    if (backend) c->backend = backend;
+    if (backend && !c->backend) {
+      // (asked before any block is cached: a stats() call may have made the entry without it)
+      std::lock_guard<std::mutex> own(c->mu);
+      c->backend = backend;
+      if (!c->limit_set) c->stats.cache_limit = default_limit(backend, d);
+      c->limit_set = true;
+    }
     return *c;
   }
 };
@@ -165,6 +176,7 @@ void set_cache_limit(std::size_t bytes, Device device) {
   auto& c = detail::caches().of(device, nullptr);
   std::lock_guard<std::mutex> lock(c.mu);
   c.stats.cache_limit = bytes;
+  c.limit_set = true;
   if (c.backend) {
     // The largest blocks go first: fewest calls to get under the new limit.
     while (c.stats.cached_bytes > bytes && !c.free.empty()) {

@@ -269,6 +269,15 @@ class CudaBackend final : public detail::Backend {
     api_.cuMemFree(ptr(handle));
   }
 
+  // Every allocation is a driver call, and cuMemFree waits for the device to be idle: blocks of
+  // every size are cached (a sync call then allocates nothing), up to 3/4 of the device's memory
+  // (the emulated device's memory is the host's: the host default there).
+  std::size_t cache_min_block() const noexcept override { return 1; }
+  std::size_t cache_limit(int index) const noexcept override {
+    if (provider_.emulated || index < 0 || static_cast<std::size_t>(index) >= devices_.size()) return 0;
+    return static_cast<std::size_t>(devices_[static_cast<std::size_t>(index)].total_memory / 4 * 3);
+  }
+
   // Device memory: never host-addressable here; Upload and Readback entries cross.
   void* host_pointer(void*) const noexcept override { return nullptr; }
 

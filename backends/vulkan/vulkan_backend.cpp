@@ -113,6 +113,13 @@ class VulkanBackend final : public detail::Backend {
   void deallocate(int, void* handle) noexcept override { free_buffer(static_cast<Allocation*>(handle)); }
   // Every allocation creates and binds a buffer (and large ones their memory): cached whatever its size.
   std::size_t cache_min_block() const noexcept override { return 1; }
+  // A discrete GPU's own memory (not host memory, as lavapipe's and an integrated GPU's is): 3/4 of
+  // its heap, so a loop over large tensors keeps finding its blocks (a miss is vkAllocateMemory).
+  std::size_t cache_limit(int index) const noexcept override {
+    if (!instance_ || index < 0 || static_cast<std::size_t>(index) >= instance_->count()) return 0;
+    const auto& caps = instance_->caps(index);
+    return caps.software || caps.host_coherent ? 0 : static_cast<std::size_t>(caps.heap_bytes / 4 * 3);
+  }
   void prepare(void* handle, std::size_t bytes) noexcept override {
     reuse_buffer(*static_cast<Allocation*>(handle), bytes);
   }

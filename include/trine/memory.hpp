@@ -24,8 +24,9 @@ struct Stats {
 inline constexpr std::size_t cache_min_block = 64 * 1024;
 
 // At most `bytes` are held for reuse on `device` (0 turns caching off there); blocks over the limit
-// are returned at once. Default: TRINE_CACHE_LIMIT (bytes) if set, else 1/8 of physical memory, at
-// most 4 GiB.
+// are returned at once. Default: TRINE_CACHE_LIMIT (bytes) if set; else, on a GPU with memory of its
+// own (cuda, a discrete Vulkan device), 3/4 of that memory; else 1/8 of the host's physical memory,
+// at most 4 GiB. A failed allocation empties the cache and is tried once more.
 void set_cache_limit(std::size_t bytes, Device device = Device::cpu());
 // Returns every cached block of `device` to its allocator.
 void clear_cache(Device device = Device::cpu());
