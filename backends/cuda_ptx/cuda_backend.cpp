@@ -404,6 +404,20 @@ class CudaBackend final : public detail::Backend {
       return detail::completed(e);
     const int index = s.entries.empty() ? 0 : detail::device_of(s.entries.front());
     auto& d = device(index);
+    // A submission that waits for another backend's work blocks its stream in a host function until
+    // that work is done, and the driver's implicitly synchronizing calls (cuMemFree, cuMemFreeHost,
+    // cuMemAllocHost: they wait for the device to be idle) would then wait for it too, on this thread,
+    // which may be the one that was to finish it. So every such call this submission makes comes
+    // before the host function is queued: the finished submissions' memory is freed first, and the
+    // page-locked buffers and check words are allocated before it.
+    if (!pending.empty()) {
+      std::vector<InFlight> finished;
+      {
+        std::lock_guard<std::mutex> lock(mu_);
+        current(d);
+        reap_locked(finished);
+      }
+    }
     std::vector<InFlight> finished;  // destroyed after the lock is released: freeing storage takes it
     std::lock_guard<std::mutex> lock(mu_);
     current(d);
@@ -413,19 +427,14 @@ class CudaBackend final : public detail::Backend {
       foreign = std::make_shared<ForeignWaits>();
       foreign->waits = std::move(pending);
       foreign->what = s.entries.empty() ? "cuda" : detail::entry_name(s.entries[s.serves.front()]);
-      auto* holder = new std::shared_ptr<ForeignWaits>(foreign);
-      if (const CUresult r = api_.cuLaunchHostFunc(d.stream, &ForeignWaits::run, holder); r != CUDA_SUCCESS) {
-        delete holder;
-        check(r, "cuLaunchHostFunc", foreign->what.c_str());
-      }
     }
     ++stats_.submissions;
     std::size_t i = 0;
     // While another backend's work is pending, an upload cannot hand its source to
     // cuMemcpyHtoDAsync: from pageable memory the driver may read it during the call, before the
-    // host function above has waited for that work (seen on a real GPU; the emulator reads such a
-    // source at the call too). The submission's uploads then go through page-locked buffers that a
-    // host function fills once the work is done, and the submission is not recorded as a graph.
+    // host function has waited for that work (seen on a real GPU; the emulator reads such a source
+    // at the call too). The submission's uploads then go through page-locked buffers that a host
+    // function fills once the work is done, and the submission is not recorded as a graph.
     std::shared_ptr<PinnedStaging> staging;
     if (foreign) {
       for (const auto& e : s.entries)
@@ -438,7 +447,25 @@ class CudaBackend final : public detail::Backend {
     DeviceState::Recorded* rec = s.signature.empty() || staging ? nullptr : &recorded_entry(d, s.signature);
     std::shared_ptr<IndexChecks> checks;
     try {
+      if (staging) {
+        for (const auto& e : s.entries) {
+          const auto* u = std::get_if<detail::Upload>(&e);
+          if (!u || !u->bytes) continue;
+          i = static_cast<std::size_t>(&e - s.entries.data());  // an error names this upload
+          void* pinned = nullptr;
+          check(api_.cuMemAllocHost(&pinned, u->bytes), "cuMemAllocHost", "upload");
+          staging->buffers.push_back(pinned);
+        }
+        i = 0;
+      }
       checks = index_checks(s, index);
+      if (foreign) {
+        auto* holder = new std::shared_ptr<ForeignWaits>(foreign);
+        if (const CUresult r = api_.cuLaunchHostFunc(d.stream, &ForeignWaits::run, holder); r != CUDA_SUCCESS) {
+          delete holder;
+          check(r, "cuLaunchHostFunc", foreign->what.c_str());
+        }
+      }
       if (rec && rec->exec) {
         replay(d, *rec);
       } else if (rec && rec->runs > 0) {
@@ -540,9 +567,10 @@ class CudaBackend final : public detail::Backend {
         const auto& u = std::get<detail::Upload>(e);
         const void* src = u.src;
         if (u.bytes && staging) {
-          void* pinned = nullptr;
-          check(api_.cuMemAllocHost(&pinned, u.bytes), "cuMemAllocHost", "upload");
-          staging->buffers.push_back(pinned);
+          // allocated by submit before the host function that waits was queued, one per upload
+          if (staging->used >= staging->buffers.size())
+            throw Error(ErrorCode::internal, "[upload] no page-locked buffer was set aside for this upload");
+          void* pinned = staging->buffers[staging->used++];
           auto copy = std::make_unique<HostCopy>(HostCopy{pinned, u.src, u.bytes});
           check(api_.cuLaunchHostFunc(d.stream, &HostCopy::run, copy.get()), "cuLaunchHostFunc", "upload");
           copy.release();  // HostCopy::run owns it now

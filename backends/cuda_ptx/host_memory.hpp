@@ -20,7 +20,8 @@ namespace trine::cuda {
 // Page-locked buffers that a submission's uploads were staged through; freed once it completed.
 struct PinnedStaging {
   const DriverApi* api = nullptr;
-  std::vector<void*> buffers;
+  std::vector<void*> buffers;  // one per upload with bytes, in entry order
+  std::size_t used = 0;        // the uploads enqueued so far
   PinnedStaging() = default;
   PinnedStaging(const PinnedStaging&) = delete;
   PinnedStaging& operator=(const PinnedStaging&) = delete;

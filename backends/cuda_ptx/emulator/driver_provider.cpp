@@ -250,7 +250,12 @@ CUresult mem_alloc(CUdeviceptr* p, std::size_t bytes) {
   *p = base;
   return CUDA_SUCCESS;
 }
+// cuMemFree, cuMemAllocHost and cuMemFreeHost synchronize implicitly on a real driver (the CUDA
+// programming guide's list): they wait for the device's queued work, a host function blocked on the
+// caller's own progress included. The emulator waits the same way, so a deadlock that a real GPU
+// would hit shows here too.
 CUresult mem_free(CUdeviceptr p) {
+  drain_all_streams();
   EMU_ENTER();
   if (p == 0) return CUDA_SUCCESS;
   const auto it = st.blocks.find(p);
@@ -261,6 +266,7 @@ CUresult mem_free(CUdeviceptr p) {
   return CUDA_SUCCESS;
 }
 CUresult mem_alloc_host(void** p, std::size_t bytes) {
+  drain_all_streams();
   EMU_ENTER();
   if (!p) return CUDA_ERROR_INVALID_VALUE;
   *p = std::aligned_alloc(256, (bytes + 255) / 256 * 256);
@@ -269,6 +275,7 @@ CUresult mem_alloc_host(void** p, std::size_t bytes) {
   return CUDA_SUCCESS;
 }
 CUresult mem_free_host(void* p) {
+  drain_all_streams();
   EMU_ENTER();
   if (!st.host_blocks.erase(p)) return CUDA_ERROR_INVALID_VALUE;
   std::free(p);
