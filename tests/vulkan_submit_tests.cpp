@@ -201,7 +201,12 @@ TEST_CASE("the workgroup reductions run their subgroup variant exactly where the
     CHECK(s[static_cast<std::size_t>(r)] == Approx(want).margin(1e-3));
   }
   const auto used = vulkan::shaders_dispatched();
-  auto ran = [&](const char* name) { return std::find(used.begin(), used.end(), name) != used.end(); };
+  // in whichever float-controls form the device runs (common.glsl)
+  auto ran = [&](const char* name) {
+    return std::any_of(used.begin(), used.end(), [&](const std::string& u) {
+      return u == name || u == std::string(name) + "_ieee" || u == std::string(name) + "_ieee_denorm";
+    });
+  };
   for (const char* base : {"reduce", "softmax", "norm"}) {
     INFO(base);
     CHECK(ran((std::string(base) + "_subgroup").c_str()) == on);
@@ -229,4 +234,38 @@ TEST_CASE("a TRINE_VULKAN_SUBGROUPS other than 0 or 1 is an error naming the var
     CHECK(e.code() == ErrorCode::device_unavailable);
     CHECK_THAT(e.what(), Catch::Contains(expected));
   }
+}
+
+TEST_CASE("vulkan: the shaders run in the float-controls form the device supports", "[vulkan]") {
+  require_vulkan();
+  // trine-info's line says which form the device runs (DeviceCaps::shader_form): both preserves,
+  // NaN/inf only, or none; every shader dispatched on it must be that form (common.glsl), or a driver
+  // without SignedZeroInfNanPreserve may fold isnan() away (NVIDIA's did: relu(NaN) gave 0).
+  std::string caps;
+  for (const DeviceInfo& d : devices())
+    if (d.device == k_vk) caps = d.capabilities;
+  const std::string form = caps.find("shaders keep NaN/inf and subnormals") != std::string::npos ? "_ieee_denorm"
+                           : caps.find("shaders keep NaN/inf (subnormals may flush)") != std::string::npos ? "_ieee"
+                                                                                                          : "";
+  INFO(caps);
+  const Tensor x = Tensor::from(std::vector<float>{std::nanf(""), -1.0f, 2.0f, -0.0f}, {4}, DType::f32, k_vk);
+  const auto y = relu(x).to_vector();
+  CHECK(std::isnan(y[0]));
+  CHECK(y[1] == 0.0f);
+  CHECK(y[2] == 2.0f);
+  auto ends_with = [](const std::string& s, const std::string& tail) {
+    return s.size() >= tail.size() && s.compare(s.size() - tail.size(), tail.size(), tail) == 0;
+  };
+  const auto used = vulkan::shaders_dispatched();
+  REQUIRE_FALSE(used.empty());
+  for (const std::string& name : used) {
+    INFO(name);
+    if (form.empty()) {
+      CHECK_FALSE(ends_with(name, "_ieee"));
+      CHECK_FALSE(ends_with(name, "_ieee_denorm"));
+    } else {
+      CHECK(ends_with(name, form));
+    }
+  }
+  require_no_validation_messages();
 }

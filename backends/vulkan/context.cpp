@@ -167,8 +167,14 @@ DeviceCaps read_caps(const vk::raii::PhysicalDevice& pd) {
   c.min_storage_offset_alignment = p.limits.minStorageBufferOffsetAlignment;
   c.max_push_constants = p.limits.maxPushConstantsSize;
   c.max_allocation_count = p.limits.maxMemoryAllocationCount;
-  auto p11 = pd.getProperties2<vk::PhysicalDeviceProperties2, vk::PhysicalDeviceMaintenance3Properties>();
+  auto p11 = pd.getProperties2<vk::PhysicalDeviceProperties2, vk::PhysicalDeviceMaintenance3Properties,
+                               vk::PhysicalDeviceFloatControlsProperties>();
   c.max_allocation_size = p11.get<vk::PhysicalDeviceMaintenance3Properties>().maxMemoryAllocationSize;
+  {
+    const auto& fc = p11.get<vk::PhysicalDeviceFloatControlsProperties>();
+    c.preserve_nan32 = fc.shaderSignedZeroInfNanPreserveFloat32;
+    c.preserve_denorm32 = fc.shaderDenormPreserveFloat32;
+  }
 
   auto feats = pd.getFeatures2<vk::PhysicalDeviceFeatures2, vk::PhysicalDeviceVulkan11Features,
                                vk::PhysicalDeviceVulkan12Features>();
@@ -224,7 +230,11 @@ std::string capability_line(const DeviceCaps& c) {
          "]; maxStorageBufferRange " + mib(c.max_storage_buffer_range) + "; largest allocation " +
          mib(c.max_allocation_size) + "; heap " + mib(c.heap_bytes) +
          (c.host_coherent ? " host-visible coherent" : " device-local") + "; f16 " + (c.f16 ? "yes" : "no") + ", f64 " +
-         (c.float64 ? "yes" : "no") + ", int8 " + (c.int8 ? "yes" : "no") + "; robustBufferAccess " +
+         (c.float64 ? "yes" : "no") + ", int8 " + (c.int8 ? "yes" : "no") + "; shaders keep " +
+         (c.preserve_nan32 && c.preserve_denorm32 ? "NaN/inf and subnormals"
+          : c.preserve_nan32                      ? "NaN/inf (subnormals may flush)"
+                                                  : "what the driver keeps (no float controls)") +
+         "; robustBufferAccess " +
          (!c.robust_access   ? "absent"
           : c.gpu_validation ? "off (GPU-assisted validation checks every access)"
                              : "on") +
@@ -255,7 +265,7 @@ DeviceContext::DeviceContext(const vk::raii::PhysicalDevice& physical, const Dev
   queue_ = TRINE_VK(device_.getQueue(caps_.queue_family, 0));
   vk::SemaphoreTypeCreateInfo type(vk::SemaphoreType::eTimeline, 0);
   timeline_ = TRINE_VK(device_.createSemaphore(vk::SemaphoreCreateInfo({}, &type)));
-  pipelines_ = std::make_unique<Pipelines>(device_, physical_.getProperties());
+  pipelines_ = std::make_unique<Pipelines>(device_, physical_.getProperties(), caps_.shader_form());
   memory_pool_ = std::make_unique<MemoryPool>(device_, physical_, caps_, index_);
 }
 

@@ -70,6 +70,12 @@ struct DeviceCaps {
   // shaderFloat64, enabled on the device where present: pow's double-precision shaders need it
   // (kernels/unary.cpp refuses pow without it).
   bool float64 = false;
+  // VkPhysicalDeviceFloatControlsProperties: the shaders' float-controls form (common.glsl) the
+  // pipelines take: "_ieee_denorm" where both are supported, "_ieee" where only NaN/inf are, else "".
+  bool preserve_nan32 = false, preserve_denorm32 = false;
+  const char* shader_form() const noexcept {
+    return preserve_nan32 && preserve_denorm32 ? "_ieee_denorm" : preserve_nan32 ? "_ieee" : "";
+  }
   std::uint32_t queue_family = 0;
   // Loop iterations one invocation may run before the driver silently cuts the loop short (0: no
   // such limit). llvmpipe (lavapipe) stops every shader loop near 65535 iterations to guard against

@@ -21,9 +21,12 @@ std::vector<std::string> shaders_never_dispatched() {
   const std::vector<std::string> used = shaders_used();
   std::vector<std::string> missing;
   // A shader and its _subgroup variant are one: a device runs one or the other (ctest
-  // vulkan_subgroups runs the variants on lavapipe, which otherwise does not use them).
+  // vulkan_subgroups runs the variants on lavapipe, which otherwise does not use them). So are its
+  // float-controls forms (_ieee, _ieee_denorm): a device runs the one it supports.
   auto family = [](std::string n) {
-    if (n.size() > 9 && n.compare(n.size() - 9, 9, "_subgroup") == 0) n.resize(n.size() - 9);
+    for (const std::string suffix : {"_ieee_denorm", "_ieee", "_subgroup"})
+      if (n.size() > suffix.size() && n.compare(n.size() - suffix.size(), suffix.size(), suffix) == 0)
+        n.resize(n.size() - suffix.size());
     return n;
   };
   for (const EmbeddedShader& s : embedded_shaders()) {

@@ -46,8 +46,8 @@ bool cache_matches(const std::vector<char>& data, const vk::PhysicalDeviceProper
 
 }  // namespace
 
-Pipelines::Pipelines(const vk::raii::Device& device, const vk::PhysicalDeviceProperties& props)
-    : device_(device), props_(props), cache_path_(cache_path(props)) {
+Pipelines::Pipelines(const vk::raii::Device& device, const vk::PhysicalDeviceProperties& props, std::string form)
+    : device_(device), props_(props), form_(std::move(form)), cache_path_(cache_path(props)) {
   std::vector<char> data;
   if (!cache_path_.empty()) {
     std::ifstream in(cache_path_, std::ios::binary);
@@ -102,14 +102,15 @@ Pipeline Pipelines::get(const char* shader, std::uint32_t bindings, std::span<co
   if (it == pipelines_.end()) {
     auto mod = modules_.find(key.first);
     if (mod == modules_.end()) {
+      const std::string name = key.first + form_;  // the device's float-controls form of it
       const EmbeddedShader* found = nullptr;
       for (const auto& s : embedded_shaders())
-        if (key.first == s.name) found = &s;
-      if (!found) throw Error(ErrorCode::internal, std::string("[vulkan] no embedded shader named ") + shader);
+        if (name == s.name) found = &s;
+      if (!found) throw Error(ErrorCode::internal, "[vulkan] no embedded shader named " + name);
       vk::ShaderModuleCreateInfo info({}, found->count * 4, found->words);
       mod = modules_.emplace(key.first, TRINE_VK(device_.createShaderModule(info))).first;
       std::lock_guard<std::mutex> used_lock(used_shaders().mu);
-      used_shaders().names.insert(key.first);
+      used_shaders().names.insert(name);
     }
     std::vector<vk::SpecializationMapEntry> entries;
     for (std::uint32_t i = 0; i < spec.size(); ++i) entries.push_back({i, i * 4, 4});

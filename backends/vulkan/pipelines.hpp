@@ -41,7 +41,8 @@ struct Pipeline {
 
 class Pipelines {
  public:
-  Pipelines(const vk::raii::Device& device, const vk::PhysicalDeviceProperties& props);
+  // `form`: the suffix of the shaders' float-controls form this device runs (DeviceCaps::shader_form).
+  Pipelines(const vk::raii::Device& device, const vk::PhysicalDeviceProperties& props, std::string form);
   ~Pipelines();  // writes the pipeline cache file; never throws
   // The pipeline for `shader` with `bindings` storage buffers and the specialization constants
   // `spec` (constant_id i = spec[i]); made on first use. Thread-safe.
@@ -54,6 +55,7 @@ class Pipelines {
   };
   const vk::raii::Device& device_;
   vk::PhysicalDeviceProperties props_;
+  std::string form_;
   std::string cache_path_;
   vk::raii::PipelineCache cache_{nullptr};
   std::mutex mu_;

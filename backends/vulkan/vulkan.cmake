@@ -66,19 +66,47 @@ file(COPY_FILE ${TRINE_VULKAN_OPS_GLSL}.tmp ${TRINE_VULKAN_OPS_GLSL} ONLY_IF_DIF
 file(GLOB TRINE_VULKAN_SHADERS CONFIGURE_DEPENDS ${TRINE_VULKAN_DIR}/shaders/*.comp)
 file(GLOB TRINE_VULKAN_SHADER_INCLUDES CONFIGURE_DEPENDS ${TRINE_VULKAN_DIR}/shaders/*.glsl)
 list(APPEND TRINE_VULKAN_SHADER_INCLUDES ${TRINE_VULKAN_OPS_GLSL})
+# trine_vulkan_shader(SRC NAME WHAT DEFINES...): NAME.spv from SRC with -D<define>=1 for each of
+# DEFINES, and beside it the two float-controls forms every shader has (common.glsl):
+# NAME_ieee (SignedZeroInfNanPreserve for 32-bit floats: NaN, infinities and signed zeros kept, so
+# isnan() and the ops' special values hold on drivers that otherwise assume none, as NVIDIA's does)
+# and NAME_ieee_denorm (DenormPreserve too: no flush of subnormals). The pipelines take the most the
+# device supports (pipelines.cpp).
 set(TRINE_VULKAN_SPV)
+function(trine_vulkan_shader src name what)
+  set(defines)
+  foreach(d ${ARGN})
+    list(APPEND defines -D${d}=1)
+  endforeach()
+  foreach(form "::" "_ieee:TRINE_IEEE:, NaN and infinities kept" "_ieee_denorm:TRINE_IEEE;TRINE_DENORM:, subnormals kept too")
+    string(REPLACE ":" ";" form "${form}")
+    list(GET form 0 suffix)
+    list(LENGTH form n)
+    set(form_defines)
+    set(form_what "")
+    if(n GREATER 2)
+      list(SUBLIST form 1 -1 rest)
+      list(POP_BACK rest form_what)
+      foreach(d ${rest})
+        list(APPEND form_defines -D${d}=1)
+      endforeach()
+    endif()
+    set(spv ${CMAKE_CURRENT_BINARY_DIR}/shaders/${name}${suffix}.spv)
+    add_custom_command(OUTPUT ${spv}
+      COMMAND ${CMAKE_COMMAND} -E make_directory ${CMAKE_CURRENT_BINARY_DIR}/shaders
+      COMMAND ${TRINE_GLSLC} --target-env=vulkan1.2 -O -Werror ${defines} ${form_defines} -I ${TRINE_VULKAN_DIR}/shaders
+              -I ${TRINE_VULKAN_GENERATED} -o ${spv} ${src}
+      COMMAND ${TRINE_SPIRV_VAL} --target-env vulkan1.2 ${spv}
+      DEPENDS ${src} ${TRINE_VULKAN_SHADER_INCLUDES}
+      COMMENT "glslc + spirv-val: ${name}${suffix} (${what}${form_what})"
+      VERBATIM)
+    set(TRINE_VULKAN_SPV ${TRINE_VULKAN_SPV} ${spv} PARENT_SCOPE)
+    set(TRINE_VULKAN_SPV ${TRINE_VULKAN_SPV} ${spv})
+  endforeach()
+endfunction()
 foreach(src ${TRINE_VULKAN_SHADERS})
   get_filename_component(name ${src} NAME_WE)
-  set(spv ${CMAKE_CURRENT_BINARY_DIR}/shaders/${name}.spv)
-  add_custom_command(OUTPUT ${spv}
-    COMMAND ${CMAKE_COMMAND} -E make_directory ${CMAKE_CURRENT_BINARY_DIR}/shaders
-    COMMAND ${TRINE_GLSLC} --target-env=vulkan1.2 -O -Werror -I ${TRINE_VULKAN_DIR}/shaders
-            -I ${TRINE_VULKAN_GENERATED} -o ${spv} ${src}
-    COMMAND ${TRINE_SPIRV_VAL} --target-env vulkan1.2 ${spv}
-    DEPENDS ${src} ${TRINE_VULKAN_SHADER_INCLUDES}
-    COMMENT "glslc + spirv-val: ${name}.comp"
-    VERBATIM)
-  list(APPEND TRINE_VULKAN_SPV ${spv})
+  trine_vulkan_shader(${src} ${name} "${name}.comp")
   # Variants, each <name>_<suffix> built with -D<define>=1: the workgroup reductions with subgroup
   # operations (workgroup_reduce.glsl), for devices that have them; the shaders calling activate()
   # with pow in double (common.glsl), for devices with shaderFloat64 (the plain shaders must not
@@ -98,16 +126,7 @@ foreach(src ${TRINE_VULKAN_SHADERS})
     list(GET variant 0 suffix)
     list(GET variant 1 define)
     list(GET variant 2 what)
-    set(spv_v ${CMAKE_CURRENT_BINARY_DIR}/shaders/${name}_${suffix}.spv)
-    add_custom_command(OUTPUT ${spv_v}
-      COMMAND ${CMAKE_COMMAND} -E make_directory ${CMAKE_CURRENT_BINARY_DIR}/shaders
-      COMMAND ${TRINE_GLSLC} --target-env=vulkan1.2 -O -Werror -D${define}=1 -I ${TRINE_VULKAN_DIR}/shaders
-            -I ${TRINE_VULKAN_GENERATED} -o ${spv_v} ${src}
-      COMMAND ${TRINE_SPIRV_VAL} --target-env vulkan1.2 ${spv_v}
-      DEPENDS ${src} ${TRINE_VULKAN_SHADER_INCLUDES}
-      COMMENT "glslc + spirv-val: ${name}.comp ${what}"
-      VERBATIM)
-    list(APPEND TRINE_VULKAN_SPV ${spv_v})
+    trine_vulkan_shader(${src} ${name}_${suffix} "${name}.comp ${what}" ${define})
   endforeach()
 endforeach()
 string(REPLACE ";" "|" TRINE_VULKAN_SPV_ARG "${TRINE_VULKAN_SPV}")
