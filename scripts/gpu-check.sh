@@ -15,6 +15,8 @@
 #   TRINE_GPU_VULKAN=vulkan:1 ...          # the Vulkan device to test (vulkan:0)
 #   TRINE_GPU_CHECK_TIMEOUT=300 ...        # seconds at most per step (300)
 #   TRINE_GPU_CHECK_DEADLINE=520 ...       # seconds for the whole run (none)
+#   TRINE_GPU_CHECK_STEPS='cuda|vulkan' ... # only the steps whose names match this regex (a rerun)
+#   TRINE_GPU_CHECK_CASES=add_f32_64M,...   # only these cases of the comparison (gpu-compare --list)
 #
 # The build dir may be a kit made by scripts/gpu-kit.sh (the binaries, libtrine and a Vulkan loader
 # with the validation layer, for a GPU machine that has none): its vulkan-root is used when present.
@@ -70,6 +72,9 @@ allowed() {
 # step NAME CAP COMMAND...: runs it with its output in $out/NAME.log, prints Catch's totals.
 step() {
   local name=$1 secs
+  if [[ -n ${TRINE_GPU_CHECK_STEPS:-} && ! $name =~ ^(${TRINE_GPU_CHECK_STEPS})$ ]]; then
+    return
+  fi
   secs=$(allowed "$2")
   shift 2
   if (( secs < 5 )); then
@@ -98,9 +103,11 @@ if [[ -n $py ]]; then
   budget=$(( $(allowed 240) - 60 ))
   (( budget < 30 )) && budget=30
   step gpu_compare 240 "$py" "$here/benches/gpu_compare/gpu_compare.py" --bin "$compare" --devices "cuda:0,$vk" \
-    --samples 5 --budget "$budget" --timeout 60 --json "$out/compare.json"
-  sed -n '/^GPU comparison/,$p' "$out/gpu_compare.log" | grep -v '^\[gpu-compare' >"$out/compare.md"
-  grep -E '^\| (matmul_f16_8192|matmul_f32_4096|add_f32_64M|sync_relu_16) ' "$out/compare.md"
+    --samples 5 --budget "$budget" --timeout 60 --json "$out/compare.json" ${TRINE_GPU_CHECK_CASES:+--cases "$TRINE_GPU_CHECK_CASES"}
+  if [[ -f $out/gpu_compare.log ]]; then
+    sed -n '/^GPU comparison/,$p' "$out/gpu_compare.log" | grep -v '^\[gpu-compare' >"$out/compare.md"
+    grep -E '^\| (matmul_f16_8192|matmul_f32_4096|add_f32_64M|sync_relu_16) ' "$out/compare.md"
+  fi
 else
   echo "== gpu_compare: no python3 on PATH, not run"
 fi
@@ -117,7 +124,7 @@ for suite in ops numerics async batch decode; do
 done
 # 4. The main job.
 step trine_bench 120 env XDG_CACHE_HOME="$out/cache" "$bench" --quick --calibrate --no-plots --out "$out/trine-bench"
-tail -12 "$out/trine_bench.log"
+[[ -f $out/trine_bench.log ]] && tail -12 "$out/trine_bench.log"
 # 5. The sanitizers, with whatever time is left.
 sanitizer=$(command -v compute-sanitizer || ls /usr/local/cuda*/bin/compute-sanitizer 2>/dev/null | head -1)
 if [[ -n $sanitizer ]]; then
