@@ -197,8 +197,11 @@ TEST_CASE("a batch reuses the memory of tensors nobody holds once their last ent
   batch.run();
   const auto after = memory::stats(dev);
   const auto allocations = (after.hits + after.misses) - (before.hits + before.misses);
-  // 17 tensors (the upload and 16 results); without reuse 17 allocations, with it a handful.
-  CHECK(allocations <= 4);
+  // 17 tensors (the upload and 16 results); without reuse 17 allocations, with it a handful: at
+  // most 4 for the tensors, and on a device whose memory the host cannot map (a discrete GPU, or
+  // lavapipe with TRINE_VULKAN_FORCE_STAGING=1: ctest batch_vulkan_0_staged) a staging buffer each
+  // for the upload and the read (an H200 counted 5 here).
+  CHECK(allocations <= 6);
   std::vector<float> expect = xs, expect_kept;
   for (int i = 0; i < 16; ++i) {
     for (auto& v : expect) v = 0.5f * v + 0.25f;
