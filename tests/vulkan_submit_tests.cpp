@@ -9,6 +9,7 @@
 #include <cmath>
 #include <cstdlib>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "backends/vulkan/debug.hpp"
@@ -246,7 +247,7 @@ TEST_CASE("vulkan: the shaders run in the float-controls form the device support
     if (d.device == k_vk) caps = d.capabilities;
   const std::string form = caps.find("shaders keep NaN/inf and subnormals") != std::string::npos ? "_ieee_denorm"
                            : caps.find("shaders keep NaN/inf (subnormals may flush)") != std::string::npos ? "_ieee"
-                                                                                                          : "";
+                                                                                                           : "";
   INFO(caps);
   const Tensor x = Tensor::from(std::vector<float>{std::nanf(""), -1.0f, 2.0f, -0.0f}, {4}, DType::f32, k_vk);
   const auto y = relu(x).to_vector();
@@ -267,5 +268,43 @@ TEST_CASE("vulkan: the shaders run in the float-controls form the device support
       CHECK(ends_with(name, form));
     }
   }
+  require_no_validation_messages();
+}
+
+TEST_CASE("vulkan: gemv reads f16 and bf16 weights in place (gemv_b16), at any offset and odd K, x and y f32 or 16-bit",
+          "[vulkan]") {
+  require_vulkan();
+  // A decode's weights stay 16-bit: not cast into an f32 temporary on every call. Views start at
+  // either half of a word (an odd K, an odd row offset), so rows straddle words both ways.
+  for (DType d : {DType::f16, DType::bf16}) {
+    for (const auto& [m, k, skip] : {std::tuple{37, 301, 1}, {64, 4096, 0}, {5, 1, 3}, {3, 2, 1}}) {
+      INFO(dtype_name(d) << " " << m << "x" << k << " from row " << skip);
+      const Tensor whole = Tensor::random({m + skip, k}, 500 + static_cast<std::uint64_t>(k), -1, 1, d, k_vk);
+      const Tensor a = whole.slice(0, skip, m + skip);  // offset skip * k elements: odd for odd k
+      for (DType xd : {DType::f32, d}) {                // x f32: y f32; x 16-bit too: y 16-bit, rounded once
+        INFO("x " << dtype_name(xd));
+        const Tensor x = Tensor::random({k}, 600, -1, 1, xd, k_vk);
+        const Tensor y = gemv(a, x);
+        REQUIRE(y.dtype() == xd);
+        const auto got = y.to_vector();
+        const auto av = a.to_vector(), xv = x.to_vector();  // the 16-bit values, exactly, as floats
+        for (int i = 0; i < m; ++i) {
+          double want = 0, mag = 0;
+          for (int j = 0; j < k; ++j) {
+            const double t =
+                static_cast<double>(av[static_cast<std::size_t>(i * k + j)]) * xv[static_cast<std::size_t>(j)];
+            want += t;
+            mag += std::fabs(t);
+          }
+          // f32 sums of k products: a few rounding steps of the magnitude; a 16-bit y one rounding
+          // more, half an ulp of the result (2^-11 for f16, 2^-8 for bf16)
+          const double round = xd == DType::f32 ? 0 : std::fabs(want) * (d == DType::f16 ? 0x1p-11 : 0x1p-8);
+          CHECK(std::fabs(got[static_cast<std::size_t>(i)] - want) <= 1e-6 * mag + round + 1e-30);
+        }
+      }
+    }
+  }
+  const auto used = vulkan::shaders_dispatched();
+  CHECK(std::any_of(used.begin(), used.end(), [](const std::string& s) { return s.rfind("gemv_b16", 0) == 0; }));
   require_no_validation_messages();
 }

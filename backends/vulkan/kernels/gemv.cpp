@@ -1,13 +1,51 @@
 // gemv and dot on Vulkan: reductions (reduce.comp, ops.cpp's record_reduction) with a vector along
-// the reduced axis, on inputs made contiguous on the device first.
+// the reduced axis, on inputs made contiguous on the device first; gemv with 16-bit weights and an
+// f32 vector reads the weights in place (gemv_b16.comp).
 #include "backends/vulkan/ops.hpp"
 
 namespace trine::vulkan {
 namespace {
 
+// gemv_b16.comp's case: A f16 or bf16 contiguous (any offset), not transposed; x f32 (any
+// strides: made contiguous) or contiguous in A's dtype; y f32, or contiguous at an even offset in
+// A's dtype (dtype_promoted gives that when x is). The rest of gemv's 16-bit calls run between casts
+// (backends/widen.hpp).
+bool b16_weights(const detail::OpCall& call) {
+  const Tensor &a = call.inputs[0], &x = call.inputs[1], &y = call.output;
+  if (!dtype_is_16bit(a.dtype()) || !a.is_contiguous() || std::get<GemvParams>(call.params).trans) return false;
+  const bool x_ok = x.dtype() == DType::f32 || (x.dtype() == a.dtype() && x.is_contiguous());
+  const bool y_ok = y.dtype() == DType::f32 || (y.dtype() == a.dtype() && y.is_contiguous() && y.offset() % 2 == 0);
+  return x_ok && y_ok;
+}
+
+std::uint32_t type_code(DType d) { return d == DType::f16 ? 1 : d == DType::bf16 ? 2 : 0; }
+
+bool inputs_gemv(const detail::OpCall& call) { return inputs_f32(call) || b16_weights(call); }
+
+constexpr std::uint32_t k_gemv_group = 128;
+
+struct GemvPush {
+  std::uint32_t rows, k, a_off, x_off, y_off;
+};
+
+// The words of a row one invocation reads: ceil(K / 2) + 1 (a row may straddle one more), a
+// workgroup's width apart.
+std::uint64_t gemv_b16_loop(std::uint64_t k) { return (k / 2 + 2 + k_gemv_group - 1) / k_gemv_group; }
+
 void limits_gemv(Limits& l, const detail::OpCall& call) {
   if (call.output.numel() == 0) return;
   const Tensor& a = call.inputs[0];
+  if (b16_weights(call)) {
+    l.bind(a, "input 0");
+    if (call.inputs[1].dtype() == DType::f32)
+      l.bind(l.contiguous_f32(call.inputs[1], "input 1"), "input 1");
+    else
+      l.bind(call.inputs[1], "input 1");
+    l.bind(call.output, "the output");
+    const std::uint64_t k = static_cast<std::uint64_t>(a.shape()[1]);
+    l.loop(gemv_b16_loop(k), [&] { return "a row of " + std::to_string(k) + " 16-bit weights"; });
+    return;
+  }
   const std::uint64_t ra = l.contiguous_f32(a, "input 0"), rx = l.contiguous_f32(call.inputs[1], "input 1");
   const auto rows = static_cast<std::uint32_t>(a.shape()[0]), cols = static_cast<std::uint32_t>(a.shape()[1]);
   if (std::get<GemvParams>(call.params).trans) return limits_reduction(l, ra, rx, call.output, 1, rows, cols, 3);
@@ -20,6 +58,16 @@ void record_gemv(Recorder& rec, const detail::OpCall& call) {
   const bool trans = std::get<GemvParams>(call.params).trans;
   const auto rows = static_cast<std::uint32_t>(a.shape()[0]), cols = static_cast<std::uint32_t>(a.shape()[1]);
   if (call.output.numel() == 0) return;
+  if (b16_weights(call)) {
+    const Tensor& x = call.inputs[1];
+    const TensorRef ra = ref_of(a), rx = x.dtype() == DType::f32 ? contiguous_f32(rec, x) : ref_of(x);
+    const GemvPush p{rows, cols, ra.offset, rx.offset, y.offset};
+    const std::uint32_t yt = type_code(call.output.dtype());
+    // a 16-bit y: a workgroup per two rows, the two halves of one word
+    rec.dispatch("gemv_b16", {bind_in(ra), bind_in(rx), bind_out(y)}, &p, sizeof(p), yt ? (rows + 1) / 2 : rows,
+                 {k_gemv_group, type_code(a.dtype()), type_code(x.dtype()), yt});
+    return;
+  }
   const TensorRef ra = contiguous_f32(rec, a), rx = contiguous_f32(rec, call.inputs[1]);
   // y[m] = sum_k A[m, k] x[k]: rows of [M, K, 1]; transposed, the columns of [1, K, M].
   if (trans) return record_reduction(rec, ra, &rx, y, 1, rows, cols, 3);
@@ -41,7 +89,7 @@ void record_dot(Recorder& rec, const detail::OpCall& call) {
 }  // namespace
 
 void register_gemv(VulkanOps& r) {
-  r.add(OpKind::gemv, {inputs_f32, limits_gemv, record_gemv});
+  r.add(OpKind::gemv, {inputs_gemv, limits_gemv, record_gemv});
   r.add(OpKind::dot, {inputs_f32, limits_dot, record_dot});
 }
 
