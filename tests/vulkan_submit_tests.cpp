@@ -308,3 +308,35 @@ TEST_CASE("vulkan: gemv reads f16 and bf16 weights in place (gemv_b16), at any o
   CHECK(std::any_of(used.begin(), used.end(), [](const std::string& s) { return s.rfind("gemv_b16", 0) == 0; }));
   require_no_validation_messages();
 }
+
+TEST_CASE("vulkan: matmul with 16-bit B rows reads them in place (matmul_rows_b16), A of any dtype", "[vulkan]") {
+  require_vulkan();
+  // x @ W with W f16/bf16 [K, N], row-contiguous, N a multiple of 4: a decode's projection. A is f32,
+  // or 16-bit at an odd offset (a row view); B starts at a multiple of 4 elements.
+  for (DType bd : {DType::f16, DType::bf16}) {
+    for (DType ad : {DType::f32, DType::f16, DType::bf16}) {
+      for (const auto& [m, k, n] : {std::tuple{1, 64, 12}, {3, 33, 260}, {17, 5, 4}}) {
+        INFO(dtype_name(ad) << " @ " << dtype_name(bd) << " " << m << "x" << k << "x" << n);
+        const Tensor aw = Tensor::random({m + 1, k}, 700 + static_cast<std::uint64_t>(k), -1, 1, ad, k_vk);
+        const Tensor a = aw.slice(0, 1, m + 1);  // offset k: odd for odd k
+        const Tensor b = Tensor::random({k, n}, 800 + static_cast<std::uint64_t>(n), -1, 1, bd, k_vk);
+        const auto got = a.matmul(b).to_vector();
+        const auto av = a.to_vector(), bv = b.to_vector();
+        for (int i = 0; i < m; ++i)
+          for (int j = 0; j < n; ++j) {
+            double want = 0, mag = 0;
+            for (int q = 0; q < k; ++q) {
+              const double t = static_cast<double>(av[static_cast<std::size_t>(i * k + q)]) *
+                               bv[static_cast<std::size_t>(q * n + j)];
+              want += t;
+              mag += std::fabs(t);
+            }
+            CHECK(std::fabs(got[static_cast<std::size_t>(i * n + j)] - want) <= 1e-6 * mag + 1e-30);
+          }
+      }
+    }
+  }
+  const auto used = vulkan::shaders_dispatched();
+  CHECK(std::any_of(used.begin(), used.end(), [](const std::string& s) { return s.rfind("matmul_rows_b16", 0) == 0; }));
+  require_no_validation_messages();
+}

@@ -1,6 +1,6 @@
 // matmul on Vulkan: reads its inputs through their strides (transposes and views cost nothing),
-// f32, f16 or bf16 each; matmul_rows.comp for row-contiguous f32 inputs, the tiled matmul.comp for
-// the rest.
+// f32, f16 or bf16 each; matmul_rows.comp for row-contiguous f32 inputs (its _b16 variant where B
+// is 16-bit, A any), the tiled matmul.comp for the rest.
 #include <string>
 
 #include "backends/vulkan/ops.hpp"
@@ -73,8 +73,11 @@ void record_matmul(Recorder& rec, const detail::OpCall& call) {
   // Row-contiguous f32 A and B whose rows are whole vec4s (the common case: no transposes or column
   // views): matmul_rows.comp, without shared memory or barriers. RM rows per workgroup (fewer when
   // M is small: rows past M would be computed and thrown away), CN vec4 columns per invocation.
-  bool rows = a.dtype() == DType::f32 && b.dtype() == DType::f32 && p.a_cs == 1 && p.b_cs == 1 && p.N % 4 == 0 &&
-              p.b_off % 4 == 0 && p.b_rs % 4 == 0 && ry.offset == 0;
+  // A 16-bit B (a decode's weights) takes the same path as matmul_rows_b16, reading four columns
+  // in two words, A of any dtype.
+  const bool b16 = dtype_is_16bit(b.dtype());
+  bool rows = (b16 || (a.dtype() == DType::f32 && b.dtype() == DType::f32)) && p.a_cs == 1 && p.b_cs == 1 &&
+              p.N % 4 == 0 && p.b_off % 4 == 0 && p.b_rs % 4 == 0 && ry.offset == 0;
   for (int i = 0; i < k_max_batch_rank; ++i) rows = rows && p.b_bs[i] % 4 == 0;
   if (rows) {
     std::uint32_t rm = 1;
@@ -82,7 +85,11 @@ void record_matmul(Recorder& rec, const detail::OpCall& call) {
     const std::uint32_t cols4 = p.N / 4, cn = cols4 > k_rows_lanes ? 2 : 1;
     const std::uint64_t tiles =
         std::uint64_t{(p.M + rm - 1) / rm} * ((cols4 + k_rows_lanes * cn - 1) / (k_rows_lanes * cn));
-    rec.dispatch("matmul_rows", {bind_in(ra), bind_in(rb), bind_out(ry)}, &p, sizeof(p), tiles * p.batch, {rm, cn});
+    if (b16)
+      rec.dispatch("matmul_rows_b16", {bind_in(ra), bind_in(rb), bind_out(ry)}, &p, sizeof(p), tiles * p.batch,
+                   {rm, cn, dtype_code(a.dtype()), dtype_code(b.dtype())});
+    else
+      rec.dispatch("matmul_rows", {bind_in(ra), bind_in(rb), bind_out(ry)}, &p, sizeof(p), tiles * p.batch, {rm, cn});
     return;
   }
   const std::uint64_t tiles = std::uint64_t{(p.M + k_tile - 1) / k_tile} * ((p.N + k_tile - 1) / k_tile);

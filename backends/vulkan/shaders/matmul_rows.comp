@@ -15,8 +15,25 @@ layout(local_size_x = 64) in;
 layout(constant_id = 0) const uint RM = 16;
 layout(constant_id = 1) const uint CN = 1;  // vec4 columns per invocation, 64 apart
 
+#ifdef TRINE_B16
+// matmul_rows_b16: B f16 or bf16, four columns in two words (b_off, b_rs and its batch strides still
+// multiples of 4), A f32, f16 or bf16; each value widened to f32 exactly on load, as matmul.comp
+// converts them. A decode's x @ W with 16-bit weights reads them in place, rows at a time.
+layout(constant_id = 2) const uint A_TYPE = 0;  // 0 f32, 1 f16, 2 bf16
+layout(constant_id = 3) const uint B_TYPE = 1;
+layout(set = 0, binding = 0) readonly buffer A { uint a[]; };
+layout(set = 0, binding = 1) readonly buffer B { uvec2 b2[]; };
+float load_a(uint idx) { return A_TYPE == 0u ? uintBitsToFloat(a[idx]) : widen16(a[idx >> 1], idx & 1u, A_TYPE); }
+vec4 load_b4(uint i) {
+  uvec2 w = b2[i];
+  return vec4(widen16(w.x, 0u, B_TYPE), widen16(w.x, 1u, B_TYPE), widen16(w.y, 0u, B_TYPE), widen16(w.y, 1u, B_TYPE));
+}
+#else
 layout(set = 0, binding = 0) readonly buffer A { float a[]; };
 layout(set = 0, binding = 1) readonly buffer B { vec4 b4[]; };
+float load_a(uint idx) { return a[idx]; }
+vec4 load_b4(uint i) { return b4[i]; }
+#endif
 layout(set = 0, binding = 2) writeonly buffer Y { vec4 y4[]; };
 layout(push_constant) uniform Push {
   uint M, N, K, batch;
@@ -56,9 +73,9 @@ void main() {
   }
   for (uint k = 0u; k < p.K; ++k) {
     vec4 bv[CN];
-    for (uint j = 0u; j < CN; ++j) bv[j] = b4[bcol[j] + k * brs4];
+    for (uint j = 0u; j < CN; ++j) bv[j] = load_b4(bcol[j] + k * brs4);
     for (uint i = 0u; i < RM; ++i) {
-      float av = a[arow[i] + k];
+      float av = load_a(arow[i] + k);
       for (uint j = 0u; j < CN; ++j) acc[i][j] += av * bv[j];
     }
   }
