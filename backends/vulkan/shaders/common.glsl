@@ -514,3 +514,10 @@ float widen16(uint word, uint odd, uint type) {
   uint h = (word >> (odd * 16u)) & 0xFFFFu;
   return uintBitsToFloat(type == 1u ? f16_to_f32_bits(h) : h << 16);
 }
+
+// Element `idx` of a buffer of 32-bit words holding f32 (type 0) or pairs of f16/bf16 (1, 2):
+// word_of(type, idx) is the word to read, element_of(type, word, idx) its value, exactly.
+uint word_of(uint type, uint idx) { return type == 0u ? idx : idx >> 1; }
+float element_of(uint type, uint word, uint idx) {
+  return type == 0u ? uintBitsToFloat(word) : widen16(word, idx & 1u, type);
+}

@@ -29,7 +29,7 @@ layout(push_constant) uniform Push {
 
 float load_x(uint j) {
   uint at = p.x_off + j;
-  return XTYPE == 0u ? uintBitsToFloat(x[at]) : widen16(x[at >> 1], at & 1u, XTYPE);
+  return element_of(XTYPE, x[word_of(XTYPE, at)], at);
 }
 
 // Row `row` of A times x, summed over the workgroup (every invocation returns it).

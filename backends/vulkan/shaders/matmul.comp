@@ -26,13 +26,8 @@ layout(push_constant) uniform Push {
   uint b_bs[6];
 } p;
 
-float convert(uint type, uint word, uint idx) {
-  if (type == 0u) return uintBitsToFloat(word);
-  uint h = (idx & 1u) != 0u ? (word >> 16) : (word & 0xFFFFu);
-  return uintBitsToFloat(type == 1u ? f16_to_f32_bits(h) : (h << 16));
-}
-float load_a(uint idx) { return convert(A_TYPE, a[A_TYPE == 0u ? idx : idx >> 1], idx); }
-float load_b(uint idx) { return convert(B_TYPE, b[B_TYPE == 0u ? idx : idx >> 1], idx); }
+float load_a(uint idx) { return element_of(A_TYPE, a[word_of(A_TYPE, idx)], idx); }
+float load_b(uint idx) { return element_of(B_TYPE, b[word_of(B_TYPE, idx)], idx); }
 
 shared float As[TK][TM + 1u];  // +1: no bank conflicts on GPUs that have banks
 shared float Bs[TK][TN + 1u];

@@ -23,7 +23,7 @@ layout(constant_id = 2) const uint A_TYPE = 0;  // 0 f32, 1 f16, 2 bf16
 layout(constant_id = 3) const uint B_TYPE = 1;
 layout(set = 0, binding = 0) readonly buffer A { uint a[]; };
 layout(set = 0, binding = 1) readonly buffer B { uvec2 b2[]; };
-float load_a(uint idx) { return A_TYPE == 0u ? uintBitsToFloat(a[idx]) : widen16(a[idx >> 1], idx & 1u, A_TYPE); }
+float load_a(uint idx) { return element_of(A_TYPE, a[word_of(A_TYPE, idx)], idx); }
 vec4 load_b4(uint i) {
   uvec2 w = b2[i];
   return vec4(widen16(w.x, 0u, B_TYPE), widen16(w.x, 1u, B_TYPE), widen16(w.y, 0u, B_TYPE), widen16(w.y, 1u, B_TYPE));
