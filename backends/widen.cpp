@@ -20,10 +20,11 @@ Tensor f32_like(const Tensor& like, Backend* phantom_of) {
 
 }  // namespace
 
-OpCall widened_call(const OpCall& call, Backend* phantom_of) {
+OpCall widened_call(const OpCall& call, Backend* phantom_of, WidenForm form) {
   OpCall wide = call;
-  for (Tensor& t : wide.inputs)
-    if (t.defined() && dtype_is_16bit(t.dtype())) t = f32_like(t, phantom_of);
+  if (form == WidenForm::all)
+    for (Tensor& t : wide.inputs)
+      if (t.defined() && dtype_is_16bit(t.dtype())) t = f32_like(t, phantom_of);
   if (dtype_is_16bit(call.output.dtype())) wide.output = f32_like(call.output, phantom_of);
   return wide;
 }
@@ -39,12 +40,12 @@ OpCall cast_call(const Tensor& from, const Tensor& to) {
   return c;
 }
 
-Widened widen(const OpCall& call) {
+Widened widen(const OpCall& call, WidenForm form) {
   Widened w;
-  w.call = widened_call(call, nullptr);
+  w.call = widened_call(call, nullptr, form);
   for (std::size_t i = 0; i < call.inputs.size(); ++i) {
     const Tensor& t = call.inputs[i];
-    if (t.defined() && dtype_is_16bit(t.dtype())) w.before.push_back(cast_call(t, w.call.inputs[i]));
+    if (t.defined() && t.dtype() != w.call.inputs[i].dtype()) w.before.push_back(cast_call(t, w.call.inputs[i]));
   }
   if (dtype_is_16bit(call.output.dtype())) w.after.push_back(cast_call(w.call.output, call.output));
   return w;

@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdint>
 #include <string>
 
 #include "trine/error.hpp"
@@ -71,7 +72,8 @@ void check_activation_params(const Check& c, Activation act, float alpha, float 
 
 // ---- dtype rules ----
 
-// Every defined input f32, the result f32: the ops whose kernels read f32 only so far.
+// Every defined input f32, the result f32: for an op whose kernels read f32 only so far (none of
+// the table's today; docs/adding-an-op.md).
 template <class P>
 DType dtype_float(const Check& c, const P&) {
   for (std::size_t i = 0; i < c.in.size(); ++i) {
@@ -83,12 +85,12 @@ DType dtype_float(const Check& c, const P&) {
   return DType::f32;
 }
 
-// Inputs from index `first` on: each f32, f16 or bf16; the result their promoted dtype (the
-// shared dtype, f32 when they differ).
-DType promoted_inputs(const Check& c, std::size_t first) {
+// Inputs [first, last) (last: to the end): each f32, f16 or bf16; the result their promoted dtype
+// (the shared dtype, f32 when they differ).
+DType promoted_inputs(const Check& c, std::size_t first, std::size_t last = SIZE_MAX) {
   DType out = DType::f32;
   bool any = false;
-  for (std::size_t i = first; i < c.in.size(); ++i) {
+  for (std::size_t i = first; i < std::min(last, c.in.size()); ++i) {
     if (!c.has(i)) continue;
     const DType d = c.at(i).dtype();
     if (!dtype_is_float(d))
@@ -105,30 +107,33 @@ DType dtype_promoted(const Check& c, const P&) {
   return promoted_inputs(c, 0);
 }
 
-// f32, f16 or bf16 operands in any pair; the result f32.
-DType dtype_matmul(const Check& c, const MatmulParams&) {
-  for (std::size_t i = 0; i < 2; ++i) {
-    if (!dtype_is_float(c.at(i).dtype()))
-      c.dtype_error("input " + std::to_string(i) + " must be f32, f16 or bf16, got " + dtype_name(c.at(i).dtype()));
-  }
-  return DType::f32;
+// The result's dtype of an op that takes out_dtype: that one (f32, f16 or bf16), or else the
+// inputs' promoted dtype.
+DType out_dtype_or(const Check& c, const std::optional<DType>& out, DType promoted) {
+  if (!out) return promoted;
+  if (!dtype_is_float(*out))
+    c.dtype_error(std::string("out_dtype must be f32, f16 or bf16, got ") + dtype_name(*out));
+  return *out;
 }
 
-// attention's: q, k and v as dtype_float has them (its kernels read f32 only so far), and its
-// optional valid (input 3), the number of keys that count, an i32 that the result's dtype ignores.
-DType dtype_float(const Check& c, const AttentionParams&) {
+// matmul, gemv, conv2d: f32, f16 or bf16 inputs in any mix; the result out_dtype, or their promoted
+// dtype.
+template <class P>
+DType dtype_out(const Check& c, const P& p) {
+  return out_dtype_or(c, p.out_dtype, promoted_inputs(c, 0));
+}
+
+// attention's: q, k and v f32, f16 or bf16, the result out_dtype or their promoted dtype; the
+// optional valid (input 3), the number of keys that count, an i32, and the optional mask (input 4)
+// of any floating dtype: neither counts in the result's dtype.
+DType dtype_attention(const Check& c, const AttentionParams& p) {
   if (c.has(3) && c.at(3).dtype() != DType::i32)
     c.dtype_error(std::string("valid (input 3, the number of valid keys) must be i32, got ") +
                   dtype_name(c.at(3).dtype()));
-  if (c.has(4) && c.at(4).dtype() != DType::f32)
-    c.dtype_error(std::string("mask (input 4, added to the scaled scores) must be f32, got ") +
+  if (c.has(4) && !dtype_is_float(c.at(4).dtype()))
+    c.dtype_error(std::string("mask (input 4, added to the scaled scores) must be f32, f16 or bf16, got ") +
                   dtype_name(c.at(4).dtype()));
-  for (std::size_t i = 0; i < 3; ++i) {
-    if (c.at(i).dtype() != DType::f32)
-      c.dtype_error("input " + std::to_string(i) + " must be f32, got " + dtype_name(c.at(i).dtype()) +
-                    " (cast it first)");
-  }
-  return DType::f32;
+  return out_dtype_or(c, p.out_dtype, promoted_inputs(c, 0, 3));
 }
 
 // Any dtype; the result keeps input 0's.

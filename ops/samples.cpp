@@ -25,6 +25,7 @@ void matmul_cases(std::vector<Sample>& out) {
   auto run = [&](Shape as, Shape bs, MatmulParams p, Layout la = L::contiguous, Layout lb = L::contiguous,
                  DType ta = DType::f32, DType tb = DType::f32) {
     std::string note = std::string(p.trans_a ? "ta " : "") + (p.trans_b ? "tb" : "");
+    if (p.out_dtype) note += std::string(note.empty() ? "" : " ") + "out " + dtype_name(*p.out_dtype);
     out.push_back({{in(std::move(as), -1, 1, la, ta), in(std::move(bs), -1, 1, lb, tb)}, p, note});
   };
   for (auto s : k_sizes) {
@@ -89,6 +90,24 @@ void matmul_cases(std::vector<Sample>& out) {
   run({31, 64}, {64, 33}, {}, L::contiguous, L::transposed, DType::bf16, DType::bf16);
   run({2, 7, 65}, {65, 9}, {}, L::contiguous, L::contiguous, DType::f16, DType::f32);
   run({128, 256}, {256, 96}, {}, L::contiguous, L::contiguous, DType::bf16, DType::f16);
+  // out_dtype: 16-bit inputs to f32 (logits; a decode row on the gemv path too), f32 inputs to a
+  // 16-bit result, mixed 16-bit inputs to a 16-bit one, and a batched tensor-core shape to f32
+  auto to = [](DType d, bool ta = false, bool tb = false) {
+    MatmulParams p{ta, tb};
+    p.out_dtype = d;
+    return p;
+  };
+  run({31, 64}, {64, 33}, to(DType::f32), L::contiguous, L::contiguous, DType::f16, DType::f16);
+  run({1, 96}, {40, 96}, to(DType::f32, false, true), L::contiguous, L::contiguous, DType::bf16, DType::bf16);
+  run({29, 40}, {40, 36}, to(DType::bf16), L::contiguous, L::contiguous, DType::f32, DType::f32);
+  run({19, 33}, {33, 21}, to(DType::f16), L::contiguous, L::transposed, DType::f16, DType::bf16);
+  run({2, 64, 32}, {2, 32, 48}, to(DType::f32), L::contiguous, L::contiguous, DType::bf16, DType::bf16);
+  run({3, 0}, {0, 4}, to(DType::f16));
+  // 16-bit pairs laid out for the GPUs' tensor cores (row-major, rows a multiple of 8 elements),
+  // writing their own dtype (cuda's matmul_mma _c16) and f32, with partial tiles and a batch
+  run({70, 64}, {64, 72}, {}, L::contiguous, L::contiguous, DType::f16, DType::f16);
+  run({2, 33, 40}, {40, 24}, {}, L::contiguous, L::contiguous, DType::bf16, DType::bf16);
+  run({70, 64}, {64, 72}, to(DType::f32), L::contiguous, L::contiguous, DType::bf16, DType::bf16);
   // 16-bit operands widened to f32 while packing: row-major A past one 256-k chunk, column-major A
   run({19, 300}, {300, 40}, {}, L::contiguous, L::contiguous, DType::f16, DType::bf16);
   run({64, 31}, {64, 33}, {true, false}, L::contiguous, L::contiguous, DType::f16, DType::f16);
@@ -131,6 +150,18 @@ void gemv_cases(std::vector<Sample>& out) {
   }
   out.push_back({{view({127, 255}, L::transposed), view({255}, L::strided)}, GemvParams{false}, "transposed view"});
   out.push_back({{in({2048, 4096}), in({4096})}, GemvParams{false}, "large"});
+  // out_dtype: 16-bit weights against an f32 vector to a 16-bit y, 16-bit pairs to an f32 y, f32 to
+  // 16-bit, transposed
+  auto to = [](DType d, bool trans = false) {
+    GemvParams p{trans};
+    p.out_dtype = d;
+    return p;
+  };
+  auto typed = [](Shape s, DType d) { return in(std::move(s), -1, 1, L::contiguous, d); };
+  out.push_back({{typed({67, 130}, DType::f16), in({130})}, to(DType::f16), "f16 A, out f16"});
+  out.push_back({{typed({67, 130}, DType::bf16), typed({130}, DType::bf16)}, to(DType::f32), "bf16, out f32"});
+  out.push_back({{typed({66, 131}, DType::f16), typed({131}, DType::f16)}, to(DType::bf16), "f16, out bf16"});
+  out.push_back({{in({40, 33}), in({40})}, to(DType::f16, true), "trans, out f16"});
   // K == 0: an empty sum is zero
   out.push_back({{in({5, 0}), in({0})}, GemvParams{false}, "K = 0"});
   out.push_back({{in({0, 5}), in({0})}, GemvParams{true}, "K = 0, trans"});
@@ -386,6 +417,16 @@ void conv2d_cases(std::vector<Sample>& out) {
   }
   out.push_back(
       {{view({1, 3, 9, 11}, L::transposed), view({4, 3, 3, 3}, L::strided)}, Conv2dParams{1, 1, 1, 1}, "views"});
+  // out_dtype: 16-bit inputs to an f32 result, f32 inputs to a 16-bit one
+  Conv2dParams to_f32{1, 1, 1, 1};
+  to_f32.out_dtype = DType::f32;
+  Conv2dParams to_bf16{2, 0, 1, 1};
+  to_bf16.out_dtype = DType::bf16;
+  out.push_back({{in({1, 4, 9, 10}, -1, 1, L::contiguous, DType::f16), in({5, 4, 3, 3}, -1, 1, L::contiguous, DType::f16),
+                  in({5}, -1, 1, L::contiguous, DType::f16)},
+                 to_f32,
+                 "f16, out f32"});
+  out.push_back({{in({2, 3, 11, 8}), in({4, 3, 3, 3})}, to_bf16, "stride 2, out bf16"});
 }
 
 void attention_cases(std::vector<Sample>& out) {
@@ -441,6 +482,14 @@ void attention_cases(std::vector<Sample>& out) {
   out.push_back({{in({2, 4, 3, 8}, -2, 2), in({2, 2, 5, 8}, -2, 2), in({2, 2, 5, 4})},
                  AttentionParams{.causal = true, .window = 2},
                  "gqa causal window 2"});
+  // out_dtype: 16-bit q, k and v to an f32 result, f32 ones to a 16-bit result
+  out.push_back({{in({2, 5, 16}, -2, 2, L::contiguous, DType::bf16), in({2, 9, 16}, -2, 2, L::contiguous, DType::bf16),
+                  in({2, 9, 8}, -1, 1, L::contiguous, DType::bf16)},
+                 AttentionParams{.causal = true, .out_dtype = DType::f32},
+                 "bf16, out f32"});
+  out.push_back({{in({2, 5, 16}, -2, 2), in({2, 9, 16}, -2, 2), in({2, 9, 8})},
+                 AttentionParams{.out_dtype = DType::f16},
+                 "out f16"});
 }
 
 void rope_cases(std::vector<Sample>& out) {

@@ -59,8 +59,59 @@ TEST_CASE("dtype rules: a 16-bit op result keeps its inputs' dtype, mixed format
   CHECK(rope(r({2, 4, 8}, f16)).dtype() == f16);
   CHECK(gemv(r({3, 8}, bf16), r({8}, bf16)).dtype() == bf16);
   CHECK(gemv(r({3, 8}, f16), r({8}, f32)).dtype() == f32);
-  // matmul reads 16-bit and returns f32 until its out_dtype lands
-  CHECK(matmul(r({2, 3}, f16), r({3, 2}, f16)).dtype() == f32);
+  CHECK(matmul(r({2, 3}, f16), r({3, 2}, f16)).dtype() == f16);
+  CHECK(matmul(r({2, 3}, bf16), r({3, 2}, f32)).dtype() == f32);
+  CHECK(dot(r({8}, bf16), r({8}, bf16)).dtype() == bf16);
+  CHECK(dot(r({8}, bf16), r({8}, f16)).dtype() == f32);
+  CHECK(conv2d(r({1, 2, 4, 4}, f16), r({3, 2, 3, 3}, f16), {}, r({3}, f16)).dtype() == f16);
+  CHECK(conv2d(r({1, 2, 4, 4}, f16), r({3, 2, 3, 3}, f32)).dtype() == f32);
+  CHECK(attention(r({2, 4}, bf16), r({3, 4}, bf16), r({3, 4}, bf16)).dtype() == bf16);
+  // attention's mask does not count: an f32 mask on bf16 q, k and v keeps bf16
+  CHECK(attention(r({2, 4}, bf16), r({3, 4}, bf16), r({3, 4}, bf16), Tensor(), r({2, 3})).dtype() == bf16);
+}
+
+TEST_CASE("dtype rules: out_dtype picks the result's dtype of matmul, gemv, conv2d and attention", "[dtypes]") {
+  const DType f16 = DType::f16, bf16 = DType::bf16, f32 = DType::f32;
+  const Device dev = test::test_device();
+  auto rd = [&](const Shape& s, DType t) { return Tensor::random(s, 11, -1, 1, t, dev); };
+  // a bf16 model asking for f32 logits, and f32 inputs asking for a 16-bit result
+  MatmulParams mp;
+  mp.out_dtype = f32;
+  const Tensor a = rd({4, 8}, bf16), b = rd({8, 5}, bf16);
+  const Tensor logits = matmul(a, b, mp);
+  CHECK(logits.dtype() == f32);
+  mp.out_dtype = bf16;
+  CHECK(matmul(a, b, mp).dtype() == bf16);
+  // the f32 result is the one the 16-bit result rounds: rounding it gives the default result exactly
+  const std::vector<float> wide = logits.to_vector(), narrow = matmul(a, b).to_vector();
+  REQUIRE(wide.size() == narrow.size());
+  std::size_t wrong = 0;
+  for (std::size_t i = 0; i < wide.size(); ++i) wrong += round16(bf16, wide[i]) != narrow[i];
+  CHECK(wrong == 0);
+  GemvParams gp;
+  gp.out_dtype = f16;
+  CHECK(gemv(rd({3, 8}, f32), rd({8}, f32), gp).dtype() == f16);
+  gp.trans = true;
+  CHECK(gemv(rd({8, 3}, bf16), rd({8}, bf16), gp).dtype() == f16);
+  Conv2dParams cp;
+  cp.out_dtype = f32;
+  CHECK(conv2d(rd({1, 2, 4, 4}, f16), rd({3, 2, 3, 3}, f16), cp).dtype() == f32);
+  AttentionParams ap;
+  ap.out_dtype = f32;
+  CHECK(attention(rd({2, 4}, f16), rd({3, 4}, f16), rd({3, 4}, f16), ap).dtype() == f32);
+  // out_dtype must be a floating dtype
+  ErrorCode code{};
+  const std::string m = error_of(
+      [&] {
+        MatmulParams p;
+        p.out_dtype = DType::i32;
+        matmul(a, b, p);
+      },
+      code);
+  CHECK(code == ErrorCode::dtype_mismatch);
+  CHECK(m.find("[matmul]") != std::string::npos);
+  CHECK(m.find("out_dtype") != std::string::npos);
+  CHECK(m.find("i32") != std::string::npos);
 }
 
 TEST_CASE("dtype rules: a dtype an op does not take is dtype_mismatch naming the op, the dtype and the device",
@@ -76,18 +127,19 @@ TEST_CASE("dtype rules: a dtype an op does not take is dtype_mismatch naming the
   CHECK(m.find("[add]") != std::string::npos);
   CHECK(m.find("f16") != std::string::npos);
   CHECK(m.find("i32") != std::string::npos);
-  // the ops whose kernels read f32 only so far say so
-  for (auto f : {+[] { dot(r({4}, DType::f16), r({4}, DType::f16)); },
-                 +[] {
-                   attention(r({2, 4}, DType::bf16), r({3, 4}, DType::bf16), r({3, 4}, DType::bf16));
+  // an i32 where a floating tensor belongs, in the ops that took f32 only before
+  const Tensor ints = Tensor::from(std::vector<std::int32_t>{1, 2, 3, 4}, {4});
+  for (auto f : {+[](const Tensor& i) { dot(r({4}, DType::f16), i); },
+                 +[](const Tensor& i) {
+                   attention(r({1, 4}, DType::bf16), i.reshape({1, 4}), r({1, 4}));
                  },
-                 +[] {
-                   conv2d(r({1, 1, 4, 4}, DType::f16), r({1, 1, 3, 3}));
+                 +[](const Tensor& i) {
+                   conv2d(r({1, 1, 4, 4}, DType::f16), r({1, 1, 3, 3}), {}, i.slice(0, 0, 1));
                  }}) {
-    m = error_of(f, code);
+    m = error_of([&] { f(ints); }, code);
     INFO(m);
     CHECK(code == ErrorCode::dtype_mismatch);
-    CHECK(m.find("must be f32") != std::string::npos);
+    CHECK(m.find("must be f32, f16 or bf16, got i32") != std::string::npos);
   }
 }
 
@@ -226,7 +278,8 @@ TEST_CASE("16-bit calls pinned to the device under test: sync, async and a repla
     const std::vector<float> hc = softmax(add(gelu(x.to(Device::cpu())), x.to(Device::cpu()))).to_vector();
     const std::vector<float> hv = h.to_vector();
     std::size_t far = 0;
-    for (std::size_t i = 0; i < hv.size(); ++i) far += std::fabs(hv[i] - hc[i]) > std::fabs(hc[i]) * (t == DType::f16 ? 0x1p-9f : 0x1p-6f) + 1e-7f;
+    for (std::size_t i = 0; i < hv.size(); ++i)
+      far += std::fabs(hv[i] - hc[i]) > std::fabs(hc[i]) * (t == DType::f16 ? 0x1p-9f : 0x1p-6f) + 1e-7f;
     CHECK(far == 0);
   }
 }
@@ -234,8 +287,10 @@ TEST_CASE("16-bit calls pinned to the device under test: sync, async and a repla
 TEST_CASE("which 16-bit calls read their tensors in a kernel of their own and which run between casts",
           "[dtypes][numerics]") {
   const Device dev = test::test_device();
-  const Tensor h = Tensor::random({4, 16}, 1, -1, 1, DType::f16, dev), b = Tensor::random({4, 16}, 2, -1, 1, DType::bf16, dev),
-               f = Tensor::random({4, 16}, 3, -1, 1, DType::f32, dev), hw = Tensor::random({16, 16}, 4, -1, 1, DType::f16, dev);
+  const Tensor h = Tensor::random({4, 16}, 1, -1, 1, DType::f16, dev),
+               b = Tensor::random({4, 16}, 2, -1, 1, DType::bf16, dev),
+               f = Tensor::random({4, 16}, 3, -1, 1, DType::f32, dev),
+               hw = Tensor::random({16, 16}, 4, -1, 1, DType::f16, dev);
   const Tensor c = Tensor::random({16}, 5, -1, 1, DType::f16, dev);
   auto between = [](OpKind op, std::vector<Tensor> in, OpParams p) { return debug::runs_between_casts(op, in, p); };
   const bool gpu = dev.kind != DeviceKind::cpu, vk = dev.kind == DeviceKind::vulkan;
@@ -269,8 +324,18 @@ TEST_CASE("which 16-bit calls read their tensors in a kernel of their own and wh
   CHECK(between(OpKind::add, {h, b}, NoParams{}) == gpu);
   CHECK(between(OpKind::softmax, {h}, AxisParams{-1}) == vk);
   CHECK(between(OpKind::log_softmax, {b}, AxisParams{0}) == vk);
-  // matmul and the copy family read 16-bit everywhere
-  CHECK_FALSE(between(OpKind::matmul, {h, hw}, MatmulParams{}));
+  // matmul and the copy family read 16-bit everywhere. matmul's 16-bit result: cuda's tensor-core
+  // kernel writes it (f16 @ f16 -> f16, rows aligned to 8 elements); on Vulkan the kernel writes an
+  // f32 temporary, cast after (only the output widened); an f32 result needs no cast anywhere
+  CHECK(between(OpKind::matmul, {h, hw}, MatmulParams{}) == vk);
+  MatmulParams to_f32;
+  to_f32.out_dtype = DType::f32;
+  CHECK_FALSE(between(OpKind::matmul, {h, hw}, to_f32));
+  // dot, conv2d and attention run their f32 kernels between casts on the GPU backends
+  CHECK(between(OpKind::dot, {c, c}, NoParams{}) == gpu);
+  CHECK(between(OpKind::attention, {h, h, h}, AttentionParams{}) == gpu);
+  CHECK(between(OpKind::conv2d, {h.reshape({1, 1, 4, 16}), hw.slice(0, 0, 1).reshape({1, 1, 4, 4})}, Conv2dParams{}) ==
+        gpu);
   CHECK_FALSE(between(OpKind::cast, {h}, CastParams{DType::f32}));
   // bad inputs fail as the op would
   CHECK_THROWS_AS(between(OpKind::add, {h, Tensor::random({3}, 6, -1, 1, DType::f16, dev)}, NoParams{}), Error);
@@ -283,7 +348,9 @@ TEST_CASE("gemv with 16-bit weights against a vector of another dtype, both layo
     for (DType x : {DType::f32, w == DType::f16 ? DType::bf16 : DType::f16}) {
       for (bool trans : {false, true}) {
         const Shape ws = trans ? Shape{53, 37} : Shape{37, 53};
-        test::check_op(OpKind::gemv, {test::make_input(ws, 40, test::View::contiguous, w), test::make_input({53}, 41, test::View::contiguous, x)},
+        test::check_op(OpKind::gemv,
+                       {test::make_input(ws, 40, test::View::contiguous, w),
+                        test::make_input({53}, 41, test::View::contiguous, x)},
                        GemvParams{trans},
                        std::string("weights ") + dtype_name(w) + ", x " + dtype_name(x) + (trans ? ", trans" : ""));
       }

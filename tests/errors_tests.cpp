@@ -55,9 +55,10 @@ TEST_CASE("wrong dtype", "[errors]") {
   expect_error([&] { relu(ints({8})); }, ErrorCode::dtype_mismatch, {"[relu]", "i32", "cpu"});
   expect_error([&] { add(r({8}), ints({8})); }, ErrorCode::dtype_mismatch, {"[add]", "i32"});
   expect_error([&] { softmax(ints({2, 8})); }, ErrorCode::dtype_mismatch, {"[softmax]"});
-  expect_error([] { dot(r({8}, DType::f16), r({8})); }, ErrorCode::dtype_mismatch, {"[dot]", "f16"});
-  // matmul takes f16/bf16 inputs: that is not an error
+  expect_error([&] { dot(r({8}, DType::f16), ints({8})); }, ErrorCode::dtype_mismatch, {"[dot]", "f16", "i32"});
+  // 16-bit inputs are not an error: mixed formats give f32
   CHECK(matmul(r({2, 3}, DType::f16), r({3, 2}, DType::bf16)).dtype() == DType::f32);
+  CHECK(dot(r({8}, DType::f16), r({8})).dtype() == DType::f32);
 }
 
 TEST_CASE("axis out of range", "[errors]") {
@@ -117,9 +118,16 @@ TEST_CASE("other invalid parameters", "[errors]") {
   expect_error([] { clip(r({4}), 1.0f, -1.0f); }, ErrorCode::invalid_argument, {"[clip]", "low"});
   expect_error([] { layernorm(r({2, 4}), {}, {}, 0.0f); }, ErrorCode::invalid_argument, {"[layernorm]", "eps"});
   expect_error([] { rope(r({2, 3, 5})); }, ErrorCode::invalid_argument, {"[rope]", "even"});
-  expect_error([] { rope(r({2, 3, 5}), {.pairs = RopePairs::halves}); }, ErrorCode::invalid_argument, {"[rope]", "even"});
-  expect_error([] { rope(r({2, 3, 4}), {.pairs = static_cast<RopePairs>(2)}); }, ErrorCode::invalid_argument,
-               {"[rope]", "RopePairs"});
+  expect_error(
+      [] {
+        rope(r({2, 3, 5}), {.pairs = RopePairs::halves});
+      },
+      ErrorCode::invalid_argument, {"[rope]", "even"});
+  expect_error(
+      [] {
+        rope(r({2, 3, 4}), {.pairs = static_cast<RopePairs>(2)});
+      },
+      ErrorCode::invalid_argument, {"[rope]", "RopePairs"});
   expect_error(
       [] {
         attention(r({1, 5, 4}), r({1, 3, 4}), r({1, 3, 4}), {.causal = true});
@@ -189,7 +197,10 @@ TEST_CASE("devices that are not built or not present", "[errors]") {
   const std::vector<float> four{1, 2, 3, 4};
   for (auto [call, op] : std::vector<std::pair<std::function<void()>, std::string>>{
            {[&] { Tensor::from(four, {4}, DType::f32, missing); }, "[from]"},
-           {[&] { Tensor::from(std::vector<std::int32_t>{1, 2}, {2}, missing); }, "[from]"},
+           {[&] {
+              Tensor::from(std::vector<std::int32_t>{1, 2}, {2}, missing);
+            },
+            "[from]"},
            {[&] { Tensor::random({4}, 1, -1.0f, 1.0f, DType::f32, missing); }, "[random]"},
            {[&] { Tensor::full({4}, 1.0f, DType::f32, missing); }, "[full]"},
            {[&] { Tensor::arange(0.0f, 4.0f, 1.0f, DType::f32, missing); }, "[arange]"}}) {

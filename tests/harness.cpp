@@ -120,14 +120,20 @@ DType expected_dtype(OpKind op, const std::vector<Tensor>& inputs, const OpParam
   if (op == OpKind::cast) return std::get<CastParams>(params).dtype;
   if (op == OpKind::copy || op == OpKind::gather || op == OpKind::concat) return inputs.at(0).dtype();
   if (op == OpKind::argmax) return DType::i32;
-  // ops whose kernels read f32 only so far (matmul reads 16-bit and returns f32)
-  if (op == OpKind::matmul || op == OpKind::dot || op == OpKind::conv2d || op == OpKind::attention)
-    return DType::f32;
+  // out_dtype when the call sets it
+  std::optional<DType> out;
+  if (const auto* p = std::get_if<MatmulParams>(&params)) out = p->out_dtype;
+  if (const auto* p = std::get_if<GemvParams>(&params)) out = p->out_dtype;
+  if (const auto* p = std::get_if<Conv2dParams>(&params)) out = p->out_dtype;
+  if (const auto* p = std::get_if<AttentionParams>(&params)) out = p->out_dtype;
+  if (out) return *out;
   // every other op computes in f32 and returns its floating inputs' dtype when they share one, else
-  // f32 (where's cond, input 0, does not count)
+  // f32 (where's cond, input 0, does not count; nor do attention's valid and mask, inputs 3 and 4,
+  // nor rope's position)
   std::optional<DType> shared;
   bool mixed = false;
-  for (std::size_t i = op == OpKind::where ? 1 : 0; i < inputs.size(); ++i) {
+  const std::size_t end = op == OpKind::attention ? 3 : op == OpKind::rope ? 1 : inputs.size();
+  for (std::size_t i = op == OpKind::where ? 1 : 0; i < std::min(end, inputs.size()); ++i) {
     if (!inputs[i].defined()) continue;
     if (shared && *shared != inputs[i].dtype()) mixed = true;
     shared = inputs[i].dtype();

@@ -320,7 +320,7 @@ TEST_CASE("vulkan: matmul with 16-bit B rows reads them in place (matmul_rows_b1
         const Tensor aw = Tensor::random({m + 1, k}, 700 + static_cast<std::uint64_t>(k), -1, 1, ad, k_vk);
         const Tensor a = aw.slice(0, 1, m + 1);  // offset k: odd for odd k
         const Tensor b = Tensor::random({k, n}, 800 + static_cast<std::uint64_t>(n), -1, 1, bd, k_vk);
-        const auto got = a.matmul(b).to_vector();
+        const auto got = matmul(a, b, MatmulParams{.out_dtype = DType::f32}).to_vector();
         const auto av = a.to_vector(), bv = b.to_vector();
         for (int i = 0; i < m; ++i)
           for (int j = 0; j < n; ++j) {

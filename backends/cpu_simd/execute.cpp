@@ -100,6 +100,26 @@ const float* contiguous_f32(const KernelTable& k, const Tensor& t, Tensor& keep)
   return reinterpret_cast<const float*>(base_ptr(keep));
 }
 
+const float* widened_f32(const KernelTable& k, const Tensor& t, Tensor& keep) {
+  if (!t.defined() || t.dtype() == DType::f32) return contiguous_f32(k, t, keep);
+  keep = detail::empty_tensor(t.shape(), DType::f32, t.device(), false);
+  strided_convert(k, t, base_ptr(keep), DType::f32);
+  return reinterpret_cast<const float*>(base_ptr(keep));
+}
+
+F32Result::F32Result(const KernelTable& k, const detail::OpCall& call) : k_(k), call_(call) {
+  if (call.output.dtype() == DType::f32) {
+    data_ = out_f32(call);
+  } else {
+    temp_ = detail::empty_tensor(call.output.shape(), DType::f32, call.output.device(), false);
+    data_ = reinterpret_cast<float*>(base_ptr(temp_));
+  }
+}
+
+void F32Result::round() const {
+  if (temp_.defined()) strided_convert(k_, temp_, base_ptr(call_.output), call_.output.dtype());
+}
+
 const std::uint8_t* contiguous_bytes(const KernelTable& k, const Tensor& t, Tensor& keep) {
   if (t.is_contiguous()) return base_ptr(t);
   keep = detail::empty_tensor(t.shape(), t.dtype(), t.device(), false);

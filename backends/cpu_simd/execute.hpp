@@ -22,6 +22,25 @@ float* out_f32(const detail::OpCall& call);
 // `t` as contiguous f32 data: its own memory when it is contiguous, else the one clearly named step
 // that copies a strided view into a temporary, which `keep` holds alive. Null for an undefined `t`.
 const float* contiguous_f32(const KernelTable& k, const Tensor& t, Tensor& keep);
+// `t` of any floating dtype as contiguous f32 data: contiguous_f32's for f32, a widened copy held by
+// `keep` for f16 and bf16 (the compute-bound kernels, conv2d and attention, whose work per input
+// element dwarfs one conversion pass). Null for an undefined `t`.
+const float* widened_f32(const KernelTable& k, const Tensor& t, Tensor& keep);
+// The call's result as an f32 array a kernel writes: the output itself when it is f32, else an f32
+// temporary that round() rounds once into the 16-bit output (to nearest even, as cast does). For the
+// ops whose result is O(inputs) or less against O(MNK) work (matmul, conv2d, attention).
+class F32Result {
+ public:
+  F32Result(const KernelTable& k, const detail::OpCall& call);
+  float* data() const noexcept { return data_; }
+  void round() const;
+
+ private:
+  const KernelTable& k_;
+  const detail::OpCall& call_;
+  Tensor temp_;
+  float* data_;
+};
 // `t` (any dtype) as contiguous bytes: its own memory, or a contiguous copy held by `keep`.
 const std::uint8_t* contiguous_bytes(const KernelTable& k, const Tensor& t, Tensor& keep);
 // dst (contiguous, dst_dtype) = src (any strides, any dtype), on the pool.

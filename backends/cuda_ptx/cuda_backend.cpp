@@ -297,8 +297,9 @@ class CudaBackend final : public detail::Backend {
 
   // A 16-bit call whose kernel reads and writes f32 only runs as its f32 form between casts
   // (backends/widen.hpp; encode inserts them): when the f32 form and each cast have a kernel.
-  bool widens_at(const detail::OpCall& call, int sm) const {
-    return detail::widenable(call, *this, [&](const detail::OpCall& c) { return can_launch(c, sm); });
+  bool widens_at(const detail::OpCall& call, int sm) const { return widen_form(call, sm).has_value(); }
+  std::optional<detail::WidenForm> widen_form(const detail::OpCall& call, int sm) const {
+    return detail::widen_form(call, *this, [&](const detail::OpCall& c) { return can_launch(c, sm); });
   }
 
   // A call whose kernel needs contiguous inputs gets each strided one copied (the gather kernel,
@@ -329,8 +330,11 @@ class CudaBackend final : public detail::Backend {
       std::size_t main_entry = static_cast<std::size_t>(-1);  // where parts[main_part] went, once pushed
       try {
         auto* call = std::get_if<detail::OpCall>(&entries[i]);
-        if (call && detail::has_16bit(*call) && !can_launch(*call, device(call->output.device().index).sm)) {
-          detail::Widened w = detail::widen(*call);
+        const int sm = call ? device(call->output.device().index).sm : 0;
+        std::optional<detail::WidenForm> form;
+        if (call && detail::has_16bit(*call) && !can_launch(*call, sm)) form = widen_form(*call, sm);
+        if (form) {
+          detail::Widened w = detail::widen(*call, *form);
           for (auto& c : w.before) parts.emplace_back(std::move(c));
           main_part = parts.size();
           parts.emplace_back(std::move(w.call));

@@ -59,7 +59,7 @@ void record_op(Recorder& rec, const detail::OpCall& call) {
 bool inputs_f32(const detail::OpCall& call) {
   for (const auto& t : call.inputs)
     if (t.defined() && t.dtype() != DType::f32) return false;
-  return true;
+  return !dtype_is_16bit(call.output.dtype());
 }
 
 bool inputs_fit_u32(const detail::OpCall& call) {

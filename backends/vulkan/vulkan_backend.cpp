@@ -153,12 +153,13 @@ class VulkanBackend final : public detail::Backend {
 
   // A 16-bit call whose kernel reads and writes f32 only runs as its f32 form between casts
   // (backends/widen.hpp; encode inserts them): when the f32 form and each cast run on the device.
-  bool widens(const detail::OpCall& call) const override {
-    if (!detail::has_16bit(call) || supports_op(call)) return false;
+  bool widens(const detail::OpCall& call) const override { return widen_form(call).has_value(); }
+  std::optional<detail::WidenForm> widen_form(const detail::OpCall& call) const {
+    if (!detail::has_16bit(call) || supports_op(call)) return std::nullopt;
     const int index = call.output.device().index;
     const DeviceCaps& caps = instance_->caps(index);
-    return detail::widenable(call, *this,
-                             [&](const detail::OpCall& c) { return supports_op(c) && refusal(caps, index, c).empty(); });
+    return detail::widen_form(call, *this,
+                              [&](const detail::OpCall& c) { return supports_op(c) && refusal(caps, index, c).empty(); });
   }
 
   std::string unsupported_reason(const detail::OpCall& call) const override {
@@ -179,10 +180,11 @@ class VulkanBackend final : public detail::Backend {
   std::unique_ptr<detail::Submission> encode(std::vector<detail::Entry> entries) override {
     auto s = std::make_unique<VulkanSubmission>();
     if (!entries.empty()) s->device = device_of(entries.front());
-    std::vector<bool> wide(entries.size(), false);  // asked once per entry: widens() walks the op's limits
+    // asked once per entry: widen_form() walks the op's limits
+    std::vector<std::optional<detail::WidenForm>> wide(entries.size());
     for (std::size_t i = 0; i < entries.size(); ++i)
-      if (const auto* c = std::get_if<detail::OpCall>(&entries[i])) wide[i] = widens(*c);
-    if (std::find(wide.begin(), wide.end(), true) == wide.end()) {
+      if (const auto* c = std::get_if<detail::OpCall>(&entries[i])) wide[i] = widen_form(*c);
+    if (std::none_of(wide.begin(), wide.end(), [](const auto& f) { return f.has_value(); })) {
       s->entries = std::move(entries);
       return s;
     }
@@ -200,7 +202,7 @@ class VulkanBackend final : public detail::Backend {
       // when the submission runs (as a failure while recording would be).
       detail::Widened w;
       try {
-        w = detail::widen(*c);
+        w = detail::widen(*c, *wide[i]);
       } catch (const Error& err) {
         s->failed = std::make_exception_ptr(
             entry_error(entries[i], i, entries.size(), err, Device{DeviceKind::vulkan, s->device}));

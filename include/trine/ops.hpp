@@ -25,14 +25,19 @@ struct NoParams {
   friend bool operator==(const NoParams&, const NoParams&) = default;
 };
 
+// out_dtype (matmul, gemv, conv2d, attention): the result's dtype, f32, f16 or bf16; unset, the
+// inputs' promoted dtype (dtype_promote: theirs when they share it, f32 when they mix). The kernel
+// computes in f32 and rounds once, as it writes the result.
 struct MatmulParams {  // a @ b; trans_* transposes the last two dims of that input first
   bool trans_a = false;
   bool trans_b = false;
+  std::optional<DType> out_dtype = std::nullopt;
   friend bool operator==(const MatmulParams&, const MatmulParams&) = default;
 };
 
 struct GemvParams {  // y = A x, or A^T x when trans
   bool trans = false;
+  std::optional<DType> out_dtype = std::nullopt;
   friend bool operator==(const GemvParams&, const GemvParams&) = default;
 };
 
@@ -91,6 +96,7 @@ struct Conv2dParams {  // NCHW input, [K, C/groups, R, S] weight, optional bias 
   Pair2 padding = 0;
   Pair2 dilation = 1;
   std::int64_t groups = 1;
+  std::optional<DType> out_dtype = std::nullopt;
   friend bool operator==(const Conv2dParams&, const Conv2dParams&) = default;
 };
 
@@ -102,6 +108,7 @@ struct AttentionParams {
   // Sliding window, causal only (0: none): query i, at position pos = i + (Lk - Lq), sees the last
   // `window` keys up to its own, pos - window < j <= pos.
   std::int64_t window = 0;
+  std::optional<DType> out_dtype = std::nullopt;
   friend bool operator==(const AttentionParams&, const AttentionParams&) = default;
 };
 

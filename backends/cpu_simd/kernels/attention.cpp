@@ -13,12 +13,14 @@ namespace trine::cpu::TRINE_ISA_NS {
 namespace {
 
 // The kernel's arguments: a.Lk is the keys that count (the call's valid input, or all of them),
-// rows the keys each kv head has in memory (k's dim -2), which the kv heads' strides take.
-// mask (attention's fifth input, or null): row i of q batch index b at mask + mask_off[b] + i * rows.
+// rows the keys each kv head has in a.k and a.v (k's dim -2, or Lk where only the valid keys were
+// widened), which the kv heads' strides take. mask (attention's fifth input, or null): row i of q
+// batch index b at mask + mask_off[b] + i * mask_rows (k's dim -2).
 struct Args : AttentionArgs {
   i64 rows = 0;
+  i64 mask_rows = 0;
   const float* mask = nullptr;
-  std::vector<i64> mask_off;  // [batch]: where each q batch index's [Lq, rows] mask starts
+  std::vector<i64> mask_off;  // [batch]: where each q batch index's [Lq, mask_rows] mask starts
 };
 
 constexpr i64 q_block = 4;     // query rows sharing each load of a V row (the K tile stays in L1 for them)
@@ -220,7 +222,7 @@ void attend_block(const Args& a, float scale, i64 b, i64 i0, i64 k0, i64 k1, Scr
       float* s = w.s.data() + r * key_tile + st[r];
       float* s_lo = w.s_lo.data() + r * key_tile + st[r];
       tile_scores(w.q.data() + r * dp, k + (t0 + st[r]) * D, D, nv[r] - st[r], scale, s, s_lo);
-      if (a.mask) add_mask(a.mask + a.mask_off[b] + (i0 + r) * a.rows + t0 + st[r], nv[r] - st[r], s, s_lo);
+      if (a.mask) add_mask(a.mask + a.mask_off[b] + (i0 + r) * a.mask_rows + t0 + st[r], nv[r] - st[r], s, s_lo);
       softmax_step(s, s_lo, nv[r] - st[r], m[r], l[r], w.acc.data() + r * dvp, dvp);
     }
     tile_values<NQ>(v + t0 * Dv, Dv, tn, st, nv, w.s.data(), w.acc.data(), dvp);
@@ -343,6 +345,7 @@ void run_attention(const KernelTable& k, const trine::detail::OpCall& call) {
   a.Lq = in[0].dim(-2);
   a.D = in[0].dim(-1);
   a.rows = in[1].dim(-2);
+  a.mask_rows = a.rows;
   a.Lk = a.rows;
   if (trine::detail::attends_valid(call)) {
     // The keys that count, read now that the call runs: outside its range nothing is written.
@@ -363,16 +366,28 @@ void run_attention(const KernelTable& k, const trine::detail::OpCall& call) {
   }
   Tensor keep0, keep1, keep2, keep4;
   if (trine::detail::attends_masked(call)) {  // [..., Lq, rows], broadcast over q's leading dims
-    a.mask = contiguous_f32(k, in[4], keep4);
+    a.mask = widened_f32(k, in[4], keep4);
     a.mask_off.resize(static_cast<std::size_t>(a.batch));
     for (i64 b = 0; b < a.batch; ++b)
       a.mask_off[static_cast<std::size_t>(b)] = trine::detail::attention_mask_offset(call, b);
   }
-  a.q = contiguous_f32(k, in[0], keep0);
-  a.k = contiguous_f32(k, in[1], keep1);
-  a.v = contiguous_f32(k, in[2], keep2);
-  a.y = out_f32(call);
+  // 16-bit q, k and v are widened before (only the valid keys' rows of a 16-bit cache: a decode step
+  // reads n rows, not the cache's length) and a 16-bit result rounded once after (F32Result): passes
+  // of O(L D) against the O(Lq Lk D) work.
+  a.q = widened_f32(k, in[0], keep0);
+  if (a.Lk < a.rows && (dtype_is_16bit(in[1].dtype()) || dtype_is_16bit(in[2].dtype()))) {
+    const Tensor kv = in[1].slice(-2, 0, a.Lk), vv = in[2].slice(-2, 0, a.Lk);
+    a.k = widened_f32(k, kv, keep1);
+    a.v = widened_f32(k, vv, keep2);
+    a.rows = a.Lk;
+  } else {
+    a.k = widened_f32(k, in[1], keep1);
+    a.v = widened_f32(k, in[2], keep2);
+  }
+  const F32Result y(k, call);
+  a.y = y.data();
   attention(a);
+  y.round();
 }
 
 }  // namespace

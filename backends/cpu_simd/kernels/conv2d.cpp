@@ -213,11 +213,15 @@ void run_conv2d(const KernelTable& k, const trine::detail::OpCall& call) {
   c.dil_h = p.dilation.h, c.dil_w = p.dilation.w;
   c.groups = p.groups;
   Tensor keep0, keep1, keep2;
-  c.x = contiguous_f32(k, in[0], keep0);
-  c.w = contiguous_f32(k, in[1], keep1);
-  c.bias = in.size() > 2 ? contiguous_f32(k, in[2], keep2) : nullptr;
-  c.y = out_f32(call);
+  // 16-bit tensors: widened whole before and the result rounded once after (F32Result), passes of
+  // O(N C H W) against the O(N K P Q C R S) work.
+  c.x = widened_f32(k, in[0], keep0);
+  c.w = widened_f32(k, in[1], keep1);
+  c.bias = in.size() > 2 ? widened_f32(k, in[2], keep2) : nullptr;
+  const F32Result y(k, call);
+  c.y = y.data();
   conv2d_kernel(c);
+  y.round();
 }
 
 }  // namespace

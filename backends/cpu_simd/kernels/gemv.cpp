@@ -265,11 +265,56 @@ void run_gemv(const KernelTable& k, const trine::detail::OpCall& call) {
   if (yd != DType::f32) k.convert(DType::f32, yd, yw.data(), 1, base_ptr(call.output), M);
 }
 
-void run_dot(const KernelTable& k, const trine::detail::OpCall& call) {
-  const i64 n = call.inputs[0].numel();
+// 16-bit x or y: each block widens its pieces into f32 buffers on the stack (L1) as it goes, so
+// memory sees their 16-bit bytes only, and sums as the f32 kernel does.
+float dot_16bit(const KernelTable& k, const Tensor& x, const Tensor& y, i64 n) {
   Tensor keep0, keep1;
-  *out_f32(call) =
-      n == 0 ? 0.0f : dot_kernel(contiguous_f32(k, call.inputs[0], keep0), contiguous_f32(k, call.inputs[1], keep1), n);
+  const std::uint8_t* xb = contiguous_bytes(k, x, keep0);
+  const std::uint8_t* yb = contiguous_bytes(k, y, keep1);
+  const DType xd = x.dtype(), yd = y.dtype();
+  constexpr i64 piece = 1024;
+  const i64 blocks = (n + dot_block - 1) / dot_block;
+  std::vector<float> partial(static_cast<std::size_t>(blocks));
+  parallel_for(blocks, 4, [&](i64 b0, i64 b1) {
+    alignas(64) float xs[piece], ys[piece];
+    for (i64 b = b0; b < b1; ++b) {
+      const i64 end = std::min(n, (b + 1) * dot_block);
+      float s = 0.0f;
+      for (i64 i = b * dot_block; i < end; i += piece) {
+        const i64 len = std::min(piece, end - i);
+        const float* xp = reinterpret_cast<const float*>(xb) + i;
+        const float* yp = reinterpret_cast<const float*>(yb) + i;
+        if (xd != DType::f32) {
+          k.convert(xd, DType::f32, xb + i * 2, 1, reinterpret_cast<std::uint8_t*>(xs), len);
+          xp = xs;
+        }
+        if (yd != DType::f32) {
+          k.convert(yd, DType::f32, yb + i * 2, 1, reinterpret_cast<std::uint8_t*>(ys), len);
+          yp = ys;
+        }
+        s += dot_serial(xp, yp, len);
+      }
+      partial[static_cast<std::size_t>(b)] = s;
+    }
+  });
+  double s = 0.0;
+  for (float p : partial) s += p;
+  return static_cast<float>(s);
+}
+
+void run_dot(const KernelTable& k, const trine::detail::OpCall& call) {
+  const Tensor &x = call.inputs[0], &y = call.inputs[1];
+  const i64 n = x.numel();
+  Tensor keep0, keep1;
+  float r = 0.0f;
+  if (n > 0 && x.dtype() == DType::f32 && y.dtype() == DType::f32)
+    r = dot_kernel(contiguous_f32(k, x, keep0), contiguous_f32(k, y, keep1), n);
+  else if (n > 0)
+    r = dot_16bit(k, x, y, n);
+  if (call.output.dtype() == DType::f32)
+    *out_f32(call) = r;
+  else
+    k.convert(DType::f32, call.output.dtype(), &r, 1, base_ptr(call.output), 1);
 }
 
 }  // namespace

@@ -116,7 +116,7 @@ void gemm_kernel(const GemmArgs& g) {
   });
 }
 
-void run_matmul(const KernelTable&, const trine::detail::OpCall& call) {
+void run_matmul(const KernelTable& k, const trine::detail::OpCall& call) {
   const auto& p = std::get<MatmulParams>(call.params);
   const Tensor& a = call.inputs[0];
   const Tensor& b = call.inputs[1];
@@ -129,11 +129,14 @@ void run_matmul(const KernelTable&, const trine::detail::OpCall& call) {
   g.batch = 1;
   for (int i = 0; i < orank - 2; ++i) g.batch *= os[i];
   if (call.output.numel() == 0) return;
-  float* c = out_f32(call);
-  if (g.K == 0) {
-    std::memset(c, 0, static_cast<std::size_t>(call.output.numel()) * sizeof(float));
+  if (g.K == 0) {  // zeros: all bits clear in every float dtype
+    std::memset(base_ptr(call.output), 0,
+                static_cast<std::size_t>(call.output.numel()) * dtype_size(call.output.dtype()));
     return;
   }
+  // A 16-bit result: C computed in f32 and rounded once after (M N elements against M N K work).
+  const F32Result result(k, call);
+  float* c = result.data();
   // Batch offsets: each operand's batch dims broadcast against the output's.
   std::vector<i64> a_off(static_cast<std::size_t>(g.batch)), b_off(static_cast<std::size_t>(g.batch));
   const int nb = orank - 2;
@@ -164,6 +167,7 @@ void run_matmul(const KernelTable&, const trine::detail::OpCall& call) {
   g.c_rs = g.N;
   g.c_bs = g.M * g.N;
   gemm_kernel(g);
+  result.round();
 }
 
 }  // namespace

@@ -32,22 +32,24 @@ Reg<F32> load_f32_if(Kernel& k, Elem e, Reg<U64> base, Reg<U64> index, Reg<Pred>
 struct MatmulOperands {
   Reg<U64> a, b;  // global-window addresses
   Ptr<Global, F32> c;
+  Elem c_elem = Elem::f32;  // how C is stored: f32, or f16 / bf16 rounded once as it is written
   Reg<U32> m, n, kdim;
   Reg<U64> a_row, a_col, b_row, b_col;  // element strides (two's complement)
   Reg<U64> a_batch, b_batch, c_batch;   // where this CTA's batch starts (elements)
 };
-MatmulOperands load_matmul_operands(Kernel& k);
+MatmulOperands load_matmul_operands(Kernel& k, Elem c = Elem::f32);
 extern const std::string_view matmul_params;
 // start + i*si + j*sj (elements).
 Reg<U64> matmul_offset(Kernel& k, Reg<U64> start, Reg<U32> i, Reg<U64> si, Reg<U32> j, Reg<U64> sj);
-// c[batch][row][col] = v.
+// c[batch][row][col] = v (rounded to o.c_elem).
 void matmul_store(Kernel& k, const MatmulOperands& o, Reg<U32> row, Reg<U32> col, Reg<F32> v);
 // The tiled kernel's body for inputs stored as ea, eb (also the tensor-core kernel's sm_75 form).
-void matmul_tiled_body(Kernel& k, const TileShape& t, Elem ea, Elem eb);
+void matmul_tiled_body(Kernel& k, const TileShape& t, Elem ea, Elem eb, Elem ec = Elem::f32);
 
 // matmul_mma.cpp: the tensor-core kernel, and its configuration for A and B row-major and both
 // stored as e (f16 or bf16), the one matmul's plan picks.
 const Generator& matmul_mma_generator();
-std::size_t matmul_mma_config(Elem e);
+// ec: how C is stored, f32 or e itself (the _c16 configs).
+std::size_t matmul_mma_config(Elem e, Elem ec = Elem::f32);
 
 }  // namespace trine::cuda::kernels

@@ -179,6 +179,9 @@ std::optional<Steps> plan_gemv(const OpCall& c, int, const Resources&, bool gath
   const auto& p = std::get<GemvParams>(c.params);
   const Tensor& a = c.inputs[0];
   const i64 m = c.output.numel(), k = c.inputs[1].numel();
+  // y is written in A's and x's dtype when they agree, else f32: another out_dtype goes through an
+  // f32 temporary and a cast (widen.hpp).
+  if (c.output.dtype() != dtype_promote(a.dtype(), c.inputs[1].dtype())) return std::nullopt;
   Steps steps;
   if (m == 0) return steps;
   if (k == 0) {  // an empty sum: y is zeros, as the op defines it

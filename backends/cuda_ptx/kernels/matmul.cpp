@@ -7,8 +7,9 @@
 
 namespace trine::cuda::kernels {
 
-MatmulOperands load_matmul_operands(Kernel& k) {
+MatmulOperands load_matmul_operands(Kernel& k, Elem c) {
   MatmulOperands o;
+  o.c_elem = c;
   o.a = global_ptr<F32>(k, param<U64>(k, "a")).base;
   o.b = global_ptr<F32>(k, param<U64>(k, "b")).base;
   o.c = param_ptr<F32>(k, "c");
@@ -38,12 +39,15 @@ Reg<U64> matmul_offset(Kernel& k, Reg<U64> start, Reg<U32> i, Reg<U64> si, Reg<U
 
 void matmul_store(Kernel& k, const MatmulOperands& o, Reg<U32> row, Reg<U32> col, Reg<F32> v) {
   Reg<U64> idx = add(k, o.c_batch, V<U64>(add(k, mul_wide(k, row, V<U32>(o.n)), V<U64>(to_u64(k, col)))));
-  st(k, element(k, o.c, idx), V<F32>(v));
+  if (o.c_elem == Elem::f32)
+    st(k, element(k, o.c, idx), V<F32>(v));
+  else
+    store_f32(k, o.c_elem, o.c.base, idx, v);
 }
 
-void matmul_tiled_body(Kernel& k, const TileShape& t, Elem ea, Elem eb) {
+void matmul_tiled_body(Kernel& k, const TileShape& t, Elem ea, Elem eb, Elem ec) {
   k.set_max_threads(t.threads());
-  MatmulOperands o = load_matmul_operands(k);
+  MatmulOperands o = load_matmul_operands(k, ec);
   Reg<U32> m0 = mul(k, special(k, Special::ctaid_y), V<U32>(std::uint32_t(t.bm)));
   Reg<U32> n0 = mul(k, special(k, Special::ctaid_x), V<U32>(std::uint32_t(t.bn)));
   gemm_tiled(
@@ -157,20 +161,25 @@ const Generator& tiled_generator() {
 
 // The matmul kernel for these dtypes, layout and size: tensor cores for f16/bf16 pairs laid out for
 // ldmatrix on sm_80+, the simple form for outputs of one 16x16 block where it ships for the pair,
-// the tiled form otherwise (every dtype pair: each operand is widened to f32 as it is staged).
-std::pair<const Generator*, std::size_t> matmul_kernel(DType a, DType b, i64 sa_k, i64 sb_n, int sm, bool aligned,
-                                                       i64 m, i64 n) {
+// the tiled form otherwise (every dtype pair: each operand is widened to f32 as it is staged). An f32
+// C from each; a 16-bit C (the inputs' own dtype) from the tensor-core kernel's _c16 configs only:
+// nullopt for the rest, which then write an f32 temporary and a cast (widen.hpp).
+std::optional<std::pair<const Generator*, std::size_t>> matmul_kernel(DType a, DType b, DType c, i64 sa_k, i64 sb_n,
+                                                                      int sm, bool aligned, i64 m, i64 n) {
   const Elem ea = elem_of(a), eb = elem_of(b);
-  if (a == b && a != DType::f32 && sm >= 80 && sa_k == 1 && sb_n == 1 && aligned) {
-    return {&matmul_mma_generator(), matmul_mma_config(ea)};
+  const bool mma = a == b && a != DType::f32 && sm >= 80 && sa_k == 1 && sb_n == 1 && aligned;
+  if (c != DType::f32) {
+    if (mma && c == a) return std::pair{&matmul_mma_generator(), matmul_mma_config(ea, ea)};
+    return std::nullopt;
   }
+  if (mma) return std::pair{&matmul_mma_generator(), matmul_mma_config(ea)};
   if (m <= 16 && n <= 16) {
     if (auto simple = find_config(simple_configs, [&](const SimpleConfig& c) { return c.a == ea && c.b == eb; }))
-      return {&simple_generator(), *simple};
+      return std::pair{&simple_generator(), *simple};
   }
-  return {&tiled_generator(), config_index(tiled_configs, "matmul_tiled", [&](const TiledConfig& c) {
-            return c.a == ea && c.b == eb && c.tile == 64;
-          })};
+  return std::pair{&tiled_generator(), config_index(tiled_configs, "matmul_tiled", [&](const TiledConfig& c) {
+                     return c.a == ea && c.b == eb && c.tile == 64;
+                   })};
 }
 
 // The output's batch dims with each operand's element strides (0 where it broadcasts), size-1
@@ -242,7 +251,9 @@ std::optional<Steps> plan(const OpCall& c, int sm, const Resources&, bool) {
   // Every launch's a and b stay 16-byte aligned: each moves by multiples of these strides.
   bool aligned = (Args::device_ptr(a) % 16 == 0) && (Args::device_ptr(b) % 16 == 0) && sa_m % 8 == 0 && sb_k % 8 == 0;
   for (std::size_t d = 0; d < r; ++d) aligned = aligned && bd.sa[d] % 8 == 0 && bd.sb[d] % 8 == 0;
-  const auto [generator, config] = matmul_kernel(a.dtype(), b.dtype(), sa_k, sb_n, sm, aligned, m, n);
+  const auto kernel = matmul_kernel(a.dtype(), b.dtype(), c.output.dtype(), sa_k, sb_n, sm, aligned, m, n);
+  if (!kernel) return std::nullopt;
+  const auto [generator, config] = *kernel;
   auto at = [](const Tensor& t, i64 elements) {
     return Args::device_ptr(t) + static_cast<CUdeviceptr>(elements * static_cast<i64>(dtype_size(t.dtype())));
   };
@@ -278,7 +289,8 @@ std::optional<Steps> plan(const OpCall& c, int sm, const Resources&, bool) {
 }  // namespace
 
 const std::string_view matmul_params =
-    "a, b: pointers (dtype per config), c: f32* (contiguous [batch, m, n]), m, n, k: u32, "
+    "a, b: pointers (dtype per config), c: f32* (contiguous [batch, m, n]; the input dtype for matmul_mma's "
+    "_c16 configs), m, n, k: u32, "
     "sa_m, sa_k, sb_k, sb_n: s64 element strides of A[m, k] and B[k, n] (a transpose swaps them), "
     "batch_inner: u32 (z = outer * batch_inner + inner), sa_outer, sa_inner, sb_outer, sb_inner: s64 batch "
     "strides (0 where that input broadcasts)";
@@ -287,7 +299,7 @@ void register_matmul(CudaOps& r) {
   r.generators.push_back(&simple_generator());
   r.generators.push_back(&tiled_generator());
   r.generators.push_back(&matmul_mma_generator());
-  r.ops.add(OpKind::matmul, OpKernel{plan, nullptr, false, true});  // f16 / bf16 inputs, an f32 result
+  r.ops.add(OpKind::matmul, OpKernel{plan, nullptr, false, true});  // f16 / bf16 inputs, an f32 or 16-bit result
 }
 
 }  // namespace trine::cuda::kernels

@@ -23,11 +23,11 @@ constexpr int a_stage = bm * a_pitch, b_stage = bk * b_pitch;  // halves per sta
 enum class Staging { cp_async, from_f32, from_b16 };
 
 template <HalfElem E>
-void mma_body(Kernel& k, Staging staging, bool b_nk) {
+void mma_body(Kernel& k, Staging staging, bool b_nk, Elem ec) {
   const bool f32_inputs = staging != Staging::cp_async;  // staged through registers
   const bool turing = target_sm(k.target()) < 80;        // m16n8k8, twice per k16 step
   k.set_max_threads(threads);
-  MatmulOperands o = load_matmul_operands(k);
+  MatmulOperands o = load_matmul_operands(k, ec);
   Ptr<Shared, E> as = shared_array<E>(k, "a_tiles", std::int64_t(stages) * a_stage, 128);
   const int b_pitch_used = b_nk ? a_pitch : b_pitch;
   const int b_stage_used = b_nk ? bn * a_pitch : b_stage;
@@ -208,12 +208,14 @@ void mma_body(Kernel& k, Staging staging, bool b_nk) {
 
 struct MmaConfig {
   std::string_view name;
-  Elem e;     // how A and B are stored: f16 or bf16 (multiplied as such), f32 (rounded to bf16 when staged)
-  bool b_nk;  // B stored [n, k] (mma_body's b_nk)
+  Elem e;                // how A and B are stored: f16 or bf16 (multiplied as such), f32 (rounded to bf16 when staged)
+  bool b_nk;             // B stored [n, k] (mma_body's b_nk)
+  Elem c = Elem::f32;    // how C is stored: f32, or e (_c16: rounded once as written)
 };
 constexpr MmaConfig configs[] = {
-    {"f16", Elem::f16, false},     {"bf16", Elem::bf16, false},    {"f16_nt", Elem::f16, true},
-    {"bf16_nt", Elem::bf16, true}, {"f32_bf16", Elem::f32, false},
+    {"f16", Elem::f16, false},         {"bf16", Elem::bf16, false},           {"f16_nt", Elem::f16, true},
+    {"bf16_nt", Elem::bf16, true},     {"f32_bf16", Elem::f32, false},        {"f16_c16", Elem::f16, false, Elem::f16},
+    {"bf16_c16", Elem::bf16, false, Elem::bf16},
 };
 
 std::string generate(std::size_t config, Target target) {
@@ -222,14 +224,14 @@ std::string generate(std::size_t config, Target target) {
   const Elem e = cfg.e;
   const bool nt = cfg.b_nk;
   if (target_sm(target) < 80 && e == Elem::f16) {
-    mma_body<F16>(k, Staging::from_b16, nt);  // no cp.async: staged through registers, m16n8k8
+    mma_body<F16>(k, Staging::from_b16, nt, cfg.c);  // no cp.async: staged through registers, m16n8k8
   } else if (target_sm(target) < 80) {
     // No bf16 mma before sm_80: the tiled kernel, same tile, block and parameters.
-    matmul_tiled_body(k, TileShape{bm, bn, 16, 4, 4}, e, e);
+    matmul_tiled_body(k, TileShape{bm, bn, 16, 4, 4}, e, e, cfg.c);
   } else if (e == Elem::f16) {
-    mma_body<F16>(k, Staging::cp_async, nt);
+    mma_body<F16>(k, Staging::cp_async, nt, cfg.c);
   } else {
-    mma_body<BF16>(k, e == Elem::f32 ? Staging::from_f32 : Staging::cp_async, nt);
+    mma_body<BF16>(k, e == Elem::f32 ? Staging::from_f32 : Staging::cp_async, nt, cfg.c);
   }
   return module_text(k);
 }
@@ -243,8 +245,8 @@ Launch geometry(std::size_t, std::span<const std::int64_t> s) {
 
 }  // namespace
 
-std::size_t matmul_mma_config(Elem e) {
-  return config_index(configs, "matmul_mma", [&](const MmaConfig& c) { return c.e == e && !c.b_nk; });
+std::size_t matmul_mma_config(Elem e, Elem ec) {
+  return config_index(configs, "matmul_mma", [&](const MmaConfig& c) { return c.e == e && !c.b_nk && c.c == ec; });
 }
 
 const Generator& matmul_mma_generator() {
@@ -257,7 +259,7 @@ const Generator& matmul_mma_generator() {
       "sizes = {batch, m, n, k}; block 256; grid (ceil(n/64), ceil(m/64), batch). sm_80+ needs "
       "sa_k == 1 and sb_n == 1 (row-major A and B; _nt: sb_k == 1, B stored [n, k]; other layouts go to "
       "matmul_tiled), the other strides and the batch strides multiples of 8, a and b 16-byte aligned "
-      "(f16, bf16); f32_bf16 takes f32 A and B with any "
+      "(f16, bf16); _c16: C stored in the inputs' dtype, rounded once as written; f32_bf16 takes f32 A and B with any "
       "strides and rounds them to bf16 when staged (an opt-in precision trade: bf16 products, f32 sums); "
       "sm_75: f16 configs stage through registers (any alignment) into mma m16n8k8; bf16 and f32_bf16 run "
       "the tiled form in f32 (any strides)",

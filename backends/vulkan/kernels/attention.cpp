@@ -123,11 +123,12 @@ void record_attention(Recorder& rec, const detail::OpCall& call) {
                sizeof(p), count, {k_group, 1u, masked ? 1u : 0u});
 }
 
-// q, k and v f32; the valid input (the op table checks it is one i32) read by the shader as it is.
+// q, k, v, the mask and the result f32 (16-bit ones run between casts: backends/widen.hpp); the valid
+// input (the op table checks it is one i32) read by the shader as it is.
 bool supports_attention(const detail::OpCall& call) {
-  for (std::size_t i = 0; i < 3; ++i)
-    if (call.inputs[i].dtype() != DType::f32) return false;
-  return true;
+  for (std::size_t i = 0; i < call.inputs.size(); ++i)
+    if (i != 3 && call.inputs[i].defined() && call.inputs[i].dtype() != DType::f32) return false;
+  return call.output.dtype() == DType::f32;
 }
 
 }  // namespace

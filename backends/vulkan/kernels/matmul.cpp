@@ -28,8 +28,9 @@ std::uint32_t batch_stride(const Tensor& t, int i, int rank) {
   return static_cast<std::uint32_t>(t.strides()[j]);
 }
 
-// Any input dtypes, any rank.
-bool supports_matmul(const detail::OpCall&) { return true; }
+// Any input dtypes, any rank; an f32 result (a 16-bit one is written through an f32 temporary and a
+// cast: backends/widen.hpp).
+bool supports_matmul(const detail::OpCall& call) { return call.output.dtype() == DType::f32; }
 
 void limits_matmul(Limits& l, const detail::OpCall& call) {
   const Tensor& y = call.output;
