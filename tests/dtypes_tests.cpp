@@ -331,11 +331,15 @@ TEST_CASE("which 16-bit calls read their tensors in a kernel of their own and wh
   MatmulParams to_f32;
   to_f32.out_dtype = DType::f32;
   CHECK_FALSE(between(OpKind::matmul, {h, hw}, to_f32));
-  // dot, conv2d and attention run their f32 kernels between casts on the GPU backends
+  // cuda's attention and conv2d kernels read and write 16-bit when q, k, v and the result (x, w, the
+  // bias and the result) share one dtype; Vulkan's run between casts, and so does dot on both
   CHECK(between(OpKind::dot, {c, c}, NoParams{}) == gpu);
-  CHECK(between(OpKind::attention, {h, h, h}, AttentionParams{}) == gpu);
+  CHECK(between(OpKind::attention, {h, h, h}, AttentionParams{}) == vk);
   CHECK(between(OpKind::conv2d, {h.reshape({1, 1, 4, 16}), hw.slice(0, 0, 1).reshape({1, 1, 4, 4})}, Conv2dParams{}) ==
-        gpu);
+        vk);
+  AttentionParams attend_f32;
+  attend_f32.out_dtype = DType::f32;  // only the result widened on cuda
+  CHECK(between(OpKind::attention, {h, h, h}, attend_f32) == gpu);
   CHECK_FALSE(between(OpKind::cast, {h}, CastParams{DType::f32}));
   // bad inputs fail as the op would
   CHECK_THROWS_AS(between(OpKind::add, {h, Tensor::random({3}, 6, -1, 1, DType::f16, dev)}, NoParams{}), Error);

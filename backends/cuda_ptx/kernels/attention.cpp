@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "backends/cuda_ptx/kernels/common.hpp"
+#include "backends/cuda_ptx/kernels/gemm_tile.hpp"
 #include "backends/cuda_ptx/kernels/math.hpp"
 #include "backends/cuda_ptx/kernels/plan.hpp"
 
@@ -44,14 +45,30 @@ Reg<F32> exp_score(Kernel& k, TwoF32 t, Reg<F32> m) {
 // D, Dv in {64, 128} exactly, or padded: any D, Dv up to 64 or 128, given as parameters, the rows
 // zero-padded to that width in shared memory and registers (zeros add nothing to a score or an
 // output column; padded outputs are not stored).
+// e: how q, k, v and o are stored: f32, or f16 / bf16 (read as such and widened as staged, the
+// output rounded once as written; the online softmax and the sums run in f32 either way). The
+// 16-bit forms cover D = Dv = 64 or 128 exactly and the padded widths (D != Dv pads).
 struct AttentionConfig {
   std::string_view name;
   int d, dv;  // the head dims, or with `padded` the width both are padded to
   bool padded;
+  Elem e = Elem::f32;
 };
 constexpr AttentionConfig configs[] = {
-    {"d64", 64, 64, false},       {"d128", 128, 128, false}, {"d64_v128", 64, 128, false},
-    {"d128_v64", 128, 64, false}, {"pad64", 64, 64, true},   {"pad128", 128, 128, true},
+    {"d64", 64, 64, false},
+    {"d128", 128, 128, false},
+    {"d64_v128", 64, 128, false},
+    {"d128_v64", 128, 64, false},
+    {"pad64", 64, 64, true},
+    {"pad128", 128, 128, true},
+    {"d64_f16", 64, 64, false, Elem::f16},
+    {"d128_f16", 128, 128, false, Elem::f16},
+    {"pad64_f16", 64, 64, true, Elem::f16},
+    {"pad128_f16", 128, 128, true, Elem::f16},
+    {"d64_bf16", 64, 64, false, Elem::bf16},
+    {"d128_bf16", 128, 128, false, Elem::bf16},
+    {"pad64_bf16", 64, 64, true, Elem::bf16},
+    {"pad128_bf16", 128, 128, true, Elem::bf16},
 };
 
 std::string generate(std::size_t config, Target target) {
@@ -62,10 +79,11 @@ std::string generate(std::size_t config, Target target) {
   const float neg_inf = -std::numeric_limits<float>::infinity();
   Kernel k(kernel_name("attention", cfg.name), target);
   k.set_max_threads(block_threads, 2);
-  Ptr<Global, F32> q = param_ptr<F32>(k, "q");
-  Ptr<Global, F32> kp = param_ptr<F32>(k, "k");
-  Ptr<Global, F32> v = param_ptr<F32>(k, "v");
-  Ptr<Global, F32> o = param_ptr<F32>(k, "o");
+  const Elem elem = cfg.e;
+  Reg<U64> q = global_ptr<F32>(k, param<U64>(k, "q")).base;
+  Reg<U64> kp = global_ptr<F32>(k, param<U64>(k, "k")).base;
+  Reg<U64> v = global_ptr<F32>(k, param<U64>(k, "v")).base;
+  Reg<U64> o = global_ptr<F32>(k, param<U64>(k, "o")).base;
   Reg<U32> lq = param<U32>(k, "lq");
   Reg<U32> rows = param<U32>(k, "lk");  // each kv head's rows in memory
   Reg<U64> valid_addr = param<U64>(k, "valid");
@@ -143,12 +161,8 @@ std::string generate(std::size_t config, Target target) {
   Ptr<Shared, F32> my_q = element(k, q_rows, mul(k, warp, V<U32>(std::uint32_t(d))));
   for (int t = 0; t < per_lane; ++t) {
     Reg<U32> col = add(k, lane, V<U32>(std::uint32_t(32 * t)));
-    Reg<F32> val = mov<F32>(k, 0.0f);
-    {
-      Reg<Pred> load = padded ? and_(k, valid_query, V<Pred>(setp(k, Cmp::lt, col, d_true))) : valid_query;
-      Kernel::Guard g(k, load, false);
-      ld_to(k, val, element(k, q, add(k, q_base, V<U64>(to_u64(k, col)))));
-    }
+    Reg<Pred> load = padded ? and_(k, valid_query, V<Pred>(setp(k, Cmp::lt, col, d_true))) : valid_query;
+    Reg<F32> val = load_f32_if(k, elem, q, add(k, q_base, V<U64>(to_u64(k, col))), load);
     st(k, element(k, my_q, col), V<F32>(val));
   }
 
@@ -176,7 +190,7 @@ std::string generate(std::size_t config, Target target) {
     // Stage the tile's keys and values; rows past lk are zeros (and masked below).
     // Four elements per step of a loop: unrolled whole, ptxas keeps every load in flight and spills.
     // Keys land in rows padded to d + 1 floats, values in rows of dv.
-    auto stage = [&](Ptr<Global, F32> src_mem, Reg<U64> base, int width, const Val<U32>& row_length,
+    auto stage = [&](Reg<U64> src_mem, Reg<U64> base, int width, const Val<U32>& row_length,
                      Ptr<Shared, F32> tile, int pitch) {
       constexpr int unroll = 4;
       for_range<U32>(k, 0u, std::uint32_t(keys_per_tile * width / block_threads), std::uint32_t(unroll),
@@ -192,12 +206,7 @@ std::string generate(std::size_t config, Target target) {
                          // them live across the loop.
                          Reg<Pred> inside = setp(k, Cmp::lt, key, V<U32>(lk));
                          if (padded) inside = and_(k, inside, V<Pred>(setp(k, Cmp::lt, col, row_length)));
-                         Ptr<Global, F32> from = element(k, src_mem, add(k, src, V<U64>(to_u64(k, col))));
-                         Reg<F32> val = mov<F32>(k, 0.0f);
-                         {
-                           Kernel::Guard g(k, inside, false);
-                           ld_to(k, val, from);
-                         }
+                         Reg<F32> val = load_f32_if(k, elem, src_mem, add(k, src, V<U64>(to_u64(k, col))), inside);
                          st(k, element(k, tile, fma(k, row, V<U32>(std::uint32_t(pitch)), V<U32>(col))), V<F32>(val));
                        }
                      });
@@ -271,13 +280,13 @@ std::string generate(std::size_t config, Target target) {
   Reg<U64> o_base = mul_wide(k, fma(k, batch, V<U32>(lq), V<U32>(qi)), dv_true);
   for (int t = 0; t < per_lane_out; ++t) {
     Reg<U32> col = add(k, lane, V<U32>(std::uint32_t(32 * t)));
-    Ptr<Global, F32> dst = element(k, o, add(k, o_base, V<U64>(to_u64(k, col))));
+    Reg<U64> dst = add(k, o_base, V<U64>(to_u64(k, col)));
     Reg<F32> out = mul(k, acc[t], V<F32>(inv_l));
     if (padded) {
       Kernel::Guard g(k, setp(k, Cmp::lt, col, dv_true), false);
-      st(k, dst, V<F32>(out));
+      store_f32(k, elem, o, dst, out);
     } else {
-      st(k, dst, V<F32>(out));
+      store_f32(k, elem, o, dst, out);
     }
   }
   place(k, done);
@@ -299,7 +308,7 @@ const Generator& attention_generator() {
       config_names(configs),
       generate,
       "q: f32* [batch, lq, D], k: f32* [kv_batch, lk, D], v: f32* [kv_batch, lk, Dv], o: f32* [batch, lq, Dv] "
-      "(contiguous; d64, d128: D = Dv; d64_v128, d128_v64: D, Dv as named), lq, lk: u32 (lk: the rows of "
+      "(contiguous; _f16, _bf16: all four stored so; d64, d128: D = Dv; d64_v128, d128_v64: D, Dv as named), lq, lk: u32 (lk: the rows of "
       "k and v), valid: s32* (the keys that count, n = *valid, in place of lk; 0: all lk), valid_min: u32 (n "
       "outside [valid_min, lk] stores nothing and leaves n in check), check: u64* (an index check; with "
       "valid), causal: u32 (0 or 1; needs lq <= lk), scale: f32 (the host resolves 0 to 1/sqrt(D)), heads, group: u32 (q batch index "
@@ -337,12 +346,21 @@ std::optional<Steps> plan(const OpCall& c, int, const Resources& res, bool gathe
   if (valid && lk > INT32_MAX) return std::nullopt;
   const bool masked = trine::detail::attends_masked(c);
   if (masked && !mask_form(c)) return std::nullopt;
-  // Head dims of 64 and 128 have their own kernels; others run zero-padded to 64 or 128.
-  const bool exact = (d == 64 || d == 128) && (dv == 64 || dv == 128);
+  // q, k, v and o stored alike (f32, f16 or bf16), the mask f32: other mixes run between casts
+  // (widen.hpp: the output alone when only it differs).
+  const DType dt = c.inputs[0].dtype();
+  for (const Tensor* t : {&c.inputs[1], &c.inputs[2], &c.output})
+    if (t->dtype() != dt) return std::nullopt;
+  if (masked && c.inputs[4].dtype() != DType::f32) return std::nullopt;
+  const Elem elem = elem_of(dt);
+  // Head dims of 64 and 128 have their own kernels; others run zero-padded to 64 or 128 (16-bit:
+  // D != Dv padded too).
+  const bool exact = (d == 64 || d == 128) && (dv == 64 || dv == 128) && (elem == Elem::f32 || d == dv);
   const i64 pad = std::max(d, dv) <= 64 ? 64 : 128;
   const std::size_t config = config_index(configs, "attention", [&](const AttentionConfig& e) {
-    return exact ? !e.padded && e.d == d && e.dv == dv : e.padded && e.d == pad;
+    return e.e == elem && (exact ? !e.padded && e.d == d && e.dv == dv : e.padded && e.d == pad);
   });
+  const i64 size = static_cast<i64>(dtype_size(dt));
   // Grouped-query attention: q head h reads kv head h / group (the op table checks the heads divide).
   const int r = c.inputs[0].rank();
   const i64 heads = r >= 3 ? c.inputs[0].dim(-3) : 1, group = r >= 3 ? heads / c.inputs[1].dim(-3) : 1;
@@ -372,7 +390,7 @@ std::optional<Steps> plan(const OpCall& c, int, const Resources& res, bool gathe
                                          {&c.inputs[1], kv0, lk, d},
                                          {&c.inputs[2], kv0, lk, dv},
                                          {&c.output, b0, lq, dv}})
-      pl.args.add(Args::device_ptr(*t) + static_cast<CUdeviceptr>(first * rows * width * 4));
+      pl.args.add(Args::device_ptr(*t) + static_cast<CUdeviceptr>(first * rows * width * size));
     pl.args.add(static_cast<std::uint32_t>(lq));
     pl.args.add(static_cast<std::uint32_t>(lk));
     pl.args.add<CUdeviceptr>(valid ? Args::device_ptr(c.inputs[3]) : 0);
@@ -414,7 +432,7 @@ std::optional<std::string> limits(const OpCall& c) {
 
 void register_attention(CudaOps& r) {
   r.generators.push_back(&attention_generator());
-  r.ops.add(OpKind::attention, OpKernel{plan, limits});
+  r.ops.add(OpKind::attention, OpKernel{plan, limits, false, true});  // f32, f16 or bf16 q, k, v and o
 }
 
 }  // namespace trine::cuda::kernels

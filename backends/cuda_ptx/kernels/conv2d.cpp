@@ -7,10 +7,13 @@
 namespace trine::cuda::kernels {
 namespace {
 
+// e: how x, w, the bias and y are stored (f32, or f16 / bf16 widened as staged and y rounded once as
+// written; the sums run in f32 either way); the 64x64 tile.
 struct Conv2dConfig {
   std::string_view name;
+  Elem e;
 };
-constexpr Conv2dConfig configs[] = {{"f32_64"}};  // f32, the 64x64 tile
+constexpr Conv2dConfig configs[] = {{"f32_64", Elem::f32}, {"f16_64", Elem::f16}, {"bf16_64", Elem::bf16}};
 
 std::string generate(std::size_t config, Target target) {
   const Conv2dConfig& cfg = config_at(configs, config, "conv2d");
@@ -21,8 +24,9 @@ std::string generate(std::size_t config, Target target) {
   Reg<U64> x = global_ptr<F32>(k, param<U64>(k, "x")).base;
   Reg<U64> w = global_ptr<F32>(k, param<U64>(k, "w")).base;
   Reg<U64> bias_raw = param<U64>(k, "bias");
-  Ptr<Global, F32> bias = global_ptr<F32>(k, bias_raw);
-  Ptr<Global, F32> y = param_ptr<F32>(k, "y");
+  Reg<U64> bias = global_ptr<F32>(k, bias_raw).base;
+  Reg<U64> y = global_ptr<F32>(k, param<U64>(k, "y")).base;
+  const Elem e = cfg.e;
   auto u32 = [&](const char* name) { return param<U32>(k, name); };
   Reg<U32> batch = u32("n"), channels = u32("c"), height = u32("h"), width = u32("w_in"), filters = u32("k");
   Reg<U32> out_h = u32("p"), out_w = u32("q"), kh = u32("r"), kw = u32("s");
@@ -47,7 +51,7 @@ std::string generate(std::size_t config, Target target) {
       [&](Reg<U32> row, Reg<U32> col, Reg<Pred> inside) {  // w[g*kg + row][col], rows of length krs
         Reg<U64> idx =
             fma(k, to_u64(k, add(k, first_filter, V<U32>(row))), V<U64>(to_u64(k, krs)), V<U64>(to_u64(k, col)));
-        return load_f32_if(k, Elem::f32, w, idx, inside);
+        return load_f32_if(k, e, w, idx, inside);
       },
       [&](Reg<U32> row, Reg<U32> col, Reg<Pred> inside) {  // x[image][g*cg + c][h][w] for (c, r, s) x (image, p, q)
         Reg<U32> c = div(k, row, V<U32>(rs));
@@ -66,20 +70,16 @@ std::string generate(std::size_t config, Target target) {
         Reg<U32> plane = fma(k, image, V<U32>(channels), V<U32>(add(k, first_channel, V<U32>(c))));
         Reg<U64> line = to_u64(k, fma(k, plane, V<U32>(height), V<U32>(hi)));
         Reg<U64> idx = fma(k, line, V<U64>(to_u64(k, width)), V<U64>(to_u64(k, wi)));
-        return load_f32_if(k, Elem::f32, x, idx, and_(k, inside, V<Pred>(in_image)));
+        return load_f32_if(k, e, x, idx, and_(k, inside, V<Pred>(in_image)));
       },
       [&](Reg<U32> row, Reg<U32> col, Reg<F32> v) {  // y[image][g*kg + row][p][q] (+ bias)
         Reg<U32> filter = add(k, first_filter, V<U32>(row));
-        Reg<F32> b = mov<F32>(k, 0.0f);
-        {
-          Kernel::Guard guard(k, has_bias, false);
-          ld_to(k, b, element(k, bias, filter));
-        }
+        Reg<F32> b = load_f32_if(k, e, bias, to_u64(k, filter), has_bias);
         Reg<U32> image = div(k, col, V<U32>(pq));
         Reg<U32> rem_pq = rem(k, col, V<U32>(pq));
         Reg<U64> plane = to_u64(k, fma(k, image, V<U32>(filters), V<U32>(filter)));
         Reg<U64> idx = fma(k, plane, V<U64>(to_u64(k, pq)), V<U64>(to_u64(k, rem_pq)));
-        st(k, element(k, y, idx), V<F32>(add(k, v, V<F32>(b))));
+        store_f32(k, e, y, idx, add(k, v, V<F32>(b)));
       });
   return module_text(k);
 }
@@ -99,7 +99,7 @@ const Generator& conv2d_generator() {
                            config_names(configs),
                            generate,
                            "x: f32* [n, c, h, w], w: f32* [k, c/groups, r, s], bias: f32* [k] or 0, y: f32* [n, k, p, "
-                           "q] (all contiguous), then u32: n, c, h, w_in, k, p, q, r, s, stride_h, stride_w, pad_h, "
+                           "q] (all contiguous; f16_64, bf16_64: all stored so), then u32: n, c, h, w_in, k, p, q, r, s, stride_h, stride_w, pad_h, "
                            "pad_w, dil_h, dil_w, groups; needs n*c*h and n*p*q below 2^32",
                            "sizes = {n, k/groups, p*q, groups}; block 256 (64x64x16 tile, 4x4 per thread); grid "
                            "(ceil(n*p*q/64), ceil((k/groups)/64), groups)",
@@ -116,8 +116,15 @@ std::optional<Steps> plan(const OpCall& c, int, const Resources&, bool gathered)
   if (xs[0] * xs[1] * xs[2] > UINT32_MAX || os[0] * os[2] * os[3] > UINT32_MAX) return std::nullopt;
   // grid.y holds the filters of a group in blocks of 64, grid.z the groups
   if (ws[0] / p.groups > max_grid_yz * 64 || p.groups > max_grid_yz) return std::nullopt;
+  // x, w, the bias and y stored alike; other mixes run between casts (widen.hpp)
+  const DType dt = c.inputs[0].dtype();
+  for (std::size_t i = 1; i < c.inputs.size(); ++i)
+    if (c.inputs[i].defined() && c.inputs[i].dtype() != dt) return std::nullopt;
+  if (c.output.dtype() != dt) return std::nullopt;
+  const Elem elem = elem_of(dt);
+  const std::size_t config = config_index(configs, "conv2d", [&](const Conv2dConfig& g) { return g.e == elem; });
   Steps steps;
-  Plan& pl = steps.add(conv2d_generator(), 0, {xs[0], ws[0] / p.groups, os[2] * os[3], p.groups});
+  Plan& pl = steps.add(conv2d_generator(), config, {xs[0], ws[0] / p.groups, os[2] * os[3], p.groups});
   pl.args.add_ptr(c.inputs[0]);
   pl.args.add_ptr(c.inputs[1]);
   pl.args.add_ptr_or_null(c, 2);
@@ -132,7 +139,7 @@ std::optional<Steps> plan(const OpCall& c, int, const Resources&, bool gathered)
 
 void register_conv2d(CudaOps& r) {
   r.generators.push_back(&conv2d_generator());
-  r.ops.add(OpKind::conv2d, OpKernel{plan});
+  r.ops.add(OpKind::conv2d, OpKernel{plan, nullptr, false, true});  // f32, f16 or bf16 alike
 }
 
 }  // namespace trine::cuda::kernels
