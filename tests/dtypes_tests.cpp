@@ -185,6 +185,9 @@ TEST_CASE("16-bit special values through every op family that takes them", "[dty
     const Tensor x2 = Tensor::from(v, {2, n / 2}, t, dev),
                  g = Tensor::from(std::vector<float>(w.begin(), w.begin() + n / 2), {n / 2}, t, dev);
     const Tensor x3 = Tensor::from(v, {2, 2, n / 4}, t, dev);
+    const Tensor kv = Tensor::from(
+        std::vector<float>{1, -0.5f, 0.5f, 0.25f, -1, 0.75f, 0.75f, -0.5f, 0.5f, 0, -0.25f, 1, 0.125f, -1, 1, 0.5f},
+        {2, 2, n / 4}, t, dev);
     struct Case {
       OpKind op;
       std::vector<Tensor> in;
@@ -211,13 +214,21 @@ TEST_CASE("16-bit special values through every op family that takes them", "[dty
         {OpKind::max, {x2}, ReduceParams{0}},
         {OpKind::argmax, {x2}, ReduceParams{-1}},
         {OpKind::rope, {x3}, RopeParams{}},
+        // the products: 16-bit results that overflow (65504^2 in f16), inf * 0 and inf - inf
+        {OpKind::matmul, {x2, x2.transpose()}, MatmulParams{}},
+        {OpKind::gemv, {x2, g}, GemvParams{}},
+        {OpKind::dot, {x, y}, NoParams{}},
+        {OpKind::conv2d, {x.reshape({1, 1, 4, 4}), g.slice(0, 0, 4).reshape({1, 1, 2, 2})}, Conv2dParams{}},
+        // q with the specials against keys and values within [-1, 1]: a score the f32 kernel
+        // overflows (3e38^2, which the double reference holds) would test f32, not 16-bit storage
+        {OpKind::attention, {x3, kv, kv}, AttentionParams{}},
     };
     for (const Case& c : cases) {
       test::check_op(c.op, c.in, c.params, std::string(dtype_name(t)) + " special values");
       ++ran;
     }
   }
-  CHECK(ran == 40);  // every device runs every case
+  CHECK(ran == 50);  // every device runs every case
 }
 
 TEST_CASE("16-bit tensors through async calls, a batch and the dispatcher's placement", "[dtypes]") {
