@@ -107,9 +107,17 @@ const float* widened_f32(const KernelTable& k, const Tensor& t, Tensor& keep) {
   return reinterpret_cast<const float*>(base_ptr(keep));
 }
 
+// Results up to this many elements (a decode step's row, 256 KiB of f32) round from a heap buffer on
+// the calling thread; larger ones from a pooled tensor, over the threads.
+constexpr i64 f32_result_small = i64{1} << 16;
+
 F32Result::F32Result(const KernelTable& k, const detail::OpCall& call) : k_(k), call_(call) {
+  const i64 n = call.output.numel();
   if (call.output.dtype() == DType::f32) {
     data_ = out_f32(call);
+  } else if (n <= f32_result_small) {
+    small_.resize(static_cast<std::size_t>(n));
+    data_ = small_.data();
   } else {
     temp_ = detail::empty_tensor(call.output.shape(), DType::f32, call.output.device(), false);
     data_ = reinterpret_cast<float*>(base_ptr(temp_));
@@ -117,7 +125,10 @@ F32Result::F32Result(const KernelTable& k, const detail::OpCall& call) : k_(k), 
 }
 
 void F32Result::round() const {
-  if (temp_.defined()) strided_convert(k_, temp_, base_ptr(call_.output), call_.output.dtype());
+  if (temp_.defined())
+    strided_convert(k_, temp_, base_ptr(call_.output), call_.output.dtype());
+  else if (!small_.empty())
+    k_.convert(DType::f32, call_.output.dtype(), small_.data(), 1, base_ptr(call_.output), call_.output.numel());
 }
 
 const std::uint8_t* contiguous_bytes(const KernelTable& k, const Tensor& t, Tensor& keep) {

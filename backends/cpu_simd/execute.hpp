@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <initializer_list>
 #include <type_traits>
+#include <vector>
 
 #include "backends/backend.hpp"
 #include "backends/cpu_simd/kernel_table.hpp"
@@ -39,6 +40,7 @@ class F32Result {
   const KernelTable& k_;
   const detail::OpCall& call_;
   Tensor temp_;
+  std::vector<float> small_;
   float* data_;
 };
 // `t` (any dtype) as contiguous bytes: its own memory, or a contiguous copy held by `keep`.
