@@ -120,6 +120,9 @@ void matmul_cases(std::vector<Sample>& out) {
   run({2, 3, 13, 7}, {7, 29}, {}, L::contiguous, L::contiguous, DType::bf16, DType::bf16);
   run({40, 1100}, {1100, 70}, {}, L::contiguous, L::contiguous, DType::bf16, DType::bf16);
   run({300, 64}, {64, 45}, {}, L::contiguous, L::contiguous, DType::bf16, DType::bf16);
+  // a weight stored [N, K] (trans_b): pairs of k packed as words, odd K, two KC passes, a partial panel
+  run({13, 37}, {45, 37}, {false, true}, L::contiguous, L::contiguous, DType::bf16, DType::bf16);
+  run({40, 1101}, {70, 1101}, {false, true}, L::contiguous, L::contiguous, DType::bf16, DType::bf16);
   // AMX (32 x 32 blocks, k in steps of 32): two threads, three KC passes, partial blocks both ways
   run({129, 1500}, {1500, 97}, {}, L::contiguous, L::contiguous, DType::bf16, DType::bf16);
   // More than two batch dims (ranks 5 to 8, the most a Shape holds), broadcast both ways: rank 5

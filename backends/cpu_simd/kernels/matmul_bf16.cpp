@@ -125,6 +125,30 @@ void pack_b(const Bf16Matrix& b, i64 k0, i64 kc, i64 j0, i64 n, std::uint16_t* d
     }
     return;
   }
+  if (b.rs == 1) {
+    // Columns contiguous in k (a weight stored [n, k], PyTorch's layout, with trans_b): a pair is one
+    // 32-bit word of the column, copied whole; a column's words read in order, written a panel row
+    // apart. Element by element this took 1.4x the f32 GEMM's time at 64 x 2048 x 2048 (Zen 4).
+    const bool odd = kc % 2 != 0;
+    for (i64 jr = 0; jr < n; jr += bnr) {
+      std::uint16_t* panel = dst + jr * kp_pad * 2;
+      const i64 cols = std::min(bnr, n - jr);
+      for (i64 j = 0; j < bnr; ++j) {
+        if (j >= cols) {
+          for (i64 p = 0; p < kp; ++p) panel[(p * bnr + j) * 2] = panel[(p * bnr + j) * 2 + 1] = 0;
+          continue;
+        }
+        const std::uint16_t* col = b.base + b.offset + (j0 + jr + j) * b.cs + k0;
+        const i64 whole = odd ? kp - 1 : kp;
+        for (i64 p = 0; p < whole; ++p) std::memcpy(panel + (p * bnr + j) * 2, col + 2 * p, 4);
+        if (odd) {
+          panel[(whole * bnr + j) * 2] = col[2 * whole];
+          panel[(whole * bnr + j) * 2 + 1] = 0;
+        }
+      }
+    }
+    return;
+  }
   for (i64 jr = 0; jr < n; jr += bnr) {
     std::uint16_t* panel = dst + jr * kp_pad * 2;
     const i64 cols = std::min(bnr, n - jr);
