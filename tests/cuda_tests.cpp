@@ -345,14 +345,14 @@ TEST_CASE("cuda: a bad gather index fails its batch entry and the async work tha
   Tensor idx = batch.upload(good, {3}, DType::i32);
   BatchRead out = batch.read(relu(gather(table, idx)));
   const std::vector<float> expect{0, 0, 0, 5, 6, 7, 0, 0, 0};  // relu of rows 1, 4, 0
-  // Run again, a batch would replay as a CUDA graph, whose copy of the check would land in the first
-  // run's memory: a batch holding a gather runs entry by entry, and checks every time.
+  // Run again, the batch replays as a CUDA graph (from its second run), and checks every time: the
+  // graph's copy of the check lands in words of its own, copied into each run's after it.
   const TransferStats before = transfer_stats(k_cuda);
   for (int run = 1; run <= 3; ++run) {
     batch.run({rows, good});
     CHECK(out.get() == expect);
   }
-  CHECK(transfer_stats(k_cuda).replays == before.replays);
+  CHECK(transfer_stats(k_cuda).replays == before.replays + 2);
   try {
     batch.run({rows, bad});
     FAIL("a bad index passed");
@@ -364,6 +364,11 @@ TEST_CASE("cuda: a bad gather index fails its batch entry and the async work tha
     REQUIRE(e.entry().has_value());
     CHECK(e.entry()->index == 2);
   }
+  // the failed run was a replay too; the next one, with good indices, is clean
+  CHECK(transfer_stats(k_cuda).replays == before.replays + 3);
+  batch.run({rows, good});
+  CHECK(out.get() == expect);
+  CHECK(transfer_stats(k_cuda).replays == before.replays + 4);
   // async: what reads the gathered rows fails with the cause, whether or not the gather is done
   const Tensor t = in({5, 3}, 90);
   Future<Tensor> later = async::relu(async::gather(t, Tensor::from(std::vector<std::int32_t>{0, 5}, {2}, k_cuda)));

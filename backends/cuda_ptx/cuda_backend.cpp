@@ -44,6 +44,10 @@ struct DeviceState {
     CUgraphExec exec = nullptr;
     TransferStats stats;  // what one run transfers
     std::uint64_t last_use = 0;
+    // With device-checked entries (a gather, a write at a position, attention with valid): the
+    // page-locked words the graph's copies of the checks write, each replay's own copied out of
+    // them by a host function queued after it.
+    std::shared_ptr<IndexChecks> graph_words;
   };
   std::map<std::string, Recorded> recorded;
 };
@@ -370,13 +374,7 @@ class CudaBackend final : public detail::Backend {
         s->position.push_back(i);
       }
     }
-    // A replayed graph would copy its checks into the first run's words: such a submission runs
-    // entry by entry every time.
-    bool checked = false;
-    for (const auto& e : s->entries)
-      if (const auto* call = std::get_if<detail::OpCall>(&e)) checked = checked || checks_on_device(*call);
-    if (s->entries.size() > 1 && !sync_each_launch_ && !checked)
-      s->signature = detail::signature_of(s->entries, storage_key);
+    if (s->entries.size() > 1 && !sync_each_launch_) s->signature = detail::signature_of(s->entries, storage_key);
     return s;
   }
 
@@ -471,10 +469,10 @@ class CudaBackend final : public detail::Backend {
         }
       }
       if (rec && rec->exec) {
-        replay(d, *rec);
+        replay(d, *rec, s, checks);
       } else if (rec && rec->runs > 0) {
         capture(d, s, *rec, i);  // the second run: recorded as a graph, then launched
-        replay(d, *rec);
+        replay(d, *rec, s, checks);
       } else {
         for (; i < s.entries.size(); ++i) enqueue(d, s.entries[i], staging.get(), checks.get(), s.position[i]);
         if (rec) ++rec->runs;
@@ -625,16 +623,21 @@ class CudaBackend final : public detail::Backend {
   // Records the submission's work on the stream as a graph instead of running it. `i` follows the
   // entry being recorded, for the error.
   void capture(DeviceState& d, const CudaSubmission& s, DeviceState::Recorded& rec, std::size_t& i) {
+    // The graph's copies of its checks go to words of its own (the submission's words change with
+    // every run): a replay copies them into the run's words (replay below).
+    rec.graph_words = index_checks(s, detail::device_of(s.entries.front()));
     check(api_.cuStreamBeginCapture(d.stream, CU_STREAM_CAPTURE_MODE_RELAXED), "cuStreamBeginCapture", "batch");
     const TransferStats before = stats_;
     CUgraph graph = nullptr;
     try {
-      for (; i < s.entries.size(); ++i) enqueue(d, s.entries[i]);
+      for (; i < s.entries.size(); ++i) enqueue(d, s.entries[i], nullptr, rec.graph_words.get(), s.position[i]);
     } catch (...) {
       if (api_.cuStreamEndCapture(d.stream, &graph) == CUDA_SUCCESS && graph) api_.cuGraphDestroy(graph);
       throw;
     }
     --i;  // errors below are the submission's, named after its last entry
+    // Only the words are kept: the checks' messages hold this run's call (and its tensors).
+    if (rec.graph_words) rec.graph_words->checks.clear();
     rec.stats = stats_;
     rec.stats.uploads -= before.uploads;
     rec.stats.upload_bytes -= before.upload_bytes;
@@ -650,8 +653,35 @@ class CudaBackend final : public detail::Backend {
     check(r, "cuGraphInstantiate", "batch");
   }
 
-  void replay(DeviceState& d, const DeviceState::Recorded& rec) {
+  // A host function queued after a replayed graph: the graph's check words into the run's own.
+  struct CheckCopy {
+    std::shared_ptr<IndexChecks> from, to;
+    static void run(void* p) {
+      std::unique_ptr<CheckCopy> c(static_cast<CheckCopy*>(p));
+      const std::size_t n = std::min(c->from->words.size(), c->to->words.size());
+      for (std::size_t w = 0; w < n; ++w) *c->to->words[w] = *c->from->words[w];
+    }
+  };
+
+  // Launches the recorded graph. With device checks, `checks` (the submission's words) gets each
+  // check planned again for this run's entries (their messages name this run's tensors), and a
+  // host function after the graph copies the graph's words into its own.
+  void replay(DeviceState& d, const DeviceState::Recorded& rec, const CudaSubmission& s,
+              const std::shared_ptr<IndexChecks>& checks) {
     check(api_.cuGraphLaunch(rec.exec, d.stream), "cuGraphLaunch", "batch");
+    if (checks && rec.graph_words) {
+      checks->checks.clear();
+      for (std::size_t e = 0; e < s.entries.size(); ++e) {
+        const auto* call = std::get_if<detail::OpCall>(&s.entries[e]);
+        if (!call || !checks_on_device(*call)) continue;
+        if (auto c = planned_check(*call, d.sm)) checks->checks.push_back({call->op, s.position[e], std::move(*c)});
+      }
+      auto* copy = new CheckCopy{rec.graph_words, checks};
+      if (const CUresult r = api_.cuLaunchHostFunc(d.stream, &CheckCopy::run, copy); r != CUDA_SUCCESS) {
+        delete copy;
+        check(r, "cuLaunchHostFunc", "batch");
+      }
+    }
     stats_.uploads += rec.stats.uploads;
     stats_.upload_bytes += rec.stats.upload_bytes;
     stats_.readbacks += rec.stats.readbacks;

@@ -151,6 +151,11 @@ bool checks_on_device(const detail::OpCall& call) {
   return k && k->checks_on_device;
 }
 
+std::optional<IndexCheck> planned_check(const detail::OpCall& call, int sm) {
+  auto steps = plan(call, sm, Resources{}, false);
+  return steps ? steps->index_check : std::nullopt;
+}
+
 std::optional<IndexCheck> launch(const DriverApi& api, CUstream stream, const DeviceShape& device,
                                  const detail::OpCall& call, DeviceKernels& kernels) {
   const int sm = device.sm;

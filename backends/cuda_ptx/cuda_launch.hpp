@@ -91,6 +91,9 @@ inline constexpr std::uint64_t index_check_clean = ~std::uint64_t{0};
 std::optional<std::string> index_check_failure(std::uint64_t word, const IndexCheck& check);
 // Whether the call's kernel checks an input on the device (launch then returns an IndexCheck).
 bool checks_on_device(const detail::OpCall& call);
+// The check that launch() would return for the call, planned without launching (its slot 0): what
+// a replayed graph's copy of the check word is read against.
+std::optional<IndexCheck> planned_check(const detail::OpCall& call, int sm);
 
 // Enqueues the call's kernel(s) on `stream`. Throws Error(driver_error) naming the op and the call.
 // A call whose kernel checks an input on the device returns the check: the caller copies its slot
