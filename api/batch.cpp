@@ -192,20 +192,15 @@ Tensor record_write(const std::shared_ptr<BatchRecord>& owner, const Tensor& dst
   BatchRecord& batch = *owner;
   const std::size_t position = batch.entries.size();
   try {
-    if (!batch.pinned) {
-      throw Error(ErrorCode::unsupported,
-                  "[copy_into] writes into " + dst.str() +
-                      " in a batch placed automatically; the placement does not place writes yet: pin the batch "
-                      "to the destination's device (trine::Batch(device))");
-    }
-    if (dst.storage()->handle() && dst.device() != batch.device) {
+    // A batch placed automatically runs on the destination's device when it writes (batch_place.cpp).
+    if (batch.pinned && dst.storage()->handle() && dst.device() != batch.device) {
       throw Error(ErrorCode::invalid_argument, "[copy_into] the destination " + dst.str() +
                                                    " is not on the batch's device " + batch.device.str() +
                                                    ": a batch writes only into tensors on its device");
     }
     if (written.part.numel() == 0) return dst;  // nothing to write (nor a position to check)
-    auto here = [&](const Tensor& t) {  // eager elsewhere: moved once, as ops do
-      if (!t.storage()->handle() || t.device() == batch.device) return t;
+    auto here = [&](const Tensor& t) {  // eager elsewhere: moved once, as ops do (placed: by the placement)
+      if (!batch.pinned || !t.storage()->handle() || t.device() == batch.device) return t;
       if (t.pinned()) {
         throw Error(ErrorCode::invalid_argument, "[copy_into] uses " + t.str() + ", pinned there, in a batch pinned to " +
                                                      batch.device.str());
@@ -232,7 +227,7 @@ Tensor record_write(const std::shared_ptr<BatchRecord>& owner, const Tensor& dst
     try {
       std::array<Tensor, 1> in{s};
       OpCall call{OpKind::copy, inputs, dst, params, op_cost(OpKind::copy, in, NoParams{}, {dst.shape(), dst.dtype()})};
-      if (!batch.backend->supports(call)) {
+      if (batch.pinned && !batch.backend->supports(call)) {
         const std::string why = batch.backend->unsupported_reason(call);
         throw Error(ErrorCode::unsupported, "[copy_into] is not supported on " + batch.device.str() + " for " +
                                                 describe_call(in) + " into " + dst.str() + " (the batch is pinned there)" +

@@ -11,6 +11,7 @@
 #include <cstdio>
 #include <limits>
 #include <map>
+#include <optional>
 #include <set>
 #include <string>
 
@@ -68,6 +69,19 @@ class Planner {
               producer[x.dst.get()] = static_cast<int>(i);
             } else if constexpr (std::is_same_v<T, OpCall>) {
               n.kind = Node::op;
+              // A write (trine::copy_into): into a tensor made outside the batch (its memory
+              // exists already) or one an earlier entry produced.
+              const Storage* out = x.output.storage().get();
+              if (x.output.storage()->handle()) {
+                writes_ = true;
+                if (written_on_ && !(*written_on_ == x.output.device()))
+                  throw Error(ErrorCode::unsupported, "[copy_into] a batch placed automatically writes into " +
+                                                          written_on_->str() + " and " + x.output.device().str() +
+                                                          ": it runs on one device when it writes; pin it");
+                written_on_ = x.output.device();
+              } else if (producer.count(out)) {
+                writes_ = true;
+              }
               const Device pin = pinned_input(x);
               for (const auto& c : cands_) {
                 const bool allowed = (!pin_ || c.device == pin) && runs_on(*c.backend, c.device, x);
@@ -109,7 +123,13 @@ class Planner {
     const int nd = static_cast<int>(cands_.size());
     std::vector<int> best;
     double best_s = k_inf;
+    // A batch that writes into a tensor runs on one device, that tensor's (when it was made outside
+    // the batch): an entry elsewhere would read a copy moved once, at placement, which every later
+    // run's write leaves stale.
+    if (writes_) log += written_on_ ? " | writes into a tensor on " + written_on_->str() + ": all there"
+                                    : std::string(" | writes: on one device");
     for (int d = 0; d < nd; ++d) {
+      if (written_on_ && !(cands_[static_cast<std::size_t>(d)].device == *written_on_)) continue;
       std::vector<int> uniform(nodes_.size(), d);
       const double t = total(uniform);
       log += " | all on " + cands_[static_cast<std::size_t>(d)].device.str() + ": " +
@@ -118,6 +138,10 @@ class Planner {
         best_s = t;
         best = uniform;
       }
+    }
+    if (writes_) {
+      if (!best.empty()) log += " | chosen: " + format_seconds(best_s);
+      return best;  // one device, or none that runs every op (the caller's error)
     }
     if (best.empty()) {  // no device runs every op: each op where it is cheapest, then improve
       best.assign(nodes_.size(), 0);
@@ -228,6 +252,8 @@ class Planner {
   const dispatch::Profile& profile_;
   std::vector<Node> nodes_;
   bool pin_ = false;
+  bool writes_ = false;                // the batch writes into a tensor (trine::copy_into)
+  std::optional<Device> written_on_;  // the device of the tensors made outside it that it writes
 };
 
 // Builds the segments for the device chosen for each entry, adding the transfers between devices.
@@ -427,6 +453,16 @@ void place_batch(BatchRecord& b) {
   std::vector<Device> device_of(b.entries.size(), b.device);
   if (!b.pinned) {
     auto cands = candidates();
+    // The destination of a write made outside the batch fixes its device, as a pinned tensor fixes
+    // an op's: it is a candidate even where automatic placement would not go on its own (a software
+    // device such as lavapipe or the PTX emulator).
+    for (const auto& e : b.entries) {
+      const auto* call = std::get_if<OpCall>(&e);
+      if (!call || !call->output.storage()->handle()) continue;
+      const Device d = call->output.device();
+      if (std::none_of(cands.begin(), cands.end(), [&](const Candidate& c) { return c.device == d; }))
+        cands.push_back({d, &backend_for(d, "batch")});
+    }
     Planner planner(b, cands);
     std::string log;
     const std::vector<int> at = planner.plan(log);

@@ -121,10 +121,33 @@ TEST_CASE("copy_into in a batch: recorded once, repeated by every run, into a te
   CHECK(cache.to_vector() == cache_with(2, 4, 3, 1, std::vector<float>(6, 1.0f)));
   CHECK(r2.get() == std::vector<float>{0, 0, 0.5f, 0, 0, 0, 0.5f, 0});
 
-  // errors: an automatic batch does not place writes yet; a destination elsewhere
+  // a batch placed automatically writes too: it runs on the destination's device, every run
   Batch automatic;
   const Tensor ax = automatic.upload(iota(3), {3});
-  CHECK(code_of([&] { Tensor::zeros({3}, DType::f32, dev).copy_(ax); }) == ErrorCode::unsupported);
+  const Tensor target = Tensor::zeros({2, 3}, DType::f32, dev);
+  target.slice(0, 1, 2).copy_(ax.reshape({1, 3}) * 2.0f);
+  BatchRead plus = automatic.read(target + ax);  // after the write, in the same run
+  automatic.run();
+  CHECK(target.to_vector() == std::vector<float>{0, 0, 0, 2, 4, 6});
+  CHECK(plus.get() == std::vector<float>{1, 2, 3, 3, 6, 9});
+  automatic.run({std::vector<float>{1, 1, 1}});
+  CHECK(target.to_vector() == std::vector<float>{0, 0, 0, 2, 2, 2});
+  CHECK(plus.get() == std::vector<float>{1, 1, 1, 3, 3, 3});
+  if (dev != Device::cpu()) {
+    // one that writes into tensors on two devices: refused when placed, naming both
+    Batch two;
+    const Tensor tx = two.upload(iota(3), {3});
+    Tensor::zeros({3}, DType::f32, dev).copy_(tx);
+    Tensor::zeros({3}).copy_(tx);
+    try {
+      two.run();
+      FAIL("a batch writing into two devices ran");
+    } catch (const Error& e) {
+      CHECK(e.code() == ErrorCode::unsupported);
+      CHECK_THAT(e.what(), Catch::Contains(dev.str()) && Catch::Contains("cpu") && Catch::Contains("pin it"));
+    }
+  }
+  // errors: a destination elsewhere than a pinned batch's device
   if (dev != Device::cpu()) {
     Batch pinned(dev);
     const Tensor px = pinned.upload(iota(3), {3});
@@ -132,8 +155,7 @@ TEST_CASE("copy_into in a batch: recorded once, repeated by every run, into a te
   }
 }
 
-TEST_CASE("copy_into at a position read on the device: eager, async, and one recording for every step",
-          "[batch]") {
+TEST_CASE("copy_into at a position read on the device: eager, async, and one recording for every step", "[batch]") {
   const Device dev = test::test_device();
   const std::vector<float> row = iota(6);
   SECTION("eager and async; a bad position writes nothing and names itself") {
@@ -142,7 +164,8 @@ TEST_CASE("copy_into at a position read on the device: eager, async, and one rec
       copy_into(cache, Tensor::from(row, {2, 1, 3}, DType::f32, dev), 1, Tensor::from({2}, dev));
       CHECK(cache.to_vector() == cache_with(2, 4, 3, 2, row));
       // the last position; a source of one row broadcast over the heads
-      copy_into(cache, Tensor::from({7.0f, 8.0f, 9.0f}, DType::f32, dev).reshape({1, 1, 3}), -2, Tensor::from({3}, dev));
+      copy_into(cache, Tensor::from({7.0f, 8.0f, 9.0f}, DType::f32, dev).reshape({1, 1, 3}), -2,
+                Tensor::from({3}, dev));
       std::vector<float> expect = cache_with(2, 4, 3, 2, row);
       for (std::size_t h = 0; h < 2; ++h)
         for (std::size_t d = 0; d < 3; ++d) expect[h * 12 + 9 + d] = 7.0f + static_cast<float>(d);
@@ -184,8 +207,7 @@ TEST_CASE("copy_into at a position read on the device: eager, async, and one rec
       const std::vector<float> at{static_cast<float>(p)};
       batch.run({step, at});
       for (std::size_t h = 0; h < 2; ++h)
-        for (std::size_t d = 0; d < 3; ++d)
-          expect[h * 12 + static_cast<std::size_t>(p) * 3 + d] = step[h * 3 + d];
+        for (std::size_t d = 0; d < 3; ++d) expect[h * 12 + static_cast<std::size_t>(p) * 3 + d] = step[h * 3 + d];
       CHECK(cache.to_vector() == expect);
     }
     CHECK(sums.get().size() == 4);

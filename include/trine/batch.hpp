@@ -51,8 +51,9 @@ class Batch {
  public:
   // Without a device the batch is placed automatically when it first runs, op by op, where the
   // whole batch's predicted time is lowest, every transfer between devices counted (a chain stays
-  // on one device unless a step or a run of steps gains more than its moves cost; docs/dispatch.md). With a device
-  // (or inside a DeviceScope, or with TRINE_DEVICE set) it is pinned there.
+  // on one device unless a step or a run of steps gains more than its moves cost; docs/dispatch.md);
+  // one that writes (trine::copy_into) runs on one device, the destination's. With a device (or
+  // inside a DeviceScope, or with TRINE_DEVICE set) it is pinned there.
   explicit Batch(std::optional<Device> device = std::nullopt);
   ~Batch();
   Batch(Batch&&) noexcept;
