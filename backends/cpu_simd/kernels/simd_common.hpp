@@ -76,17 +76,25 @@ inline i64 grain_for(i64 work_per_item, i64 grain_elems) {
 
 // a b = p + e exactly (a, b finite, |a b| far from overflow and underflow): one FMA where there is
 // one; SSE4.2 has none, and splits a and b into halves of 12 bits (Veltkamp) whose four products are
-// exact (Dekker).
+// exact (Dekker). The split multiplies by 2^12 + 1, which overflows past 2^115: a factor of 2^100 or
+// more is scaled by 2^-64 first and its error term back after, both exact (an attention score of
+// 1.7e38 had made its low part NaN there, and its row NaN).
 [[gnu::always_inline]] inline void two_prod(const batch_f32& a, const batch_f32& b, batch_f32& p, batch_f32& e) {
   p = a * b;
 #if defined(TRINE_ISA_AVX2) || defined(TRINE_ISA_AVX512)
   e = fmsub(a, b, p);
 #else
+  const batch_f32 limit(0x1p100f), down(0x1p-64f), up(0x1p64f);
+  const auto a_big = xsimd::abs(a) >= limit, b_big = xsimd::abs(b) >= limit;
+  const batch_f32 as = xsimd::select(a_big, a * down, a), bs = xsimd::select(b_big, b * down, b);
+  const batch_f32 ps = as * bs;
   const batch_f32 split(4097.0f);  // 2^12 + 1
-  const batch_f32 ca = a * split, cb = b * split;
-  const batch_f32 ah = ca - (ca - a), bh = cb - (cb - b);
-  const batch_f32 al = a - ah, bl = b - bh;
-  e = (((ah * bh - p) + ah * bl) + al * bh) + al * bl;
+  const batch_f32 ca = as * split, cb = bs * split;
+  const batch_f32 ah = ca - (ca - as), bh = cb - (cb - bs);
+  const batch_f32 al = as - ah, bl = bs - bh;
+  e = (((ah * bh - ps) + ah * bl) + al * bh) + al * bl;
+  e = xsimd::select(a_big, e * up, e);
+  e = xsimd::select(b_big, e * up, e);
 #endif
 }
 
