@@ -316,25 +316,29 @@ TEST_CASE("which 16-bit calls read their tensors in a kernel of their own and wh
   CHECK_FALSE(between(OpKind::maximum, {b, b.slice(0, 1, 2)}, NoParams{}));
   // Vulkan's pow computes in double, which its 16-bit shader for views does not
   CHECK(between(OpKind::pow, {h.transpose()}, ActParams{2.5f, 0}) == vk);
-  // cuda's reduction, norm, rope and where kernels read and write 16-bit; Vulkan's not yet
-  CHECK(between(OpKind::where, {f, b, b}, NoParams{}) == vk);
-  CHECK(between(OpKind::sum, {h}, ReduceParams{-1}) == vk);
-  CHECK(between(OpKind::max, {b}, ReduceParams{0}) == vk);
-  CHECK(between(OpKind::argmax, {h}, ReduceParams{0}) == vk);
-  CHECK(between(OpKind::rmsnorm, {h, c}, NormParams{}) == vk);
-  CHECK(between(OpKind::layernorm, {b}, NormParams{}) == vk);
-  CHECK(between(OpKind::rope, {h}, RopeParams{}) == vk);
+  // the reductions, norms, rope, where and softmax read and write 16-bit on every backend (Vulkan:
+  // their shaders' 16-bit forms) where the floating tensors share one dtype: where's cond may be any
+  CHECK_FALSE(between(OpKind::where, {f, b, b}, NoParams{}));
+  CHECK_FALSE(between(OpKind::where, {h, h.slice(0, 1, 2), h}, NoParams{}));
+  CHECK_FALSE(between(OpKind::sum, {h}, ReduceParams{-1}));
+  CHECK_FALSE(between(OpKind::mean, {b.transpose()}, ReduceParams{-1}));
+  CHECK_FALSE(between(OpKind::max, {b}, ReduceParams{0}));
+  CHECK_FALSE(between(OpKind::argmax, {h}, ReduceParams{0}));
+  CHECK_FALSE(between(OpKind::rmsnorm, {h, c}, NormParams{}));
+  CHECK_FALSE(between(OpKind::layernorm, {b}, NormParams{}));
+  CHECK_FALSE(between(OpKind::rope, {h}, RopeParams{}));
+  CHECK_FALSE(between(OpKind::softmax, {h}, AxisParams{-1}));
+  CHECK_FALSE(between(OpKind::log_softmax, {b}, AxisParams{0}));
+  // a norm whose gamma is f32 mixes dtypes: between casts on the GPU backends
   CHECK(between(OpKind::rmsnorm, {h, Tensor::random({16}, 7, -1, 1, DType::f32, dev)}, NormParams{}) == gpu);
   // gemv reads 16-bit weights against a vector of any float dtype on cuda (a decode step); on Vulkan
   // against an f32 vector or one of the weights' dtype (gemv_b16), not yet transposed
   CHECK_FALSE(between(OpKind::gemv, {hw, c}, GemvParams{}));
   CHECK_FALSE(between(OpKind::gemv, {hw, Tensor::random({16}, 9, -1, 1, DType::f32, dev)}, GemvParams{}));
   CHECK(between(OpKind::gemv, {hw, Tensor::random({16}, 8, -1, 1, DType::f32, dev)}, GemvParams{true}) == vk);
-  // a call mixing dtypes runs between casts on every GPU backend; so do Vulkan's families without
-  // 16-bit kernels yet
+  // a call mixing dtypes runs between casts on every GPU backend (Vulkan's where too)
   CHECK(between(OpKind::add, {h, b}, NoParams{}) == gpu);
-  CHECK(between(OpKind::softmax, {h}, AxisParams{-1}) == vk);
-  CHECK(between(OpKind::log_softmax, {b}, AxisParams{0}) == vk);
+  if (vk) CHECK(between(OpKind::where, {f, h, b}, NoParams{}));
   // matmul and the copy family read 16-bit everywhere. matmul's 16-bit result: cuda's tensor-core
   // kernel writes it (f16 @ f16 -> f16, rows aligned to 8 elements); on Vulkan the kernel writes an
   // f32 temporary, cast after (only the output widened); an f32 result needs no cast anywhere

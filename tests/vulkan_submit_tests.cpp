@@ -8,8 +8,10 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdlib>
+#include <limits>
 #include <string>
 #include <tuple>
+#include <utility>
 #include <vector>
 
 #include "backends/vulkan/debug.hpp"
@@ -338,5 +340,231 @@ TEST_CASE("vulkan: matmul with 16-bit B rows reads them in place (matmul_rows_b1
   }
   const auto used = vulkan::shaders_dispatched();
   CHECK(std::any_of(used.begin(), used.end(), [](const std::string& s) { return s.rfind("matmul_rows_b16", 0) == 0; }));
+  require_no_validation_messages();
+}
+
+namespace {
+
+// `v` as a vulkan tensor of dtype `dt` and shape `s`, contiguous from element 1 of a storage one
+// element longer: a 16-bit view that starts in the middle of a 32-bit word.
+Tensor mid_word(const std::vector<float>& v, const Shape& s, DType dt) {
+  std::vector<float> w(v.size() + 1, 0.0f);
+  std::copy(v.begin(), v.end(), w.begin() + 1);
+  const auto n = static_cast<std::int64_t>(w.size());
+  Tensor t = Tensor::from(w, {n}, dt, k_vk).slice(0, 1, n).reshape(s);
+  REQUIRE(t.offset() == 1);
+  REQUIRE(t.is_contiguous());
+  return t;
+}
+
+// Vulkan's result against the cpu's for the same 16-bit inputs: both compute in f32 and round once,
+// so they agree but where their f32 values (summed in other orders) straddle a rounding: one unit
+// in the last place of the 16-bit dtype, plus `abs_tol` for sums that cancel. Infinities and NaN
+// (the special values and overflow) must match exactly.
+void check_close16(const Tensor& got, const Tensor& want, double abs_tol = 0) {
+  REQUIRE(got.dtype() == want.dtype());
+  REQUIRE(got.shape() == want.shape());
+  const auto g = got.to_vector(), w = want.to_vector();
+  const int bits = got.dtype() == DType::f16 ? 10 : got.dtype() == DType::bf16 ? 7 : 0;
+  for (std::size_t i = 0; i < g.size(); ++i) {
+    INFO("element " << i << ": got " << g[i] << ", want " << w[i]);
+    if (std::isnan(w[i]) || std::isinf(w[i]) || bits == 0) {
+      CHECK((g[i] == w[i] || (std::isnan(g[i]) && std::isnan(w[i]))));
+      continue;
+    }
+    const double mag = std::max(std::fabs(static_cast<double>(w[i])), std::ldexp(1.0, -14));  // f16's least normal
+    const double ulp = std::ldexp(1.0, std::ilogb(mag) - bits);
+    CHECK(std::fabs(static_cast<double>(g[i]) - w[i]) <= ulp + abs_tol);
+  }
+}
+
+// The dispatches of `shaders` so far (vulkan::dispatches_of), once the work so far has been recorded.
+std::uint64_t dispatches(std::initializer_list<const char*> shaders) {
+  synchronize();
+  std::uint64_t n = 0;
+  for (const char* s : shaders) n += vulkan::dispatches_of(s);
+  return n;
+}
+
+// Random values in [-1, 1] with the special ones at the given places.
+std::vector<float> with_specials(std::size_t n, std::uint64_t seed,
+                                 std::initializer_list<std::pair<std::size_t, float>> at) {
+  auto v = values(n, seed);
+  for (const auto& [i, x] : at) v[i] = x;
+  return v;
+}
+
+constexpr float k_inf = std::numeric_limits<float>::infinity();
+const float k_nan = std::nanf("");
+
+// Runs `op` on the vulkan tensors and on their copies on the cpu, checks that it dispatched one of
+// `shaders` and no cast or strided copy (it read and wrote the 16-bit tensors itself), and returns
+// both results.
+template <class Op>
+std::pair<Tensor, Tensor> run_16bit(const std::vector<Tensor>& in, std::initializer_list<const char*> shaders, Op op) {
+  std::vector<Tensor> host;
+  for (const Tensor& t : in) host.push_back(t.to(Device::cpu()));
+  const std::uint64_t own = dispatches(shaders), casts = dispatches({"copy", "binary_b16", "binary"});
+  Tensor got = op(in);
+  CHECK(dispatches(shaders) > own);
+  CHECK(dispatches({"copy", "binary_b16", "binary"}) == casts);
+  return {got, op(host)};
+}
+
+}  // namespace
+
+TEST_CASE("vulkan: softmax and log_softmax read and write f16 and bf16 in place", "[vulkan][dtypes][softmax]") {
+  require_vulkan();
+  const std::initializer_list<const char*> shaders = {"softmax", "softmax_subgroup", "softmax_rows"};
+  for (DType dt : {DType::f16, DType::bf16}) {
+    INFO(dtype_name(dt));
+    // rows of 301 (longer than a workgroup, odd: rows share words) from a mid-word offset, with
+    // inf, -inf and NaN rows; 300 rows of 5 (an invocation per row on lavapipe); the first axis
+    // (inner > 1: neighbouring elements belong to other rows)
+    const auto big = with_specials(3 * 301, 10, {{5, k_inf}, {301 + 7, -k_inf}, {602 + 300, k_nan}});
+    for (bool log_form : {false, true}) {
+      INFO((log_form ? "log_softmax" : "softmax"));
+      auto f = [&](int axis) {
+        return [=](const std::vector<Tensor>& t) { return log_form ? log_softmax(t[0], axis) : softmax(t[0], axis); };
+      };
+      auto [g1, w1] = run_16bit({mid_word(big, {3, 301}, dt)}, shaders, f(-1));
+      check_close16(g1, w1);
+      auto [g2, w2] = run_16bit({mid_word(values(1500, 11), {300, 5}, dt)}, shaders, f(-1));
+      check_close16(g2, w2);
+      auto [g3, w3] = run_16bit({mid_word(values(7 * 9, 12), {7, 9}, dt)}, shaders, f(0));
+      check_close16(g3, w3);
+    }
+    // log_softmax past the f16 range: 65504 - (-65504) overflows to -inf
+    auto [g, w] = run_16bit({mid_word({65504.0f, -65504.0f, 0.0f}, {1, 3}, dt)}, shaders,
+                            [](const std::vector<Tensor>& t) { return log_softmax(t[0]); });
+    check_close16(g, w);
+    if (dt == DType::f16) CHECK(g.to_vector()[1] == -k_inf);
+  }
+  require_no_validation_messages();
+}
+
+TEST_CASE("vulkan: layernorm and rmsnorm read and write f16 and bf16 in place", "[vulkan][dtypes][norm]") {
+  require_vulkan();
+  const std::initializer_list<const char*> shaders = {"norm", "norm_subgroup"};
+  for (DType dt : {DType::f16, DType::bf16}) {
+    INFO(dtype_name(dt));
+    for (std::int64_t n : {301, 5}) {
+      INFO("rows of " << n);
+      const std::int64_t rows = n == 5 ? 7 : 3;
+      // a row with inf (NaN out), and one whose results overflow f16 (gamma 60000 times ~16)
+      auto x = with_specials(static_cast<std::size_t>(rows * n), 20, {{1, k_inf}});
+      for (std::int64_t k = 0; k < n; ++k) x[static_cast<std::size_t>(n + k)] = k == 0 ? 1.0f : 0.0f;
+      auto gv = values(static_cast<std::size_t>(n), 21);
+      gv[0] = 60000.0f;
+      const Tensor xt = mid_word(x, {rows, n}, dt), gt = mid_word(gv, {n}, dt),
+                   bt = mid_word(values(static_cast<std::size_t>(n), 22), {n}, dt);
+      auto [g1, w1] = run_16bit({xt, gt}, shaders, [](const std::vector<Tensor>& t) { return rmsnorm(t[0], t[1]); });
+      check_close16(g1, w1);
+      auto [g2, w2] =
+          run_16bit({xt, gt, bt}, shaders, [](const std::vector<Tensor>& t) { return layernorm(t[0], t[1], t[2]); });
+      check_close16(g2, w2);
+      auto [g3, w3] = run_16bit({xt}, shaders, [](const std::vector<Tensor>& t) { return layernorm(t[0]); });
+      check_close16(g3, w3);
+      if (dt == DType::f16 && n == 301) CHECK(g1.to_vector()[301] == k_inf);
+    }
+  }
+  require_no_validation_messages();
+}
+
+TEST_CASE("vulkan: sum mean max and argmax read f16 and bf16 in place", "[vulkan][dtypes][reduce]") {
+  require_vulkan();
+  const std::initializer_list<const char*> shaders = {"reduce", "reduce_subgroup", "reduce_rows"};
+  auto sum_ = [](int axis) { return [=](const std::vector<Tensor>& t) { return sum(t[0], axis); }; };
+  auto mean_ = [](int axis) { return [=](const std::vector<Tensor>& t) { return mean(t[0], axis); }; };
+  auto max_ = [](int axis) { return [=](const std::vector<Tensor>& t) { return max(t[0], axis); }; };
+  auto argmax_ = [](int axis) { return [=](const std::vector<Tensor>& t) { return argmax(t[0], axis); }; };
+  for (DType dt : {DType::f16, DType::bf16}) {
+    INFO(dtype_name(dt));
+    // rows of 301 from a mid-word offset: a NaN row, an inf row, and a row of 60000s whose sum
+    // overflows f16 (summed in f32, rounded once to inf)
+    auto x = with_specials(5 * 301, 30, {{3, k_nan}, {301 + 9, k_inf}});
+    for (std::size_t k = 0; k < 301; ++k) x[2 * 301 + k] = 60000.0f;
+    const Tensor rows = mid_word(x, {5, 301}, dt);
+    // 300 outputs of 7 (an invocation per output on lavapipe), and the first axis (inner > 1)
+    const Tensor many = mid_word(values(300 * 7, 31), {300, 7}, dt);
+    for (const Tensor& t : {rows, many}) {
+      for (int axis : {-1, 0}) {
+        INFO(t.shape().str() << " axis " << axis);
+        auto [g1, w1] = run_16bit({t}, shaders, sum_(axis));
+        check_close16(g1, w1, 1e-4);
+        auto [g2, w2] = run_16bit({t}, shaders, mean_(axis));
+        check_close16(g2, w2, 1e-6);
+        auto [g3, w3] = run_16bit({t}, shaders, max_(axis));
+        check_close16(g3, w3);
+        auto [g4, w4] = run_16bit({t}, shaders, argmax_(axis));
+        CHECK(g4.dtype() == DType::i32);
+        CHECK(g4.to_vector<std::int32_t>() == w4.to_vector<std::int32_t>());
+      }
+    }
+    auto [g, w] = run_16bit({rows}, shaders, sum_(-1));
+    if (dt == DType::f16) CHECK(g.to_vector()[2] == k_inf);
+    // a row longer than one workgroup loops over on lavapipe (2^21 elements): cut into chunks whose
+    // partial results (f32, argmax's with their indices) a second dispatch reduces into 16-bit y
+    const std::size_t long_n = (std::size_t{1} << 21) + 3;
+    auto lv = values(long_n, 32);
+    lv[long_n - 2] = 1.5f;  // the largest, in the last chunk
+    const Tensor longrow = mid_word(lv, {1, static_cast<std::int64_t>(long_n)}, dt);
+    auto [g5, w5] = run_16bit({longrow}, shaders, sum_(-1));
+    check_close16(g5, w5, 1e-1);
+    auto [g6, w6] = run_16bit({longrow}, shaders, argmax_(-1));
+    CHECK(g6.to_vector<std::int32_t>() == w6.to_vector<std::int32_t>());
+    CHECK(g6.to_vector<std::int32_t>()[0] == static_cast<std::int32_t>(long_n - 2));
+  }
+  require_no_validation_messages();
+}
+
+TEST_CASE("vulkan: rope reads and writes f16 and bf16 in place in both pair forms with or without a position",
+          "[vulkan][dtypes]") {
+  require_vulkan();
+  for (DType dt : {DType::f16, DType::bf16}) {
+    // D = 6 (D/2 odd: a word's halves from two pairs) and 8, from a mid-word offset; values near
+    // f16's largest, whose rotations may overflow to inf, and a NaN
+    for (std::int64_t d : {6, 8}) {
+      for (RopePairs pairs : {RopePairs::interleaved, RopePairs::halves}) {
+        INFO(dtype_name(dt) << " D " << d << (pairs == RopePairs::halves ? " halves" : " interleaved"));
+        auto v = with_specials(static_cast<std::size_t>(2 * 5 * d), 40, {{0, 60000.0f}, {1, -60000.0f}, {9, k_nan}});
+        const Tensor x = mid_word(v, {2, 5, d}, dt);
+        const Tensor pos = Tensor::from(std::vector<std::int32_t>{1000}, {1}, k_vk);
+        RopeParams p;
+        p.pairs = pairs;
+        p.position_offset = 3;
+        auto [g1, w1] = run_16bit({x}, {"rope"}, [&](const std::vector<Tensor>& t) { return rope(t[0], p); });
+        check_close16(g1, w1);
+        auto [g2, w2] =
+            run_16bit({x, pos}, {"rope"}, [&](const std::vector<Tensor>& t) { return rope(t[0], t[1], p); });
+        check_close16(g2, w2);
+      }
+    }
+  }
+  require_no_validation_messages();
+}
+
+TEST_CASE("vulkan: where moves f16 and bf16 values in place with a cond of any dtype over several dispatches",
+          "[vulkan][dtypes]") {
+  require_vulkan();
+  for (DType dt : {DType::f16, DType::bf16}) {
+    for (DType ct : {DType::f32, DType::i32, dt}) {
+      INFO(dtype_name(dt) << " cond " << dtype_name(ct));
+      // rank 7 with alternating broadcasts (no dims merge): two dispatches of 3375 elements, the
+      // second starting mid-word; a and b from mid-word offsets, with NaN and inf moved as they are
+      const Shape out{2, 3, 5, 3, 5, 3, 5};
+      std::vector<float> cv(2 * 5 * 5 * 5);
+      for (std::size_t i = 0; i < cv.size(); ++i) cv[i] = i % 3 == 0 ? 0.0f : i % 3 == 1 ? 1.0f : -2.0f;
+      cv[3] = -0.0f;  // zero
+      const Tensor cond =
+          ct == DType::i32 ? Tensor::from(std::vector<std::int32_t>(cv.begin(), cv.end()), {2, 1, 5, 1, 5, 1, 5}, k_vk)
+                           : Tensor::from(cv, {2, 1, 5, 1, 5, 1, 5}, ct, k_vk);
+      const Tensor a = mid_word(with_specials(3 * 3 * 3 * 5, 50, {{0, k_nan}, {2, k_inf}}), {1, 3, 1, 3, 1, 3, 5}, dt);
+      const Tensor b = mid_word(values(static_cast<std::size_t>(out.numel()), 51), out, dt);
+      auto [g, w] = run_16bit({cond, a, b}, {"binary_where"},
+                              [](const std::vector<Tensor>& t) { return where(t[0], t[1], t[2]); });
+      check_close16(g, w);
+    }
+  }
   require_no_validation_messages();
 }

@@ -16,6 +16,7 @@
 namespace trine::vulkan {
 
 std::vector<std::string> shaders_dispatched() { return shaders_used(); }
+std::uint64_t dispatches_of(const std::string& shader) { return shader_dispatches(shader); }
 
 std::vector<std::string> shaders_never_dispatched() {
   const std::vector<std::string> used = shaders_used();

@@ -19,6 +19,11 @@ std::vector<std::string> take_validation_messages();
 std::vector<std::string> shaders_never_dispatched();
 // The embedded shaders dispatched so far in this process (pipelines made), by name.
 std::vector<std::string> shaders_dispatched();
+// How many dispatches of `shader` this process has recorded so far, on any device, by the name the
+// op files dispatch ("softmax", "reduce_rows", "binary_b16"; the device's float-controls form of
+// it counts): a count before a call and after it says which shaders the call ran, where one shader
+// serves several dtypes through its specialization constants. A replayed batch records once.
+std::uint64_t dispatches_of(const std::string& shader);
 
 // Test-only, never on an op's path: y[y_off + i] = x[x_off + i] for i < n by the unary shader,
 // x and y bound whole, the offsets and n not checked against their sizes: so the shader can be

@@ -32,6 +32,18 @@ std::uint64_t Limits::contiguous_f32(const Tensor& t, const char* what) {
   return bound_bytes(n * 4);
 }
 
+std::uint64_t Limits::contiguous(const Tensor& t, const char* what) {
+  if (!dtype_is_16bit(t.dtype())) return contiguous_f32(t, what);
+  if (t.is_contiguous()) return bound_bytes(t.storage()->bytes());
+  const auto n = static_cast<std::uint64_t>(t.numel());
+  temporary(bound_bytes(n * 2));
+  if (n > 0) {  // the strided copy binds t's storage and the temporary
+    bind(t, what);
+    bind(bound_bytes(n * 2), "the contiguous copy of a strided input");
+  }
+  return bound_bytes(n * 2);
+}
+
 void Limits::float64(const char* what) {
   if (done_ || caps_.float64) return;
   done_ = true;

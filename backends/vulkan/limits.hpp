@@ -37,6 +37,8 @@ class Limits {
   // What contiguous_f32(t) records (a strided t is copied into a temporary): returns the bytes of
   // the binding the op then makes of the result.
   std::uint64_t contiguous_f32(const Tensor& t, const char* what);
+  // What contiguous(t) records: contiguous_f32's, in t's own dtype (f32, f16 or bf16).
+  std::uint64_t contiguous(const Tensor& t, const char* what);
   // The call's shaders compute in double, which the device must have (shaderFloat64); `what` names
   // the op in a refusal.
   void float64(const char* what);

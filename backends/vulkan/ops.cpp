@@ -3,6 +3,7 @@
 // strided element-wise record (binary.comp) that makes inputs contiguous, and the row reductions.
 #include "backends/vulkan/ops.hpp"
 
+#include <algorithm>
 #include <cstdint>
 #include <utility>
 
@@ -60,6 +61,16 @@ bool inputs_f32(const detail::OpCall& call) {
   for (const auto& t : call.inputs)
     if (t.defined() && t.dtype() != DType::f32) return false;
   return !dtype_is_16bit(call.output.dtype());
+}
+
+bool all_16bit(const detail::OpCall& call, std::initializer_list<std::size_t> skip) {
+  const DType t = call.output.dtype();
+  if (!dtype_is_16bit(t)) return false;
+  for (std::size_t i = 0; i < call.inputs.size(); ++i) {
+    if (std::find(skip.begin(), skip.end(), i) != skip.end()) continue;
+    if (call.inputs[i].defined() && call.inputs[i].dtype() != t) return false;
+  }
+  return true;
 }
 
 bool inputs_fit_u32(const detail::OpCall& call) {
@@ -148,6 +159,16 @@ TensorRef contiguous_f32(Recorder& rec, const Tensor& t) {  // Limits::contiguou
   return r;
 }
 
+TensorRef contiguous(Recorder& rec, const Tensor& t) {  // Limits::contiguous mirrors it
+  if (!dtype_is_16bit(t.dtype())) return contiguous_f32(rec, t);
+  if (t.is_contiguous()) return ref_of(t);
+  const std::size_t bytes = static_cast<std::size_t>(bound_bytes(static_cast<std::uint64_t>(t.numel()) * 2));
+  Allocation* tmp = rec.temporary(bytes);
+  const TensorRef r{tmp, 0, bytes};
+  record_strided(rec, t, t, r, t.shape(), OpKind::copy, OpKind::copy, 0, 0, t.dtype());
+  return r;
+}
+
 // ---- the row reductions ----
 namespace {
 
@@ -205,7 +226,8 @@ void limits_reduction(Limits& l, std::uint64_t x_range, std::uint64_t v_range, c
 // each reduced into a temporary, and the partial results reduced by a second dispatch (argmax's:
 // the chunks' values, then their indices, reduced as pairs by reduce.comp's op 5).
 void record_reduction(Recorder& rec, const TensorRef& x, const TensorRef* v, const TensorRef& y, std::uint32_t outer,
-                      std::uint32_t n, std::uint32_t inner, std::uint32_t op) {
+                      std::uint32_t n, std::uint32_t inner, std::uint32_t op, std::uint32_t x_type,
+                      std::uint32_t y_type) {
   const std::uint64_t chunk_len = chunk_len_for(rec.caps(), n);
   const std::uint32_t first_op = op == 1 ? 0 : op;  // mean: sums, divided once at the end
   const float scale = op == 1 ? 1.0f / static_cast<float>(n) : 1.0f;
@@ -214,11 +236,12 @@ void record_reduction(Recorder& rec, const TensorRef& x, const TensorRef* v, con
     ReducePush p{outer, n, inner, x.offset, v ? v->offset : 0, first_op, y.offset, 1, n, scale};
     if (rows_per_invocation(rec.caps(), outputs, n)) {
       rec.dispatch("reduce_rows", {bind_in(x), bind_in(v ? *v : x), bind_out(y)}, &p, sizeof(p), (outputs + 63) / 64,
-                   {first_op});
+                   {first_op, x_type, y_type});
       return;
     }
     rec.dispatch(reduction_shader(rec.caps(), "reduce", "reduce_subgroup"),
-                 {bind_in(x), bind_in(v ? *v : x), bind_out(y)}, &p, sizeof(p), outputs, {k_reduce_group, first_op});
+                 {bind_in(x), bind_in(v ? *v : x), bind_out(y)}, &p, sizeof(p), outputs,
+                 {k_reduce_group, first_op, x_type, y_type});
     return;
   }
   const auto chunks = static_cast<std::uint32_t>((n + chunk_len - 1) / chunk_len);
@@ -227,13 +250,13 @@ void record_reduction(Recorder& rec, const TensorRef& x, const TensorRef* v, con
       outer, n, inner, x.offset, v ? v->offset : 0, first_op, 0, chunks, static_cast<std::uint32_t>(chunk_len), 1.0f};
   rec.dispatch(reduction_shader(rec.caps(), "reduce", "reduce_subgroup"),
                {bind_in(x), bind_in(v ? *v : x), {partial, true}}, &p1, sizeof(p1), outputs * chunks,
-               {k_reduce_group, first_op});
+               {k_reduce_group, first_op, x_type, 0});  // f32 partial results (argmax's: and i32 indices)
   const std::uint32_t second_op = op == 2 ? 2 : op == 4 ? 5 : 0;
   const auto indices_at = static_cast<std::uint32_t>(op == 4 ? outputs * chunks : 0);  // op 5 reads them as v
   ReducePush p2{static_cast<std::uint32_t>(outputs), chunks, 1, 0, indices_at, second_op, y.offset, 1, chunks, scale};
   rec.dispatch(reduction_shader(rec.caps(), "reduce", "reduce_subgroup"),
                {{partial, false}, {partial, false}, bind_out(y)}, &p2, sizeof(p2), outputs,
-               {k_reduce_group, second_op});
+               {k_reduce_group, second_op, 0, y_type});
 }
 
 }  // namespace trine::vulkan

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <initializer_list>
 #include <string>
 
 #include "backends/backend.hpp"
@@ -70,6 +71,13 @@ inline Binding bind_out(const TensorRef& r) { return {r.alloc, true, 0, r.range}
 // `t` as a contiguous f32 tensor: itself when it already is, else a strided copy into a temporary
 // of the submission, recorded here (the one named step that makes inputs contiguous on the device).
 TensorRef contiguous_f32(Recorder& rec, const Tensor& t);
+// `t` (f32, f16 or bf16) as a contiguous tensor of its own dtype: itself when it already is, else a
+// strided copy into a temporary (binary.comp, or binary_b16 for a 16-bit t: whole words from 0).
+// Limits::contiguous mirrors it.
+TensorRef contiguous(Recorder& rec, const Tensor& t);
+// Whether every floating tensor of the call, the defined inputs but those at the indices in `skip`
+// and the output, is of the output's dtype, f16 or bf16: the calls the families' 16-bit shaders take.
+bool all_16bit(const detail::OpCall& call, std::initializer_list<std::size_t> skip = {});
 
 // The element-wise shaders' workgroup (binary.comp, unary.comp, unary_vec4.comp), and the
 // workgroups for n items of `elems` per invocation.
@@ -122,9 +130,11 @@ inline std::uint64_t row_loop(std::uint32_t n, std::uint32_t passes) {
 
 // y[o] = the reduction over k of x viewed as a contiguous [outer, n, inner] (o runs over outer x
 // inner): op 0 sum, 1 mean, 2 max, 3 sum of x * v[k] (dot, gemv), 4 argmax (y i32: the first index
-// of the largest, or of the first NaN).
+// of the largest, or of the first NaN). x_type and y_type: dtype_code's f32, f16 or bf16 (argmax's
+// y 0, its i32 words): a 16-bit x is read in place and summed in f32, a 16-bit y rounded once.
 void record_reduction(Recorder& rec, const TensorRef& x, const TensorRef* v, const TensorRef& y, std::uint32_t outer,
-                      std::uint32_t n, std::uint32_t inner, std::uint32_t op);
+                      std::uint32_t n, std::uint32_t inner, std::uint32_t op, std::uint32_t x_type = 0,
+                      std::uint32_t y_type = 0);
 
 // What record_reduction binds and loops, for the same arguments (x_range and v_range: the bytes of
 // the bindings of x and v, v_range 0 when there is no v).

@@ -19,6 +19,7 @@ namespace {
 struct UsedShaders {
   std::mutex mu;
   std::set<std::string> names;
+  std::map<std::string, std::uint64_t> dispatches;  // by the name the op files dispatch
 };
 UsedShaders& used_shaders() {
   static UsedShaders used;
@@ -93,11 +94,21 @@ std::vector<std::string> shaders_used() {
   return {used_shaders().names.begin(), used_shaders().names.end()};
 }
 
+std::uint64_t shader_dispatches(const std::string& shader) {
+  std::lock_guard<std::mutex> lock(used_shaders().mu);
+  const auto it = used_shaders().dispatches.find(shader);
+  return it == used_shaders().dispatches.end() ? 0 : it->second;
+}
+
 Pipeline Pipelines::get(const char* shader, std::uint32_t bindings, std::span<const std::uint32_t> spec) {
   if (bindings == 0 || bindings > k_max_bindings)
     throw Error(ErrorCode::internal, std::string("[vulkan] shader ") + shader + " asks for a bad binding count");
   std::lock_guard<std::mutex> lock(mu_);
   auto key = std::make_pair(std::string(shader), std::vector<std::uint32_t>(spec.begin(), spec.end()));
+  {
+    std::lock_guard<std::mutex> used_lock(used_shaders().mu);
+    ++used_shaders().dispatches[key.first];
+  }
   auto it = pipelines_.find(key);
   if (it == pipelines_.end()) {
     auto mod = modules_.find(key.first);

@@ -29,6 +29,9 @@ std::span<const EmbeddedShader> embedded_shaders();
 // The embedded shaders this process has made a pipeline of, on any device: what a test run
 // dispatched (debug::shaders_never_dispatched compares it with embedded_shaders()).
 std::vector<std::string> shaders_used();
+// How many dispatches of `shader` (as the op files name it, any float-controls form) this process
+// has recorded, on any device: Pipelines::get counts each.
+std::uint64_t shader_dispatches(const std::string& shader);
 
 inline constexpr std::uint32_t k_push_bytes = 128;
 inline constexpr std::uint32_t k_max_bindings = 7;  // attention: q, k, v, y, valid, its report, mask

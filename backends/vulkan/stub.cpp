@@ -22,6 +22,7 @@ namespace trine::vulkan {
 std::vector<std::string> take_validation_messages() { return {}; }
 std::vector<std::string> shaders_never_dispatched() { return {}; }
 std::vector<std::string> shaders_dispatched() { return {}; }
+std::uint64_t dispatches_of(const std::string&) { return 0; }
 void copy_at_offsets_for_test(const Tensor&, std::uint32_t, const Tensor&, std::uint32_t, std::uint32_t) {
   throw Error(ErrorCode::unsupported,
               std::string("[copy_at_offsets_for_test] no Vulkan backend: ") + TRINE_VULKAN_STUB_REASON);

@@ -1,6 +1,6 @@
 // add, sub, mul, div, minimum and maximum on Vulkan, with numpy broadcasting: binary.comp reads both
 // inputs through their (broadcast) strides, so views and broadcasts cost no copies. where, the one op
-// of three inputs: binary_where.comp, the same way.
+// of three inputs: binary_where.comp, the same way, moving f16 and bf16 values as their 16-bit halves.
 #include <algorithm>
 
 #include "backends/vulkan/ops.hpp"
@@ -12,8 +12,7 @@ namespace {
 bool supports_binary(const detail::OpCall& call) {
   if (!inputs_fit_u32(call)) return false;
   const DType t = call.output.dtype();
-  return inputs_f32(call) ||
-         (dtype_is_16bit(t) && call.inputs[0].dtype() == t && call.inputs[1].dtype() == t);
+  return inputs_f32(call) || (dtype_is_16bit(t) && call.inputs[0].dtype() == t && call.inputs[1].dtype() == t);
 }
 
 void limits_binary(Limits& l, const detail::OpCall& call) {
@@ -73,11 +72,12 @@ Walk walk_of(const Shape& out, const std::vector<Tensor>& in) {
   return w;
 }
 
-// cond f32 or i32, a and b f32 (the op table's dtypes).
+// cond of any dtype (f32, i32, f16, bf16); a, b and y f32, or all of one 16-bit dtype (a mix runs
+// between casts: backends/widen.hpp).
 bool supports_where(const detail::OpCall& call) {
-  const DType c = call.inputs[0].dtype();
-  return inputs_fit_u32(call) && (c == DType::f32 || c == DType::i32) && call.inputs[1].dtype() == DType::f32 &&
-         call.inputs[2].dtype() == DType::f32;
+  const DType t = call.output.dtype();
+  const bool same = call.inputs[1].dtype() == t && call.inputs[2].dtype() == t;
+  return inputs_fit_u32(call) && same && (t == DType::f32 || dtype_is_16bit(t));
 }
 
 void limits_where(Limits& l, const detail::OpCall& call) {
@@ -100,6 +100,7 @@ void record_where(Recorder& rec, const detail::OpCall& call) {
   WherePush p{};
   p.rank = static_cast<std::uint32_t>(w.rank - outer);
   p.c_mask = c.dtype() == DType::i32 ? 0xFFFFFFFFu : 0x7FFFFFFFu;  // f32: -0 is zero, NaN is not
+  const std::uint32_t type = dtype_is_16bit(y.dtype()) ? 1 : 0, ctype = dtype_is_16bit(c.dtype()) ? 1 : 0;
   std::uint64_t inner = 1;
   for (int d = 0; d < static_cast<int>(p.rank); ++d) {
     p.dims[d] = static_cast<std::uint32_t>(w.dims[outer + d]);
@@ -122,8 +123,11 @@ void record_where(Recorder& rec, const detail::OpCall& call) {
     p.a_off = static_cast<std::uint32_t>(off[1]);
     p.b_off = static_cast<std::uint32_t>(off[2]);
     p.y_off = static_cast<std::uint32_t>(o * inner);
+    // 16-bit: the words holding [y_off, y_off + inner), the first and last perhaps shared with the
+    // dispatch before or after (which the recorder's barriers keep apart)
+    const std::uint64_t items = type ? (p.y_off + inner - 1) / 2 - p.y_off / 2 + 1 : inner;
     rec.dispatch("binary_where", {bind_in(rc), bind_in(ra), bind_in(rb), bind_out(ry)}, &p, sizeof(p),
-                 elementwise_groups(inner, k_where_elems), {k_elementwise_group, k_where_elems});
+                 elementwise_groups(items, k_where_elems), {k_elementwise_group, k_where_elems, type, ctype});
   }
 }
 

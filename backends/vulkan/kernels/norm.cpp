@@ -1,6 +1,7 @@
 // layernorm and rmsnorm over the last axis on Vulkan: a workgroup per row (norm.comp), inputs made
 // contiguous on the device first. Rows whose squares leave the f32 range are redone by norm.comp on
-// the row scaled by a power of two.
+// the row scaled by a power of two. x, gamma, beta and y f16 or bf16 alike: norm.comp reads and
+// writes them in place (its TYPE); other 16-bit calls run between casts (backends/widen.hpp).
 #include <cmath>
 #include <string>
 
@@ -28,13 +29,16 @@ bool has_beta(const detail::OpCall& call) {
   return call.op == OpKind::layernorm && call.inputs.size() > 2 && call.inputs[2].defined();
 }
 
+// f32, or every tensor of one 16-bit dtype.
+bool supports_norm(const detail::OpCall& call) { return inputs_f32(call) || (all_16bit(call) && inputs_fit_u32(call)); }
+
 void limits_norm(Limits& l, const detail::OpCall& call) {
   const Tensor& x = call.inputs[0];
   const RowSplit s = split_rows(x.shape(), -1);
   l.loop(row_loop(s.n, norm_passes(call.op)), [&] { return "a row of " + std::to_string(s.n); });
-  const std::uint64_t rx = l.contiguous_f32(x, "input 0");
-  const std::uint64_t rg = has_gamma(call) ? l.contiguous_f32(call.inputs[1], "gamma") : rx;
-  const std::uint64_t rb = has_beta(call) ? l.contiguous_f32(call.inputs[2], "beta") : rx;
+  const std::uint64_t rx = l.contiguous(x, "input 0");
+  const std::uint64_t rg = has_gamma(call) ? l.contiguous(call.inputs[1], "gamma") : rx;
+  const std::uint64_t rb = has_beta(call) ? l.contiguous(call.inputs[2], "beta") : rx;
   if (s.outer == 0) return;
   l.bind(rx, "input 0");
   l.bind(rg, "gamma");
@@ -46,33 +50,25 @@ void record_norm(Recorder& rec, const detail::OpCall& call) {
   const Tensor& x = call.inputs[0];
   const TensorRef y = ref_of(call.output);
   const RowSplit s = split_rows(x.shape(), -1);
-  const TensorRef rx = contiguous_f32(rec, x);
+  const TensorRef rx = contiguous(rec, x);
   const bool has_g = has_gamma(call), has_b = has_beta(call);
-  const TensorRef rg = has_g ? contiguous_f32(rec, call.inputs[1]) : rx;
-  const TensorRef rb = has_b ? contiguous_f32(rec, call.inputs[2]) : rx;
+  const TensorRef rg = has_g ? contiguous(rec, call.inputs[1]) : rx;
+  const TensorRef rb = has_b ? contiguous(rec, call.inputs[2]) : rx;
   const float eps = std::get<NormParams>(call.params).eps;
   int eps_e = 0;
   const float eps_m = 2.0f * std::frexp(eps, &eps_e);  // exact: a power-of-two scaling
-  NormPush p{s.outer,
-             s.n,
-             rx.offset,
-             rg.offset,
-             rb.offset,
-             has_g,
-             has_b,
-             call.op == OpKind::rmsnorm,
-             eps,
-             eps_m,
-             eps_e - 1,
-             static_cast<float>(std::sqrt(static_cast<double>(eps)))};
+  NormPush p{s.outer,   s.n,   rx.offset, rg.offset,
+             rb.offset, has_g, has_b,     call.op == OpKind::rmsnorm,
+             eps,       eps_m, eps_e - 1, static_cast<float>(std::sqrt(static_cast<double>(eps)))};
   rec.dispatch(reduction_shader(rec.caps(), "norm", "norm_subgroup"),
-               {bind_in(rx), bind_in(rg), bind_in(rb), bind_out(y)}, &p, sizeof(p), s.outer, {k_reduce_group});
+               {bind_in(rx), bind_in(rg), bind_in(rb), bind_out(y)}, &p, sizeof(p), s.outer,
+               {k_reduce_group, dtype_code(call.output.dtype())});
 }
 
 }  // namespace
 
 void register_norm(VulkanOps& r) {
-  const VulkanKernel k{inputs_f32, limits_norm, record_norm};
+  const VulkanKernel k{supports_norm, limits_norm, record_norm};
   r.add(OpKind::layernorm, k);
   r.add(OpKind::rmsnorm, k);
 }

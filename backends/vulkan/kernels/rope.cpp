@@ -5,6 +5,8 @@
 // while recording) the shader's AT form computes each angle itself: the table then holds each
 // pair's frequency as two floats (hi + lo, from the host's double), the angle is formed and reduced
 // in float-float arithmetic, and its sine and cosine come from series on [-pi/4, pi/4].
+// x and y f16 or bf16 alike: rope.comp reads and writes them in place (its TYPE), each invocation
+// whole words of y.
 #include <cmath>
 #include <limits>
 #include <string>
@@ -26,9 +28,12 @@ struct RopePush {
 
 bool at_position(const detail::OpCall& call) { return call.inputs.size() > 1; }
 
-// x f32 (16-bit x runs between casts: backends/widen.hpp); a position an i32 of one element.
+// x f32, or x and y of one 16-bit dtype (other 16-bit calls run between casts: backends/widen.hpp);
+// a position an i32 of one element.
 bool supports_rope(const detail::OpCall& call) {
-  if (call.inputs[0].dtype() != DType::f32) return false;
+  const DType t = call.inputs[0].dtype();
+  if (!(t == DType::f32 && call.output.dtype() == DType::f32) && !(all_16bit(call, {1}) && inputs_fit_u32(call)))
+    return false;
   if (!at_position(call)) return true;
   const Tensor& pos = call.inputs[1];
   return pos.dtype() == DType::i32 && pos.numel() == 1;
@@ -61,7 +66,7 @@ void limits_rope(Limits& l, const detail::OpCall& call) {
   }
   const std::uint64_t table = table_bytes(call);
   l.temporary(table);
-  l.bind(l.contiguous_f32(x, "input 0"), "input 0");
+  l.bind(l.contiguous(x, "input 0"), "input 0");
   l.bind(bound_bytes(table), at_position(call) ? "the frequency table" : "the cos/sin table");
   l.bind(y, "the output");
   if (at_position(call))
@@ -98,7 +103,7 @@ void record_rope(Recorder& rec, const detail::OpCall& call) {
   }
   Allocation* t = rec.temporary(tab.size() * 4);
   rec.upload_constant(tab.data(), t, 0, tab.size() * 4);
-  const TensorRef rx = contiguous_f32(rec, x), ry = ref_of(call.output);
+  const TensorRef rx = contiguous(rec, x), ry = ref_of(call.output);
   const TensorRef rp_ = at ? ref_of(call.inputs[1]) : TensorRef{};
   const std::uint64_t pairs = static_cast<std::uint64_t>(x.numel() / 2);
   const bool halves = rp.pairs == RopePairs::halves;
@@ -110,9 +115,14 @@ void record_rope(Recorder& rec, const detail::OpCall& call) {
              halves ? static_cast<std::uint32_t>(half) : 1u,
              at ? rp_.offset : 0u,
              static_cast<std::int32_t>(rp.position_offset)};
+  // 16-bit: an invocation per word of y (a pair interleaved), or per two pairs in halves when D/2
+  // is even (a word in each half)
+  const std::uint32_t type = dtype_code(call.output.dtype());
+  const std::uint32_t form = !halves ? 0 : half % 2 == 0 ? 1 : 2;  // rope.comp's FORM
+  const std::uint64_t items = type != 0 && form == 1 ? pairs / 2 : pairs;
   // binding 3 is the position, or (unread) the table again: one layout for both forms
   rec.dispatch("rope", {bind_in(rx), {t, false}, bind_out(ry), at ? bind_in(rp_) : Binding{t, false}}, &p, sizeof(p),
-               (pairs + k_group - 1) / k_group, {k_group, at ? 1u : 0u});
+               (items + k_group - 1) / k_group, {k_group, at ? 1u : 0u, type, type ? form : 0u});
 }
 
 }  // namespace

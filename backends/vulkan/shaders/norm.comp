@@ -5,6 +5,10 @@
 // (backends/cpu_simd/kernels/norm.cpp), so the result is right wherever it is representable. That
 // is decided on the workgroup's sums, the same in every invocation, so the barriers of the redo's
 // reductions stay in uniform control flow; the common row runs the same three passes as ever.
+// TYPE 1 or 2 (f16, bf16): x, gamma, beta and y all of that dtype, read and written as 32-bit words
+// of two elements (x, gamma and beta from any element), each value widened exactly, the statistics
+// in f32 as for f32, and each result rounded once as cast rounds; a row's whole words are stored as
+// such, the halves it shares with the next or last row (an odd n) by atomics (store16.glsl).
 #version 450
 #extension GL_GOOGLE_include_directive : require
 #ifdef TRINE_SUBGROUP
@@ -15,12 +19,14 @@
 
 layout(constant_id = 0) const uint WG = 128;
 layout(local_size_x_id = 0) in;
+layout(constant_id = 1) const uint TYPE = 0u;  // 0 f32, 1 f16, 2 bf16: x, gamma, beta and y
 #include "workgroup_reduce.glsl"
 
-layout(set = 0, binding = 0) readonly buffer X { float x[]; };
-layout(set = 0, binding = 1) readonly buffer G { float g[]; };
-layout(set = 0, binding = 2) readonly buffer B { float b[]; };
-layout(set = 0, binding = 3) writeonly buffer Y { float y[]; };
+layout(set = 0, binding = 0) readonly buffer X { uint x[]; };
+layout(set = 0, binding = 1) readonly buffer G { uint g[]; };
+layout(set = 0, binding = 2) readonly buffer B { uint b[]; };
+layout(set = 0, binding = 3) buffer Y { uint y[]; };  // atomics on 16-bit halves
+#include "store16.glsl"
 layout(push_constant) uniform Push {
   uint rows;
   uint n;
@@ -38,14 +44,35 @@ layout(push_constant) uniform Push {
 
 bool finite(float v) { return !isnan(v) && !isinf(v); }
 
-// y = (x pre - shift) inv * gamma + beta over the row; pre is 1 (folded away) or the redo's power of
-// two, which makes x pre exact.
+float load_x(uint at) { return element_of(TYPE, x[word_of(TYPE, at)], at); }
+
+// Element k of the row at `base`: (x pre - shift) inv * gamma + beta; pre is 1 (folded away) or the
+// redo's power of two, which makes x pre exact.
+float result(uint base, uint k, float pre, float shift, float inv) {
+  float v = (load_x(base + k) * pre - shift) * inv;
+  uint gi = p.g_off + k, bi = p.b_off + k;
+  if (p.has_gamma != 0u) v *= element_of(TYPE, g[word_of(TYPE, gi)], gi);
+  if (p.has_beta != 0u) v += element_of(TYPE, b[word_of(TYPE, bi)], bi);
+  return v;
+}
+
+// Row r of y.
 void write_row(uint base, uint r, float pre, float shift, float inv) {
-  for (uint k = gl_LocalInvocationID.x; k < p.n; k += WG) {
-    float v = (x[base + k] * pre - shift) * inv;
-    if (p.has_gamma != 0u) v *= g[p.g_off + k];
-    if (p.has_beta != 0u) v += b[p.b_off + k];
-    y[r * p.n + k] = v;
+  uint first = r * p.n;
+  if (TYPE == 0u) {
+    for (uint k = gl_LocalInvocationID.x; k < p.n; k += WG) y[first + k] = floatBitsToUint(result(base, k, pre, shift, inv));
+    return;
+  }
+  // the row's words, the halves at either end that a neighbouring row shares by atomics
+  uint end = first + p.n;
+  for (uint w = (first >> 1) + gl_LocalInvocationID.x; p.n > 0u && w <= ((end - 1u) >> 1); w += WG) {
+    uint e = w * 2u;
+    bool has0 = e >= first, has1 = e + 1u < end;
+    uint lo = has0 ? round16(result(base, e - first, pre, shift, inv), TYPE) : 0u;
+    uint hi = has1 ? round16(result(base, e + 1u - first, pre, shift, inv), TYPE) : 0u;
+    if (has0 && has1) y[w] = lo | (hi << 16);
+    else if (has0) store_half(e, lo);
+    else store_half(e + 1u, hi);
   }
 }
 
@@ -57,12 +84,12 @@ void main() {
   float mean = 0.0;
   if (p.rms == 0u) {
     float s = 0.0;
-    for (uint k = gl_LocalInvocationID.x; k < p.n; k += WG) s += x[base + k];
+    for (uint k = gl_LocalInvocationID.x; k < p.n; k += WG) s += load_x(base + k);
     mean = wg_sum(s) / nf;
   }
   float q = 0.0;
   for (uint k = gl_LocalInvocationID.x; k < p.n; k += WG) {
-    float d = x[base + k] - mean;
+    float d = load_x(base + k) - mean;
     q += d * d;
   }
   float var = wg_sum(q) / nf;  // rmsnorm: the mean square
@@ -72,7 +99,7 @@ void main() {
     // nothing beside a sum past FLT_MAX.
     float m = 0.0, s_lo = 0.0;
     for (uint k = gl_LocalInvocationID.x; k < p.n; k += WG) {
-      float v = x[base + k];
+      float v = load_x(base + k);
       m = nan_max(m, abs(v));
       s_lo += v * 5.4210108624275222e-20;
     }
@@ -88,7 +115,7 @@ void main() {
       float smean = p.rms != 0u ? 0.0 : finite(mean) ? mean * s : total_lo / nf * (s * 1.8446744073709552e19);
       float sq = 0.0;
       for (uint k = gl_LocalInvocationID.x; k < p.n; k += WG) {
-        float d = x[base + k] * s - smean;
+        float d = load_x(base + k) * s - smean;
         sq += d * d;
       }
       float svar = wg_sum(sq) / nf;

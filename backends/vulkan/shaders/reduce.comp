@@ -4,7 +4,10 @@
 // (arg_better's order). Long axes are cut into chunks, reduced again by a second dispatch, so no
 // invocation loops past the driver's budget (see DeviceCaps::loop_budget); argmax's chunks leave
 // a value and an index each (the indices after all the values), which the second dispatch reduces
-// as pairs.
+// as pairs. XTYPE 1 or 2: x f16 or bf16, read as 32-bit words of two elements (from any element),
+// each value widened exactly and reduced in f32; YTYPE 1 or 2: y f16 or bf16, the result (times
+// scale) rounded once as cast rounds and stored into its half of a word by atomics (store16.glsl:
+// the neighbouring output is another workgroup's). Partial results and argmax's indices are 32-bit.
 #version 450
 #extension GL_GOOGLE_include_directive : require
 #ifdef TRINE_SUBGROUP
@@ -18,11 +21,14 @@ layout(local_size_x_id = 0) in;
 // 0 sum, 2 max, 3 sum of x * v[k], 4 argmax, 5 argmax of pairs (x the values, v their indices at
 // the same places from v_off): one pipeline each
 layout(constant_id = 1) const uint OP = 0;
+layout(constant_id = 2) const uint XTYPE = 0u;  // 0 f32, 1 f16, 2 bf16
+layout(constant_id = 3) const uint YTYPE = 0u;  // 0 32-bit (f32, argmax's i32), 1 f16, 2 bf16
 #include "workgroup_reduce.glsl"
 
-layout(set = 0, binding = 0) readonly buffer X { float x[]; };
-layout(set = 0, binding = 1) readonly buffer V { uint v[]; };   // floats or indices, as bits
-layout(set = 0, binding = 2) writeonly buffer Y { uint y[]; };  // floats or indices (argmax), as bits
+layout(set = 0, binding = 0) readonly buffer X { uint x[]; };
+layout(set = 0, binding = 1) readonly buffer V { uint v[]; };  // floats or indices, as bits
+layout(set = 0, binding = 2) buffer Y { uint y[]; };  // floats or indices (argmax), as bits; or 16-bit halves
+#include "store16.glsl"
 layout(push_constant) uniform Push {
   uint outer;
   uint n;
@@ -36,6 +42,8 @@ layout(push_constant) uniform Push {
   float scale;
 } p;
 
+float load_x(uint at) { return element_of(XTYPE, x[word_of(XTYPE, at)], at); }
+
 void main() {
   uint g = linear_group();
   uint o = g / p.chunks, c = g % p.chunks;
@@ -47,7 +55,7 @@ void main() {
     uint at = 0xFFFFFFFFu;  // loses to any element, -inf included
     for (uint k = c * p.chunk_len + gl_LocalInvocationID.x; k < end; k += WG) {
       uint xi = base + k * p.inner;
-      float e = x[xi];
+      float e = load_x(xi);
       uint i = OP == 5u ? v[p.v_off + xi - p.x_off] : k;
       if (arg_better(e, i, best, at)) {
         best = e;
@@ -67,11 +75,14 @@ void main() {
   }
   float acc = OP == 2u ? -1.0 / 0.0 : 0.0;
   for (uint k = c * p.chunk_len + gl_LocalInvocationID.x; k < end; k += WG) {
-    float e = x[base + k * p.inner];
+    float e = load_x(base + k * p.inner);
     if (OP == 2u) acc = nan_max(acc, e);
     else if (OP == 3u) acc += e * uintBitsToFloat(v[p.v_off + k]);
     else acc += e;
   }
   float r = OP == 2u ? wg_max(acc) : wg_sum(acc);
-  if (gl_LocalInvocationID.x == 0u) y[p.y_off + g] = floatBitsToUint(r * p.scale);
+  if (gl_LocalInvocationID.x == 0u) {
+    if (YTYPE == 0u) y[p.y_off + g] = floatBitsToUint(r * p.scale);
+    else store_half(p.y_off + g, round16(r * p.scale, YTYPE));
+  }
 }

@@ -8,16 +8,25 @@
 // float-float and reduced by pi/2 (cos_sin_at); its sine and cosine are Taylor series on
 // [-pi/4, pi/4] (as the cuda kernel's). Within 2^-40 or so of the angle below 2^24 radians, about
 // 1e-5 radians at 2^32 (the frequency's 48 bits and the first reduction's residue).
+// TYPE 1 or 2: x and y f16 or bf16, read and written as 32-bit words of two elements (x from any
+// element), each value widened exactly and each result rounded once as cast rounds. Every
+// invocation writes whole words of y, so none shares a word with another: interleaved, a pair is a
+// word; in halves, two pairs (i, i + 1) and their words in both halves when D/2 is even, else one
+// word, each of its elements from its own pair.
 #version 450
 #extension GL_GOOGLE_include_directive : require
 #include "common.glsl"
 
 layout(local_size_x_id = 0) in;
 layout(constant_id = 1) const uint AT = 0;
+layout(constant_id = 2) const uint TYPE = 0u;  // 0 f32, 1 f16, 2 bf16: x and y
+// 16-bit: 0 interleaved, 1 halves with D/2 even, 2 halves with D/2 odd (a constant: llvmpipe runs
+// every side of a branch on a push constant)
+layout(constant_id = 3) const uint FORM = 0u;
 
-layout(set = 0, binding = 0) readonly buffer X { float x[]; };
+layout(set = 0, binding = 0) readonly buffer X { uint x[]; };
 layout(set = 0, binding = 1) readonly buffer T { vec2 tab[]; };
-layout(set = 0, binding = 2) writeonly buffer Y { float y[]; };
+layout(set = 0, binding = 2) writeonly buffer Y { uint y[]; };
 layout(set = 0, binding = 3) readonly buffer P { int pos_buf[]; };  // AT = 0: the table again, unread
 layout(push_constant) uniform Push {
   uint pairs;  // rows * D / 2
@@ -69,10 +78,10 @@ vec2 cos_sin_at(float h, float lo, float fh, float fl) {
   return vec2(((q + 1u) & 2u) != 0u ? -c0 : c0, (q & 2u) != 0u ? -s0 : s0);
 }
 
-void main() {
-  uint idx = linear_group() * gl_WorkGroupSize.x + gl_LocalInvocationID.x;
-  if (idx >= p.pairs) return;
-  uint row = idx / p.half_d, i = idx % p.half_d;
+float load_x(uint at) { return element_of(TYPE, x[word_of(TYPE, at)], at); }
+
+// Pair i of row `row` rotated: its two results (the first element's, the partner's).
+vec2 rotate_pair(uint row, uint i) {
   vec2 cs;
   if (AT == 1u) {
     // position + offset + l, any int32 position (offset + l fits 32 bits: the host checks), as the
@@ -84,8 +93,41 @@ void main() {
   } else {
     cs = tab[(row % p.L) * p.half_d + i];
   }
-  uint at = row * p.half_d * 2u + p.step * i, at1 = at + p.partner;
-  float x0 = x[p.x_off + at], x1 = x[p.x_off + at1];
-  y[at] = x0 * cs.x - x1 * cs.y;
-  y[at1] = x0 * cs.y + x1 * cs.x;
+  uint at = row * p.half_d * 2u + p.step * i;
+  float x0 = load_x(p.x_off + at), x1 = load_x(p.x_off + at + p.partner);
+  return vec2(x0 * cs.x - x1 * cs.y, x0 * cs.y + x1 * cs.x);
+}
+
+// Element j of row `row` of y (16-bit, in halves with D/2 odd): its member of its pair.
+uint element16(uint row, uint j) {
+  bool second = j >= p.half_d;
+  vec2 r = rotate_pair(row, second ? j - p.half_d : j);
+  return round16(second ? r.y : r.x, TYPE);
+}
+
+void main() {
+  uint idx = linear_group() * gl_WorkGroupSize.x + gl_LocalInvocationID.x;
+  if (TYPE == 0u) {
+    if (idx >= p.pairs) return;
+    uint row = idx / p.half_d, i = idx % p.half_d;
+    vec2 r = rotate_pair(row, i);
+    uint at = row * p.half_d * 2u + p.step * i;
+    y[at] = floatBitsToUint(r.x);
+    y[at + p.partner] = floatBitsToUint(r.y);
+  } else if (FORM == 0u) {  // interleaved: pair idx is word idx
+    if (idx >= p.pairs) return;
+    vec2 r = rotate_pair(idx / p.half_d, idx % p.half_d);
+    y[idx] = round16(r.x, TYPE) | (round16(r.y, TYPE) << 16);
+  } else if (FORM == 1u) {  // halves, D/2 even: pairs i and i + 1, a word in each half
+    if (idx >= p.pairs / 2u) return;
+    uint hw = p.half_d / 2u, row = idx / hw, i = (idx % hw) * 2u;
+    vec2 r0 = rotate_pair(row, i), r1 = rotate_pair(row, i + 1u);
+    uint w = (row * p.half_d * 2u + i) >> 1;
+    y[w] = round16(r0.x, TYPE) | (round16(r1.x, TYPE) << 16);
+    y[w + hw] = round16(r0.y, TYPE) | (round16(r1.y, TYPE) << 16);
+  } else {  // halves, D/2 odd: word idx, its two elements (of one row: D is even) from their pairs
+    if (idx >= p.pairs) return;
+    uint d = p.half_d * 2u, row = (idx * 2u) / d, j = (idx * 2u) % d;
+    y[idx] = element16(row, j) | (element16(row, j + 1u) << 16);
+  }
 }
