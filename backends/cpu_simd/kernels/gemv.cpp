@@ -17,20 +17,21 @@ constexpr i64 w = vec_width;
 // ---- dot ----
 
 // Four independent accumulators hide the FMA latency; the loop is bound by its two loads. x is
-// stored as D (gemv's matrix rows: f32, f16 or bf16, widened as loaded), y is f32.
-template <DType D = DType::f32>
-float dot_serial(const elem_t<D>* x, const float* y, i64 n) {
+// stored as D (gemv's matrix rows: f32, f16 or bf16, widened as loaded), y as DY (f32 for gemv;
+// dot's vectors any of the three).
+template <DType D = DType::f32, DType DY = DType::f32>
+float dot_serial(const elem_t<D>* x, const elem_t<DY>* y, i64 n) {
   batch_f32 s0(0.0f), s1(0.0f), s2(0.0f), s3(0.0f);
   i64 i = 0;
   for (; i + 4 * w <= n; i += 4 * w) {
-    s0 = xsimd::fma(load_as<D>(x + i), batch_f32::load_unaligned(y + i), s0);
-    s1 = xsimd::fma(load_as<D>(x + i + w), batch_f32::load_unaligned(y + i + w), s1);
-    s2 = xsimd::fma(load_as<D>(x + i + 2 * w), batch_f32::load_unaligned(y + i + 2 * w), s2);
-    s3 = xsimd::fma(load_as<D>(x + i + 3 * w), batch_f32::load_unaligned(y + i + 3 * w), s3);
+    s0 = xsimd::fma(load_as<D>(x + i), load_as<DY>(y + i), s0);
+    s1 = xsimd::fma(load_as<D>(x + i + w), load_as<DY>(y + i + w), s1);
+    s2 = xsimd::fma(load_as<D>(x + i + 2 * w), load_as<DY>(y + i + 2 * w), s2);
+    s3 = xsimd::fma(load_as<D>(x + i + 3 * w), load_as<DY>(y + i + 3 * w), s3);
   }
-  for (; i + w <= n; i += w) s0 = xsimd::fma(load_as<D>(x + i), batch_f32::load_unaligned(y + i), s0);
+  for (; i + w <= n; i += w) s0 = xsimd::fma(load_as<D>(x + i), load_as<DY>(y + i), s0);
   float s = xsimd::hadd((s0 + s1) + (s2 + s3));
-  for (; i < n; ++i) s += scalar_f32<D>(x[i]) * y[i];
+  for (; i < n; ++i) s += scalar_f32<D>(x[i]) * scalar_f32<DY>(y[i]);
   return s;
 }
 
@@ -265,41 +266,43 @@ void run_gemv(const KernelTable& k, const trine::detail::OpCall& call) {
   if (yd != DType::f32) k.convert(DType::f32, yd, yw.data(), 1, base_ptr(call.output), M);
 }
 
-// 16-bit x or y: each block widens its pieces into f32 buffers on the stack (L1) as it goes, so
-// memory sees their 16-bit bytes only, and sums as the f32 kernel does.
-float dot_16bit(const KernelTable& k, const Tensor& x, const Tensor& y, i64 n) {
-  Tensor keep0, keep1;
-  const std::uint8_t* xb = contiguous_bytes(k, x, keep0);
-  const std::uint8_t* yb = contiguous_bytes(k, y, keep1);
-  const DType xd = x.dtype(), yd = y.dtype();
-  constexpr i64 piece = 1024;
+// 16-bit x or y: read in place, widened as loaded (dot_serial's loads), in the f32 kernel's blocks.
+template <DType DX, DType DY>
+float dot_typed(const std::uint8_t* xb, const std::uint8_t* yb, i64 n) {
+  const auto* x = reinterpret_cast<const elem_t<DX>*>(xb);
+  const auto* y = reinterpret_cast<const elem_t<DY>*>(yb);
+  if (n <= 2 * dot_block) return dot_serial<DX, DY>(x, y, n);
   const i64 blocks = (n + dot_block - 1) / dot_block;
   std::vector<float> partial(static_cast<std::size_t>(blocks));
   parallel_for(blocks, 4, [&](i64 b0, i64 b1) {
-    alignas(64) float xs[piece], ys[piece];
     for (i64 b = b0; b < b1; ++b) {
-      const i64 end = std::min(n, (b + 1) * dot_block);
-      float s = 0.0f;
-      for (i64 i = b * dot_block; i < end; i += piece) {
-        const i64 len = std::min(piece, end - i);
-        const float* xp = reinterpret_cast<const float*>(xb) + i;
-        const float* yp = reinterpret_cast<const float*>(yb) + i;
-        if (xd != DType::f32) {
-          k.convert(xd, DType::f32, xb + i * 2, 1, reinterpret_cast<std::uint8_t*>(xs), len);
-          xp = xs;
-        }
-        if (yd != DType::f32) {
-          k.convert(yd, DType::f32, yb + i * 2, 1, reinterpret_cast<std::uint8_t*>(ys), len);
-          yp = ys;
-        }
-        s += dot_serial(xp, yp, len);
-      }
-      partial[static_cast<std::size_t>(b)] = s;
+      const i64 i = b * dot_block;
+      partial[static_cast<std::size_t>(b)] = dot_serial<DX, DY>(x + i, y + i, std::min(dot_block, n - i));
     }
   });
   double s = 0.0;
   for (float p : partial) s += p;
   return static_cast<float>(s);
+}
+
+template <DType DX>
+float dot_typed_x(DType yd, const std::uint8_t* x, const std::uint8_t* y, i64 n) {
+  switch (yd) {
+    case DType::f16: return dot_typed<DX, DType::f16>(x, y, n);
+    case DType::bf16: return dot_typed<DX, DType::bf16>(x, y, n);
+    default: return dot_typed<DX, DType::f32>(x, y, n);
+  }
+}
+
+float dot_16bit(const KernelTable& k, const Tensor& x, const Tensor& y, i64 n) {
+  Tensor keep0, keep1;
+  const std::uint8_t* xb = contiguous_bytes(k, x, keep0);
+  const std::uint8_t* yb = contiguous_bytes(k, y, keep1);
+  switch (x.dtype()) {
+    case DType::f16: return dot_typed_x<DType::f16>(y.dtype(), xb, yb, n);
+    case DType::bf16: return dot_typed_x<DType::bf16>(y.dtype(), xb, yb, n);
+    default: return dot_typed_x<DType::f32>(y.dtype(), xb, yb, n);
+  }
 }
 
 void run_dot(const KernelTable& k, const trine::detail::OpCall& call) {
