@@ -32,6 +32,14 @@ inline Input view(Shape shape, Layout layout, float low = -1.0f, float high = 1.
 // A sample with no note (the sized and bench tables' calls).
 inline Sample call(std::vector<Input> inputs, OpParams params) { return Sample{std::move(inputs), params, {}, false}; }
 
+// Sizes of 1, primes, powers of two and their neighbours.
+inline const std::vector<i64> k_sizes = {1, 2, 3, 7, 31, 32, 33, 64, 127, 256, 1000};
+
+// The products' conformance cases (samples_products.cpp).
+void matmul_cases(std::vector<Sample>& out);
+void gemv_cases(std::vector<Sample>& out);
+void dot_cases(std::vector<Sample>& out);
+
 inline Input none() { return Input{{}, DType::f32, 0.0f, 0.0f, L::contiguous, true, 0.0f}; }
 
 // The parameters an activation's samples use (leaky slope, elu alpha, clip's range).
