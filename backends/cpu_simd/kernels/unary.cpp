@@ -63,24 +63,49 @@ template <int U, class Load, class Prefetch>
   // evaluation. The degree-8 fit before it, weighted for the older measure, was 70u off near a = 10.
   const auto& g = trine::detail::gelu_erf_g;
   batch_f32 s[U], r[U], t[U];
-  for (int k = 0; k < U; ++k) {
-    prefetch(k);
+  // The first pass's chain (a division, 11 FMAs of Horner, the reduction: about 70 cycles) is run
+  // for G vectors side by side, step by step: the out-of-order window, whose scheduler holds a few
+  // dozen waiting operations, then finds G independent ones at each step instead of the next
+  // vector's start 30 operations later. Same operations, same results. Zen 3 (AVX2), one thread,
+  // 64K floats in L2, alternating: 8.6-9.9 ns a vector one at a time, 6.9-7.7 with G = 4, 6.1-7.2
+  // with G = 8; 16M floats, old and new builds alternating, medians of three runs each: one thread
+  // 23.8-26.1 ms -> 14.0-18.4, two 12.0-15.1 -> 9.0-9.4. AVX-512 keeps one at a time until it is
+  // measured on a machine that has it.
 #if defined(TRINE_ISA_AVX512)
-    const batch_f32 a = _mm512_range_ps(load(k), batch_f32(gelu_cap), 0xa);  // the smaller magnitude, sign cleared
+  constexpr int G = 1;
 #else
-    const batch_f32 a = xsimd::min(xsimd::abs(load(k)), batch_f32(gelu_cap));
+  constexpr int G = U % 8 == 0 ? 8 : U % 4 == 0 ? 4 : 1;
 #endif
-    s[k] = a / (batch_f32(trine::detail::gelu_erf_k) + a);
-    batch_f32 p(g[0]);
+  for (int k0 = 0; k0 < U; k0 += G) {
+    batch_f32 a[G], p[G], h[G], l[G], kf[G];
+#pragma GCC unroll 8
+    for (int i = 0; i < G; ++i) {
+      prefetch(k0 + i);
+#if defined(TRINE_ISA_AVX512)
+      a[i] = _mm512_range_ps(load(k0 + i), batch_f32(gelu_cap), 0xa);  // the smaller magnitude, sign cleared
+#else
+      a[i] = xsimd::min(xsimd::abs(load(k0 + i)), batch_f32(gelu_cap));
+#endif
+      s[k0 + i] = a[i] / (batch_f32(trine::detail::gelu_erf_k) + a[i]);
+      p[i] = batch_f32(g[0]);
+    }
 #pragma GCC unroll 12
-    for (int j = 1; j < 12; ++j) p = fmadd(p, s[k], batch_f32(g[j]));
-    batch_f32 h, l, kf;
-    two_prod(a, a, h, l);
-    const batch_f32 hh = h * batch_f32(-0.5f);
-    exp_k(hh + p, t[k], kf);
-    batch_f32 rk = fnmadd(kf, batch_f32(exp_ln2_hi), hh) + p;
-    rk = fnmadd(kf, batch_f32(exp_ln2_lo), rk);
-    r[k] = fmadd(l, batch_f32(-0.5f), rk);
+    for (int j = 1; j < 12; ++j) {
+#pragma GCC unroll 8
+      for (int i = 0; i < G; ++i) p[i] = fmadd(p[i], s[k0 + i], batch_f32(g[j]));
+    }
+#pragma GCC unroll 8
+    for (int i = 0; i < G; ++i) {
+      two_prod(a[i], a[i], h[i], l[i]);
+      h[i] = h[i] * batch_f32(-0.5f);
+      exp_k(h[i] + p[i], t[k0 + i], kf[i]);
+    }
+#pragma GCC unroll 8
+    for (int i = 0; i < G; ++i) {
+      batch_f32 rk = fnmadd(kf[i], batch_f32(exp_ln2_hi), h[i]) + p[i];
+      rk = fnmadd(kf[i], batch_f32(exp_ln2_lo), rk);
+      r[k0 + i] = fmadd(l[i], batch_f32(-0.5f), rk);
+    }
   }
   for (int k = 0; k < U; ++k) {
     const batch_f32 x = load(k);
