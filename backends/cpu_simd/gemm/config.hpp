@@ -40,6 +40,16 @@ struct GemmConfig {
   i64 nc = 1024;     // B resident: columns of the packed B block (kc x nc), which stays in L3
   i64 mc_l3 = 1024;  // A resident: rows of the packed A block, which stays in L3
   i64 nc_l2 = 512;   // A resident: columns of the packed B block, which stays in L2
+  // A matmul whose rows all fit one A block (gemm_blocked's few-rows path): columns of B packed at
+  // once, just before their micro-kernels. A panel at a time (nr columns, as a convolution's im2col
+  // is still packed) reads one line from each of kc rows of B, from memory for a large B, and when
+  // B's row stride is a multiple of 4 KiB those lines share a handful of cache sets: packing waited
+  // on memory for a third of the call. 1 MiB of panels reads each row in runs of 2 KiB. sgemm M=32
+  // K=N=4096, one thread, Zen 3, alternating in one process: 20.9 ms a panel at a time, 19.3 with
+  // 128 columns, 18.0 with 512, 18.2 with 1024 (requesting the next block's rows during the
+  // micro-kernels made it slower). AVX-512 keeps one panel until it is measured on a machine that
+  // has it.
+  i64 nc_few = nr;
   // Products at least this wide take the A-resident order. On the Xeon with AVX-512 the 32-column
   // B micro-panel is 64 KiB at kc 512, more than L1, where the 12-row A panel is 24 KiB; with the
   // old and new loops alternating in one process, 1 thread: sgemm n=2048 +2-5%, 3001x2999x1500
@@ -76,6 +86,9 @@ inline const GemmConfig& gemm_config() {
     // passing through, and C.
     c.mc = std::clamp<i64>(l2 / 2 / (c.kc * 4) / mr * mr, mr * 8, 1536 / mr * mr);
     c.nc_l2 = std::clamp<i64>(l2 / 2 / (c.kc * 4) / nr * nr, nr * 4, 1024);
+#if !defined(TRINE_ISA_AVX512)
+    c.nc_few = std::clamp<i64>((i64{1} << 20) / (c.kc * 4) / nr * nr, nr, 4096);
+#endif
     // The block in L3, which a VM shares with its neighbours and may report wrongly (256 MiB here
     // for a 32 MiB L3): a fixed 2 MiB, not the reported size. sgemm n=2048 on the Zen 3, B block
     // against nc 4096 (8 MiB): +7-14% with 1 thread, +7-8% with 2. For the A block, 4 and 8 MiB

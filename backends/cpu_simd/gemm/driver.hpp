@@ -53,7 +53,8 @@ GemmBlocks gemm_blocks(i64 m, i64 n, const GemmConfig& cfg) {
 // pack_a(GemmRows<mr>{}, i0, m, k0, kc, dst) and pack_b(k0, kc, j0, n, dst) fill panels as
 // pack_*_strided do.
 template <int mr = GemmConfig::mr, class PackA, class PackB>
-void gemm_blocked(i64 m0, i64 m1, i64 n0, i64 n1, i64 K, const PackA& pack_a, const PackB& pack_b, float* c, i64 c_rs) {
+void gemm_blocked(i64 m0, i64 m1, i64 n0, i64 n1, i64 K, const PackA& pack_a, const PackB& pack_b, float* c, i64 c_rs,
+                  bool b_matrix = false) {
   constexpr i64 nr = GemmConfig::nr;
   const GemmConfig& cfg = gemm_config();
   TRINE_ASSERT(K > 0 && m0 <= m1 && n0 <= n1, "[gemm] empty or inverted block reached the blocked loops");
@@ -61,22 +62,28 @@ void gemm_blocked(i64 m0, i64 m1, i64 n0, i64 n1, i64 K, const PackA& pack_a, co
   GemmScratch& s = gemm_scratch();
 
   // All of this block's rows in one packed A block (a convolution's output channels, a thin
-  // product): each B micro-panel then serves only this block, so it is packed just before its
-  // micro-kernels into a buffer that stays in cache, instead of into a block that is written out,
-  // read back and evicted again. With few rows that traffic is a large share of the call (conv2d
-  // 1x1, 64 output channels: packing B was 15% of the time).
+  // product): each B micro-panel then serves only this block, so B is packed just before its
+  // micro-kernels, a panel at a time into a buffer that stays in cache, instead of into a block that
+  // is written out, read back and evicted again. With few rows that traffic is a large share of the
+  // call (conv2d 1x1, 64 output channels: packing B was 15% of the time). A matmul's B (b_matrix)
+  // is packed cfg.nc_few columns at a time instead: see config.hpp.
   if (m1 - m0 <= cfg.mc) {
     const i64 m = m1 - m0;
+    const i64 chunk = b_matrix ? cfg.nc_few : nr;
     float* ap = s.a_.get(gemm_round_up(m, mr) * kc_blk);
-    float* bp = s.b_.get(nr * kc_blk);
+    float* bp = s.b_.get(chunk * kc_blk);
     for (i64 pc = 0; pc < K; pc += kc_blk) {
       const i64 kc = std::min(kc_blk, K - pc);
       pack_a(GemmRows<mr>{}, m0, m, pc, kc, ap);
-      for (i64 jr = n0; jr < n1; jr += nr) {
-        const i64 n = std::min(nr, n1 - jr);
-        pack_b(pc, kc, jr, n, bp);
-        for (i64 ir = 0; ir < m; ir += mr) {
-          micro_kernel<mr>(kc, ap + ir * kc, bp, c + (m0 + ir) * c_rs + jr, c_rs, std::min<i64>(mr, m - ir), n, pc > 0);
+      for (i64 jc = n0; jc < n1; jc += chunk) {
+        const i64 nch = std::min(chunk, n1 - jc);
+        pack_b(pc, kc, jc, nch, bp);
+        for (i64 jr = 0; jr < nch; jr += nr) {
+          const i64 n = std::min(nr, nch - jr);
+          for (i64 ir = 0; ir < m; ir += mr) {
+            micro_kernel<mr>(kc, ap + ir * kc, bp + jr * kc, c + (m0 + ir) * c_rs + jc + jr, c_rs,
+                             std::min<i64>(mr, m - ir), n, pc > 0);
+          }
         }
       }
     }
@@ -153,7 +160,8 @@ inline bool gemm_tall_rows(i64 M, i64 N, i64 K) {
 
 // gemm_run with mr-row tiles.
 template <int mr, class PackA, class PackB>
-void gemm_run_rows(i64 M, i64 N, i64 K, const PackA& pack_a, const PackB& pack_b, float* c, i64 c_rs, int max_threads) {
+void gemm_run_rows(i64 M, i64 N, i64 K, const PackA& pack_a, const PackB& pack_b, float* c, i64 c_rs, int max_threads,
+                   bool b_matrix = false) {
   constexpr i64 nr = GemmConfig::nr;
   const i64 max_slots = std::clamp<i64>(M * N * K / gemm_min_work_per_thread, 1,
                                         std::min<i64>(max_threads, gemm_ceil_div(M, mr) * gemm_ceil_div(N, nr)));
@@ -181,13 +189,13 @@ void gemm_run_rows(i64 M, i64 N, i64 K, const PackA& pack_a, const PackB& pack_b
   }
   const i64 slots = tm * tn;
   if (slots == 1) {
-    gemm_blocked<mr>(0, M, 0, N, K, pack_a, pack_b, c, c_rs);
+    gemm_blocked<mr>(0, M, 0, N, K, pack_a, pack_b, c, c_rs, b_matrix);
     return;
   }
   parallel_for(slots, 1, [&](i64 begin, i64 end) {
     for (i64 s = begin; s < end; ++s) {
       const i64 m0 = (s / tn) * mp, n0 = (s % tn) * np;
-      gemm_blocked<mr>(m0, std::min(M, m0 + mp), n0, std::min(N, n0 + np), K, pack_a, pack_b, c, c_rs);
+      gemm_blocked<mr>(m0, std::min(M, m0 + mp), n0, std::min(N, n0 + np), K, pack_a, pack_b, c, c_rs, b_matrix);
     }
   });
 }
@@ -196,16 +204,17 @@ void gemm_run_rows(i64 M, i64 N, i64 K, const PackA& pack_a, const PackB& pack_b
 // packs its own blocks, so there is no barrier and a pool that runs the slots serially (a nested
 // call, or another thread holding it) is still correct. pack_a must take GemmRows of both heights.
 template <class PackA, class PackB>
-void gemm_run(i64 M, i64 N, i64 K, const PackA& pack_a, const PackB& pack_b, float* c, i64 c_rs, int max_threads) {
+void gemm_run(i64 M, i64 N, i64 K, const PackA& pack_a, const PackB& pack_b, float* c, i64 c_rs, int max_threads,
+              bool b_matrix = false) {
   if (M <= 0 || N <= 0) return;
   if (K <= 0) {
     for (i64 i = 0; i < M; ++i) std::memset(c + i * c_rs, 0, static_cast<std::size_t>(N) * sizeof(float));
     return;
   }
   if (gemm_tall_rows(M, N, K)) {
-    gemm_run_rows<GemmConfig::mr_tall>(M, N, K, pack_a, pack_b, c, c_rs, max_threads);
+    gemm_run_rows<GemmConfig::mr_tall>(M, N, K, pack_a, pack_b, c, c_rs, max_threads, b_matrix);
   } else {
-    gemm_run_rows<GemmConfig::mr>(M, N, K, pack_a, pack_b, c, c_rs, max_threads);
+    gemm_run_rows<GemmConfig::mr>(M, N, K, pack_a, pack_b, c, c_rs, max_threads, b_matrix);
   }
 }
 

@@ -112,7 +112,7 @@ void gemm_kernel(const GemmArgs& g) {
       pack_a_strided<decltype(rows)::value>(am, i0, m, k0, kc, dst);
     };
     auto pack_b = [&bm](i64 k0, i64 kc, i64 j0, i64 n, float* dst) { pack_b_strided(bm, k0, kc, j0, n, dst); };
-    gemm_run(g.M, g.N, g.K, pack_a, pack_b, g.c + b * g.c_bs, g.c_rs, threaded ? thread_count() : 1);
+    gemm_run(g.M, g.N, g.K, pack_a, pack_b, g.c + b * g.c_bs, g.c_rs, threaded ? thread_count() : 1, true);
   });
 }
 
