@@ -236,23 +236,10 @@ void pack_b_typed(const StridedMatrix& b, i64 k0, i64 kc, i64 j0, i64 n, float* 
       }
       continue;
     }
-    if (b.rs == 1) {
-      // Transposed B: walk each column contiguously, scatter into the panel.
-      for (i64 j = 0; j < nn; ++j) {
-        const i64 col = origin + j * b.cs;
-        for (i64 k = 0; k < kc; ++k) p[k * nr + j] = load_as_f32<D>(b.base, col + k);
-      }
-      if (nn < nr) {
-        for (i64 k = 0; k < kc; ++k) {
-          for (i64 j = nn; j < nr; ++j) p[k * nr + j] = 0.0f;
-        }
-      }
-    } else {
-      for (i64 k = 0; k < kc; ++k) {
-        const i64 row = origin + k * b.rs;
-        for (i64 j = 0; j < nn; ++j) p[k * nr + j] = load_as_f32<D>(b.base, row + j * b.cs);
-        for (i64 j = nn; j < nr; ++j) p[k * nr + j] = 0.0f;
-      }
+    for (i64 k = 0; k < kc; ++k) {
+      const i64 row = origin + k * b.rs;
+      for (i64 j = 0; j < nn; ++j) p[k * nr + j] = load_as_f32<D>(b.base, row + j * b.cs);
+      for (i64 j = nn; j < nr; ++j) p[k * nr + j] = 0.0f;
     }
   }
 }
