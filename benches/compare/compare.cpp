@@ -110,6 +110,30 @@ void sgemm_lines(const Options& o) {
   }
 }
 
+// Products with few rows against a wide, deep B: a batch of tokens through a layer's weights (M = 32),
+// and a prompt through an MLP's up projection (M = 512, N = 11008), B row-major [K, N].
+void skinny_lines(const Options& o) {
+  struct Case {
+    long m, k, n;
+  };
+  const std::vector<Case> cases = o.quick ? std::vector<Case>{{32, 1024, 1024}} : std::vector<Case>{{32, 4096, 4096}, {512, 4096, 11008}};
+  for (const Case& c : cases) {
+    const std::string line = "sgemm M=" + std::to_string(c.m) + " K=" + std::to_string(c.k) + " N=" + std::to_string(c.n);
+    if (!wanted(o, line)) continue;
+    Input a = input({c.m, c.k}, 13), b = input({c.k, c.n}, 14);
+    Buffer out = aligned_floats(static_cast<std::size_t>(c.m * c.n));
+    const int m = static_cast<int>(c.m), k = static_cast<int>(c.k), n = static_cast<int>(c.n);
+    auto blas = [&] { cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, m, n, k, 1.0f, a.host.get(), k, b.host.get(), n, 0.0f, out.get(), n); };
+    const std::vector<float> mine = trine::matmul(a.t, b.t).to_vector();
+    blas();
+    expect_close(line, "OpenBLAS", mine.data(), out.get(), mine.size(), 1e-5);
+    const Timing t = time_round_robin(o, {{"trine", [&] { Tensor y = trine::matmul(a.t, b.t); }}, {"OpenBLAS", blas}});
+    const double flops = 2.0 * c.m * c.k * c.n;
+    row(line + " vs OpenBLAS", fmt("%.0f GFLOP/s", flops / t.per_call(0).median / 1e9),
+        fmt("%.0f GFLOP/s", flops / t.per_call(1).median / 1e9), ratio_text(t.ratio(1)));
+  }
+}
+
 struct ConvCase {
   const char* name;
   long n, c, h, w, k, r, s, stride, pad, groups;
@@ -361,6 +385,7 @@ int main(int argc, char** argv) {
   std::printf("FMA peak %.0f GFLOP/s; STREAM copy (16M floats) %.1f GB/s\n\n", peak, copy.bytes() / ct.per_call(0).median / 1e9);
   std::printf("| line | trine | other | ratio: other time / trine time (range) |\n|---|---|---|---|\n");
   sgemm_lines(o);
+  skinny_lines(o);
   conv_lines(o, eng, strm);
   memory_lines(o);
   gemv_lines(o);
