@@ -245,6 +245,69 @@ TEST_CASE("f64 arithmetic and conversions, min/max beside NaN, i32 and 64-bit bi
   CHECK(v[32] == 0);
 }
 
+TEST_CASE("f64 round-to-nearest arithmetic and f32/f64 conversions at their edges: subnormals, ties, ftz, saturation", "[emulator][instr]") {
+  // These run on the host's double arithmetic (exec_float.cpp, exec_cvt.cpp); the directed
+  // roundings beside them stay on the exact path. Expected bits from IEEE 754 and the PTX ISA.
+  const auto v = run1(R"(
+  sub.rn.f64 %fd1, 0d0010000000000000, 0d000FFFFFFFFFFFFF; st.global.f64 [%rd0+0], %fd1;
+  mul.rn.f64 %fd1, 0d0010000000000001, 0.5;   st.global.f64 [%rd0+8], %fd1;
+  mul.rn.f64 %fd1, 0d0010000000000003, 0.5;   st.global.f64 [%rd0+16], %fd1;
+  sqrt.rn.f64 %fd1, 2.0;                      st.global.f64 [%rd0+24], %fd1;
+  rcp.rn.f64 %fd1, 3.0;                       st.global.f64 [%rd0+32], %fd1;
+  add.rn.f64 %fd1, 0d7FEFFFFFFFFFFFFF, 0d7C90000000000000; st.global.f64 [%rd0+40], %fd1;
+  add.rz.f64 %fd1, 0d7FEFFFFFFFFFFFFF, 0d7C90000000000000; st.global.f64 [%rd0+48], %fd1;
+  cvt.rmi.s32.f32 %r1, 0f80000001;            st.global.u32 [%rd0+56], %r1;
+  cvt.rmi.ftz.s32.f32 %r1, 0f80000001;        st.global.u32 [%rd0+60], %r1;
+  cvt.rni.s32.f64 %r1, -2.5;                  st.global.u32 [%rd0+64], %r1;
+  cvt.rni.s32.f64 %r1, 3.5;                   st.global.u32 [%rd0+68], %r1;
+  cvt.rpi.u32.f32 %r1, -0.5;                  st.global.u32 [%rd0+72], %r1;
+  cvt.rni.u32.f32 %r1, 5e9;                   st.global.u32 [%rd0+76], %r1;
+  cvt.rmi.s32.f64 %r1, -3e9;                  st.global.u32 [%rd0+80], %r1;
+  cvt.rni.s32.f32 %r1, 0f7FC00000;            st.global.u32 [%rd0+84], %r1;
+  cvt.rn.f32.f64 %f1, 1e39;                   st.global.f32 [%rd0+88], %f1;
+  cvt.rn.f32.f64 %f1, 0d36BA000000000000;     st.global.f32 [%rd0+92], %f1;
+  cvt.rn.ftz.f32.f64 %f1, 0d36BA000000000000; st.global.f32 [%rd0+96], %f1;
+  cvt.rn.f32.f64 %f1, 0d3FF0000010000000;     st.global.f32 [%rd0+100], %f1;
+  cvt.rn.f32.f64 %f1, 0d3FF0000030000000;     st.global.f32 [%rd0+104], %f1;
+  cvt.rz.f32.f64 %f1, 0d3FD5555555555555;     st.global.f32 [%rd0+108], %f1;
+  cvt.rp.f32.f64 %f1, 0d3FD5555555555555;     st.global.f32 [%rd0+112], %f1;
+  cvt.rmi.f32.f64 %f1, -0.5;                  st.global.f32 [%rd0+116], %f1;
+  cvt.ftz.f64.f32 %fd1, 0f00000001;           st.global.f64 [%rd0+120], %fd1;
+  cvt.f64.f32 %fd1, 0f00000001;               st.global.f64 [%rd0+128], %fd1;
+  cvt.rn.f32.f64 %f1, 0dFFF8000000000000;     st.global.f32 [%rd0+136], %f1;
+  cvt.rni.f32.f32 %f1, -0.5;                  st.global.f32 [%rd0+140], %f1;
+)",
+                      36);
+  auto u64_at = [&](std::size_t i) { return v[i] | std::uint64_t{v[i + 1]} << 32; };
+  CHECK(u64_at(0) == 1u);                       // normal minus subnormal: the least subnormal, exact
+  CHECK(u64_at(2) == 0x0008000000000000ull);    // a tie below the normals: to the even significand
+  CHECK(u64_at(4) == 0x0008000000000002ull);    // the other tie: up, to even
+  CHECK(u64_at(6) == 0x3ff6a09e667f3bcdull);    // sqrt(2), correctly rounded
+  CHECK(u64_at(8) == 0x3fd5555555555555ull);
+  CHECK(u64_at(10) == 0x7ff0000000000000ull);   // max + half an ulp: a tie, rounds to even: inf
+  CHECK(u64_at(12) == 0x7fefffffffffffffull);   // toward zero stays finite (the exact path)
+  CHECK(static_cast<std::int32_t>(v[14]) == -1);  // floor of a negative subnormal
+  CHECK(v[15] == 0);                              // .ftz flushes it first
+  CHECK(static_cast<std::int32_t>(v[16]) == -2);  // ties to even
+  CHECK(static_cast<std::int32_t>(v[17]) == 4);
+  CHECK(v[18] == 0);            // ceil(-0.5) is -0: 0 as u32
+  CHECK(v[19] == 0xffffffffu);  // saturates
+  CHECK(v[20] == 0x80000000u);
+  CHECK(v[21] == 0);            // NaN to an integer is 0
+  CHECK(v[22] == 0x7f800000u);  // overflow rounds to inf
+  CHECK(v[23] == 3u);           // 3.25 steps of 2^-149: the subnormal 3
+  CHECK(v[24] == 0);            // .ftz flushes the subnormal result
+  CHECK(v[25] == 0x3f800000u);  // 1 + 2^-24 exactly: a tie, to even (down)
+  CHECK(v[26] == 0x3f800002u);  // 1 + 3 * 2^-24: a tie, to even (up)
+  CHECK(v[27] == 0x3eaaaaaau);  // 1/3 toward zero
+  CHECK(v[28] == 0x3eaaaaabu);  // 1/3 up
+  CHECK(v[29] == fb(-1.0f));
+  CHECK(u64_at(30) == 0);                     // .ftz flushes the f32 source
+  CHECK(u64_at(32) == 0x36a0000000000000ull);  // 2^-149, exact in f64
+  CHECK(v[34] == 0x7fffffffu);                 // NaN: the canonical f32 NaN
+  CHECK(v[35] == 0x80000000u);                 // rint(-0.5) = -0
+}
+
 TEST_CASE("red.global.min.u64 keeps the least key whatever order the threads arrive in", "[emulator][instr]") {
   // gather's index check: (position << 32) | index from many threads; the lowest position wins.
   EmuRun run(emu_kernel(R"(

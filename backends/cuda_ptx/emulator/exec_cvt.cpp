@@ -1,6 +1,7 @@
 // cvt between every integer and float type (f16/bf16 and the packed x2 forms included), with the
 // PTX rounding modes, saturation, .ftz and .relu. Values pass through long double, which holds
 // every source exactly (64-bit integers included), so each conversion rounds once.
+#include <algorithm>
 #include <climits>
 #include <cmath>
 #include <limits>
@@ -124,6 +125,51 @@ void exec_cvt(Cta&, Warp& w, const Instr& in, std::uint32_t m) {
       const std::int32_t v = std::isnan(f) ? 0 : f >= 2147483648.0f ? 2147483647 : f < -2147483648.0f ? INT32_MIN : static_cast<std::int32_t>(f);
       d[l] = static_cast<std::uint32_t>(v);
     });
+    return;
+  }
+  // f32/f64 sources on double arithmetic, which holds both exactly: to s32/u32 with an integer
+  // rounding (the x87 nearbyintl of the generic path was a sixth of the emulated transcendental
+  // ops' time), and between f32 and f64 where the result is exact or rounds to nearest
+  const bool float_src = src == Type::f32 || src == Type::f64;
+  auto read_native = [&](std::uint64_t v) {
+    return src == Type::f32 ? static_cast<double>(ftz ? ftz32(as_f32(v)) : as_f32(v)) : as_f64(v);
+  };
+  auto integral = [&](double x) {  // the integer roundings; the other modes leave x
+    switch (in.rnd) {
+      case Rnd::rni: return std::rint(x);  // the host rounds to nearest, ties to even
+      case Rnd::rzi: return std::trunc(x);
+      case Rnd::rmi: return std::floor(x);
+      case Rnd::rpi: return std::ceil(x);
+      default: return x;
+    }
+  };
+  if (float_src && (dst == Type::s32 || dst == Type::u32)) {
+    const bool s32 = dst == Type::s32;
+    for_lanes(m, [&](int l) {
+      double x = read_native(a[l]);
+      switch (in.rnd) {
+        case Rnd::rni: case Rnd::rn: x = std::rint(x); break;
+        case Rnd::rmi: case Rnd::rm: x = std::floor(x); break;
+        case Rnd::rpi: case Rnd::rp: x = std::ceil(x); break;
+        default: x = std::trunc(x); break;
+      }
+      if (std::isnan(x)) d[l] = 0;
+      else if (s32) d[l] = static_cast<std::uint32_t>(static_cast<std::int32_t>(std::clamp(x, -2147483648.0, 2147483647.0)));
+      else d[l] = static_cast<std::uint32_t>(std::clamp(x, 0.0, 4294967295.0));
+    });
+    return;
+  }
+  const bool integer_rnd = in.rnd == Rnd::rni || in.rnd == Rnd::rzi || in.rnd == Rnd::rmi || in.rnd == Rnd::rpi;
+  const bool exact_or_rn = rn || integer_rnd || src == Type::f32;  // f32 -> f32/f64 never rounds
+  if (float_src && (dst == Type::f32 || dst == Type::f64) && !sat && !relu && exact_or_rn) {
+    if (dst == Type::f64) {
+      for_lanes(m, [&](int l) { d[l] = bits_f64(integral(read_native(a[l]))); });
+    } else {
+      for_lanes(m, [&](int l) {
+        const float f = static_cast<float>(integral(read_native(a[l])));  // rounds to nearest
+        d[l] = std::isnan(f) ? 0x7fffffffu : bits_f32(ftz ? ftz32(f) : f);
+      });
+    }
     return;
   }
   if (!is_float(dst) && !is_float(src)) {

@@ -1,7 +1,8 @@
-// Floating-point instructions: f32 on a native fast path (round-to-nearest, no flush), every other
-// case (directed rounding, .ftz, .sat, f64, f16/bf16 and their x2 forms, the approximate
+// Floating-point instructions: f32 and f64 on a native fast path (round-to-nearest; f32 .ftz too),
+// every other case (directed rounding, .sat, f16/bf16 and their x2 forms, f64's approximate
 // functions) through an exact result plus error term rounded to the destination format.
 #include <cmath>
+#include <type_traits>
 
 #include "backends/cuda_ptx/emulator/cta.hpp"
 #include "backends/cuda_ptx/emulator/float_util.hpp"
@@ -157,32 +158,50 @@ void generic(Warp& w, const Instr& in, std::uint32_t m) {
 
 namespace {
 
-// The f32 round-to-nearest forms on the host's IEEE arithmetic, with .ftz flushing inputs and
-// outputs; returns false for what only the generic path handles.
-template <bool Ftz>
-bool fast_f32(Warp& w, const Instr& in, std::uint32_t m) {
+// The f32 and f64 round-to-nearest forms on the host's IEEE arithmetic (each basic operation
+// correctly rounded there too), with .ftz flushing f32 inputs and outputs; returns false for what
+// only the generic path handles. f64 through the generic path's long double arithmetic took
+// four fifths of the emulated pow's time (x87 fmal and its rounding-mode switches).
+template <typename T, bool Ftz>
+bool fast_native(Warp& w, const Instr& in, std::uint32_t m) {
+  static_assert(std::is_same_v<T, float> || (std::is_same_v<T, double> && !Ftz));
+  constexpr bool f32 = std::is_same_v<T, float>;
   std::uint64_t* R = w.r;
   std::uint64_t* d = R + in.ops[0].reg[0] * 32;
   const std::uint64_t* a = R + in.ops[1].reg[0] * 32;
   const std::uint64_t* b = in.n_ops > 2 ? R + in.ops[2].reg[0] * 32 : a;
   const std::uint64_t* c = in.n_ops > 3 ? R + in.ops[3].reg[0] * 32 : a;
-  auto x = [](std::uint64_t v) { return Ftz ? ftz32(as_f32(v)) : as_f32(v); };
-  auto out = [](float f) { return bits_f32(Ftz ? ftz32(f) : f); };
-  // the approximate functions: evaluated in double and rounded once, inside the ISA's bounds
-  auto unary = [&](auto f) { for_lanes(m, [&](int l) { d[l] = out(static_cast<float>(f(static_cast<double>(x(a[l]))))); }); };
+  auto x = [](std::uint64_t v) -> T {
+    if constexpr (f32) return Ftz ? ftz32(as_f32(v)) : as_f32(v);
+    else return as_f64(v);
+  };
+  auto bits = [](T f) -> std::uint64_t {
+    if constexpr (f32) return bits_f32(f);
+    else return bits_f64(f);
+  };
+  auto out = [&](T f) {
+    if constexpr (f32) return bits(Ftz ? ftz32(f) : f);
+    else return bits(f);
+  };
+  // the approximate functions (f32 only here): evaluated in double and rounded once, inside the
+  // ISA's bounds
+  auto unary = [&](auto f) {
+    if constexpr (f32) for_lanes(m, [&](int l) { d[l] = out(static_cast<float>(f(static_cast<double>(x(a[l]))))); });
+    return f32;
+  };
   switch (in.op) {
     case Op::add: for_lanes(m, [&](int l) { d[l] = out(x(a[l]) + x(b[l])); }); return true;
     case Op::sub: for_lanes(m, [&](int l) { d[l] = out(x(a[l]) - x(b[l])); }); return true;
     case Op::mul: for_lanes(m, [&](int l) { d[l] = out(x(a[l]) * x(b[l])); }); return true;
     case Op::fma: case Op::mad: for_lanes(m, [&](int l) { d[l] = out(std::fma(x(a[l]), x(b[l]), x(c[l]))); }); return true;
-    case Op::div: for_lanes(m, [&](int l) { d[l] = out(x(a[l]) / x(b[l])); }); return true;  // approx: exact is within 2 ulp
-    case Op::neg: for_lanes(m, [&](int l) { d[l] = bits_f32(-x(a[l])); }); return true;
-    case Op::abs: for_lanes(m, [&](int l) { d[l] = bits_f32(std::fabs(x(a[l]))); }); return true;
+    case Op::div: for_lanes(m, [&](int l) { d[l] = out(x(a[l]) / x(b[l])); }); return true;  // f32 approx: exact is within 2 ulp
+    case Op::neg: for_lanes(m, [&](int l) { d[l] = bits(-x(a[l])); }); return true;
+    case Op::abs: for_lanes(m, [&](int l) { d[l] = bits(std::fabs(x(a[l]))); }); return true;
     case Op::min: case Op::max: {
       const bool is_min = in.op == Op::min;
       for_lanes(m, [&](int l) {
-        const float p = x(a[l]), q = x(b[l]);
-        float r;
+        const T p = x(a[l]), q = x(b[l]);
+        T r;
         if (std::isnan(p)) r = q;
         else if (std::isnan(q)) r = p;
         else if (p == q) r = (std::signbit(p) == is_min) ? p : q;  // min(-0, +0) = -0, max(-0, +0) = +0
@@ -192,32 +211,32 @@ bool fast_f32(Warp& w, const Instr& in, std::uint32_t m) {
       return true;
     }
     case Op::sqrt: for_lanes(m, [&](int l) { d[l] = out(std::sqrt(x(a[l]))); }); return true;
-    case Op::rcp: for_lanes(m, [&](int l) { d[l] = out(1.0f / x(a[l])); }); return true;
-    case Op::rsqrt: unary([](double v) { return 1.0 / std::sqrt(v); }); return true;
-    case Op::ex2: unary([](double v) { return std::exp2(v); }); return true;
-    case Op::lg2: unary([](double v) { return std::log2(v); }); return true;
-    case Op::sin: unary([](double v) { return std::sin(v) + approx_trig_error(v); }); return true;
-    case Op::cos: unary([](double v) { return std::cos(v) + approx_trig_error(v); }); return true;
-    case Op::tanh: unary([](double v) { return std::tanh(v); }); return true;
+    case Op::rcp: for_lanes(m, [&](int l) { d[l] = out(T(1) / x(a[l])); }); return true;
+    case Op::rsqrt: return unary([](double v) { return 1.0 / std::sqrt(v); });
+    case Op::ex2: return unary([](double v) { return std::exp2(v); });
+    case Op::lg2: return unary([](double v) { return std::log2(v); });
+    case Op::sin: return unary([](double v) { return std::sin(v) + approx_trig_error(v); });
+    case Op::cos: return unary([](double v) { return std::cos(v) + approx_trig_error(v); });
+    case Op::tanh: return unary([](double v) { return std::tanh(v); });
     case Op::setp: {
       if (in.ops[0].count != 1 || in.bool_op != BoolOp::none) return false;
       // C++ comparisons are the ordered ones (false on NaN); the unordered ones are their negations
       auto cmp = [&](auto f) { for_lanes(m, [&](int l) { d[l] = f(x(a[l]), x(b[l])); }); };
       switch (in.cmp) {
-        case Cmp::eq: cmp([](float p, float q) { return p == q; }); return true;
-        case Cmp::ne: cmp([](float p, float q) { return p < q || p > q; }); return true;
-        case Cmp::lt: case Cmp::lo: cmp([](float p, float q) { return p < q; }); return true;
-        case Cmp::le: case Cmp::ls: cmp([](float p, float q) { return p <= q; }); return true;
-        case Cmp::gt: case Cmp::hi: cmp([](float p, float q) { return p > q; }); return true;
-        case Cmp::ge: case Cmp::hs: cmp([](float p, float q) { return p >= q; }); return true;
-        case Cmp::equ: cmp([](float p, float q) { return !(p < q || p > q); }); return true;
-        case Cmp::neu: cmp([](float p, float q) { return p != q; }); return true;
-        case Cmp::ltu: cmp([](float p, float q) { return !(p >= q); }); return true;
-        case Cmp::leu: cmp([](float p, float q) { return !(p > q); }); return true;
-        case Cmp::gtu: cmp([](float p, float q) { return !(p <= q); }); return true;
-        case Cmp::geu: cmp([](float p, float q) { return !(p < q); }); return true;
-        case Cmp::num: cmp([](float p, float q) { return p == p && q == q; }); return true;
-        case Cmp::nan: cmp([](float p, float q) { return p != p || q != q; }); return true;
+        case Cmp::eq: cmp([](T p, T q) { return p == q; }); return true;
+        case Cmp::ne: cmp([](T p, T q) { return p < q || p > q; }); return true;
+        case Cmp::lt: case Cmp::lo: cmp([](T p, T q) { return p < q; }); return true;
+        case Cmp::le: case Cmp::ls: cmp([](T p, T q) { return p <= q; }); return true;
+        case Cmp::gt: case Cmp::hi: cmp([](T p, T q) { return p > q; }); return true;
+        case Cmp::ge: case Cmp::hs: cmp([](T p, T q) { return p >= q; }); return true;
+        case Cmp::equ: cmp([](T p, T q) { return !(p < q || p > q); }); return true;
+        case Cmp::neu: cmp([](T p, T q) { return p != q; }); return true;
+        case Cmp::ltu: cmp([](T p, T q) { return !(p >= q); }); return true;
+        case Cmp::leu: cmp([](T p, T q) { return !(p > q); }); return true;
+        case Cmp::gtu: cmp([](T p, T q) { return !(p <= q); }); return true;
+        case Cmp::geu: cmp([](T p, T q) { return !(p < q); }); return true;
+        case Cmp::num: cmp([](T p, T q) { return p == p && q == q; }); return true;
+        case Cmp::nan: cmp([](T p, T q) { return p != p || q != q; }); return true;
       }
       return false;
     }
@@ -228,8 +247,9 @@ bool fast_f32(Warp& w, const Instr& in, std::uint32_t m) {
 }  // namespace
 
 void exec_float(Cta&, Warp& w, const Instr& in, std::uint32_t m) {
-  const bool fast = in.type == Type::f32 && (in.rnd == Rnd::none || in.rnd == Rnd::rn) && !(in.flags & (kSat | kRelu));
-  if (fast && ((in.flags & kFtz) ? fast_f32<true>(w, in, m) : fast_f32<false>(w, in, m))) return;
+  const bool fast = (in.rnd == Rnd::none || in.rnd == Rnd::rn) && !(in.flags & (kSat | kRelu));
+  if (fast && in.type == Type::f32 && ((in.flags & kFtz) ? fast_native<float, true>(w, in, m) : fast_native<float, false>(w, in, m))) return;
+  if (fast && in.type == Type::f64 && !(in.flags & kFtz) && fast_native<double, false>(w, in, m)) return;
   generic(w, in, m);
 }
 
