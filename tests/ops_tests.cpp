@@ -14,6 +14,7 @@
 #include <limits>
 #include <cstdlib>
 #include <string>
+#include <string_view>
 #include <utility>
 
 #include "ops/samples.hpp"
@@ -51,7 +52,19 @@ void check_samples(OpKind op) {
   }
 }
 
-// One test case per op of the table, "[ops][<family>][<op>]".
+// The element-wise ops whose cpu kernel shares one loop with others of its family: the activations
+// run one span loop (the cheap ones at one grain, the costly at another; gelu a blocked loop of its
+// own) and the binary ops one broadcast-and-tile loop (where one of its own). Their conformance
+// cases are tagged [shared_cpu_path], so a run that checks memory and threading rather than values
+// (the sanitizer builds, scripts/test.sh) can run one op per path: "[ops]~[shared_cpu_path]".
+bool shared_cpu_path(const OpInfo& info) {
+  const std::string_view family = family_name(info.family);
+  if (family != "unary" && family != "binary") return false;
+  constexpr std::string_view own[] = {"relu", "exp", "gelu", "scale", "bias_act", "add", "where"};
+  return std::find(std::begin(own), std::end(own), std::string_view(info.name)) == std::end(own);
+}
+
+// One test case per op of the table, "[ops][<family>][<op>]" (and [shared_cpu_path], above).
 template <std::size_t I>
 void conformance_case() {
   check_samples(static_cast<OpKind>(I));
@@ -67,7 +80,8 @@ void register_cases(Registered& r, std::index_sequence<I...>) {
       [&] {
         const OpInfo& info = op_info(static_cast<OpKind>(I));
         r.names[I] = std::string("conformance: ") + info.name;
-        r.tags[I] = std::string("[ops][") + family_name(info.family) + "][" + info.name + "]";
+        r.tags[I] = std::string("[ops][") + family_name(info.family) + "][" + info.name + "]" +
+                    (shared_cpu_path(info) ? "[shared_cpu_path]" : "");
         Catch::AutoReg(Catch::makeTestInvoker(&conformance_case<I>), CATCH_INTERNAL_LINEINFO, Catch::StringRef(),
                        Catch::NameAndTags{r.names[I], r.tags[I]});
       }(),
