@@ -239,7 +239,7 @@ TEST_CASE("cuda: a batch is one submission with one upload and one readback; asy
   CHECK(f.get().to_vector().size() == 200);
 }
 
-TEST_CASE("cuda: exp, log and pow within their bounds across every binade", "[cuda]") {
+TEST_CASE("cuda: exp, log and pow within their bounds across every binade", "[cuda][sweep]") {
   // kernels/math.cpp uses IEEE operations only, which the emulator computes bit for bit as a GPU
   // does: a sweep here measures the hardware's error, not the emulator's.
   require_cuda();
@@ -269,7 +269,7 @@ double ulps(float got, long double exact) {
 
 }  // namespace
 
-TEST_CASE("cuda: the activations and softmax within 4 ulps of the exact function, far tails included", "[cuda]") {
+TEST_CASE("cuda: the activations and softmax within 4 ulps of the exact function, far tails included", "[cuda][sweep]") {
   // IEEE operations only (kernels/activation.cpp, math.cpp): the emulator computes the GPU's bits,
   // so these are the hardware's errors. Every 509th f32 in [-100, 100], and the points issue 31
   // named: normal results (sigmoid(-72.8) = 2.4e-32, silu(-91.2) = -2.3e-38) must not flush.
