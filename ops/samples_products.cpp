@@ -30,6 +30,11 @@ void matmul_cases(std::vector<Sample>& out) {
   // micro-panel at a time.
   run({1543, 24}, {24, 1500}, {});
   run({7, 19}, {19, 2900}, {});
+  // Few rows whose last 6-row tile would hold 1-3: with 6-row tiles (AVX2, SSE4.2) the last 7-9
+  // rows run as two tiles of 3-5 (4 + 3, 4 + 4, 5 + 4), here over two kc passes
+  run({13, 600}, {600, 40}, {});
+  run({14, 600}, {600, 40}, {});
+  run({9, 600}, {600, 40}, {});
   // More rows than one A block in L2 (mc: 504-510 rows with a 2 MiB L2, fewer with a smaller L2),
   // with several kc passes accumulating into C: wide (AVX-512 keeps each A panel in L1 while a B
   // block streams past, over two B blocks) and narrow (each B panel serves an A block's panels,

@@ -69,20 +69,51 @@ void gemm_blocked(i64 m0, i64 m1, i64 n0, i64 n1, i64 K, const PackA& pack_a, co
   // is packed cfg.nc_few columns at a time instead: see config.hpp.
   if (m1 - m0 <= cfg.mc) {
     const i64 m = m1 - m0;
+    // A last row tile of 1-3 rows computes a whole 6-row tile (its panel is zero-padded): sgemm
+    // M=32 ran 36 rows for 32. With 6-row tiles (AVX2, SSE4.2) such a tail and the full tile before
+    // it run as two tiles of 3-5 rows instead (8 rows: 4 + 4), packed as panels of their own height.
+    const i64 rem = m % mr;
+    const bool split_tail = mr == 6 && m > mr && rem >= 1 && rem <= 3;
+    const i64 m_main = split_tail ? m - mr - rem : m;  // rows in mr-row tiles
     const i64 chunk = b_matrix ? cfg.nc_few : nr;
     float* ap = s.a_.get(gemm_round_up(m, mr) * kc_blk);
     float* bp = s.b_.get(chunk * kc_blk);
+    // The two tail tiles' heights, at compile time: f(GemmRows<first>, GemmRows<second>).
+    auto with_tail = [&](auto&& f) {
+      if constexpr (mr == 6) {
+        switch (rem) {
+          case 1: return f(GemmRows<4>{}, GemmRows<3>{});
+          case 2: return f(GemmRows<4>{}, GemmRows<4>{});
+          default: return f(GemmRows<5>{}, GemmRows<4>{});
+        }
+      }
+    };
     for (i64 pc = 0; pc < K; pc += kc_blk) {
       const i64 kc = std::min(kc_blk, K - pc);
-      pack_a(GemmRows<mr>{}, m0, m, pc, kc, ap);
+      if (m_main > 0) pack_a(GemmRows<mr>{}, m0, m_main, pc, kc, ap);
+      if (split_tail) {
+        with_tail([&](auto r1, auto r2) {
+          pack_a(r1, m0 + m_main, r1(), pc, kc, ap + m_main * kc);
+          pack_a(r2, m0 + m_main + r1(), r2(), pc, kc, ap + (m_main + r1()) * kc);
+        });
+      }
       for (i64 jc = n0; jc < n1; jc += chunk) {
         const i64 nch = std::min(chunk, n1 - jc);
         pack_b(pc, kc, jc, nch, bp);
         for (i64 jr = 0; jr < nch; jr += nr) {
           const i64 n = std::min(nr, nch - jr);
-          for (i64 ir = 0; ir < m; ir += mr) {
+          for (i64 ir = 0; ir < m_main; ir += mr) {
             micro_kernel<mr>(kc, ap + ir * kc, bp + jr * kc, c + (m0 + ir) * c_rs + jc + jr, c_rs,
-                             std::min<i64>(mr, m - ir), n, pc > 0);
+                             std::min<i64>(mr, m_main - ir), n, pc > 0);
+          }
+          if (split_tail) {
+            with_tail([&](auto r1, auto r2) {
+              constexpr int h1 = decltype(r1)::value, h2 = decltype(r2)::value;
+              micro_kernel<h1>(kc, ap + m_main * kc, bp + jr * kc, c + (m0 + m_main) * c_rs + jc + jr, c_rs, h1, n,
+                               pc > 0);
+              micro_kernel<h2>(kc, ap + (m_main + h1) * kc, bp + jr * kc, c + (m0 + m_main + h1) * c_rs + jc + jr,
+                               c_rs, h2, n, pc > 0);
+            });
           }
         }
       }

@@ -117,7 +117,7 @@ i64 pack_a_rows_f32(const float* src, i64 rs, i64 kc, float* __restrict p) {
 #endif
 
 // Rows [i0, i0+m) x cols [k0, k0+kc) of A into ceil(m/mr) panels of kc x mr (k-major), zero rows
-// padding the last panel; mr is GemmConfig::mr or mr_tall.
+// padding the last panel; mr is GemmConfig::mr or mr_tall, or a tail tile's 3-5 rows (driver.hpp).
 template <DType D, int mr>
 void pack_a_typed(const StridedMatrix& a, i64 i0, i64 m, i64 k0, i64 kc, float* dst) {
   for (i64 ip = 0; ip < m; ip += mr) {
@@ -152,7 +152,7 @@ void pack_a_typed(const StridedMatrix& a, i64 i0, i64 m, i64 k0, i64 kc, float* 
       const i64 rs = a.rs;
       i64 k = 0;
 #if defined(TRINE_ISA_AVX2) || defined(TRINE_ISA_AVX512)
-      if constexpr (D == DType::f32) {
+      if constexpr (D == DType::f32 && (mr == 6 || mr == 8 || mr == 12)) {
         k = pack_a_rows_f32<mr>(static_cast<const float*>(a.base) + origin, rs, kc, p);
       }
 #endif
