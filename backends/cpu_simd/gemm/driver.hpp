@@ -111,8 +111,8 @@ void gemm_blocked(i64 m0, i64 m1, i64 n0, i64 n1, i64 K, const PackA& pack_a, co
               constexpr int h1 = decltype(r1)::value, h2 = decltype(r2)::value;
               micro_kernel<h1>(kc, ap + m_main * kc, bp + jr * kc, c + (m0 + m_main) * c_rs + jc + jr, c_rs, h1, n,
                                pc > 0);
-              micro_kernel<h2>(kc, ap + (m_main + h1) * kc, bp + jr * kc, c + (m0 + m_main + h1) * c_rs + jc + jr,
-                               c_rs, h2, n, pc > 0);
+              micro_kernel<h2>(kc, ap + (m_main + h1) * kc, bp + jr * kc, c + (m0 + m_main + h1) * c_rs + jc + jr, c_rs,
+                               h2, n, pc > 0);
             });
           }
         }

@@ -106,8 +106,9 @@ template <int mr>
 }
 
 // c (row stride c_rs, unit column stride) = or += a_panel (kc x mr) * b_panel (kc x nr) on its
-// top-left m x n corner, mr = GemmConfig::mr or mr_tall (or a tail tile's 3-5 rows, driver.hpp). Panels are 64-byte aligned and
-// zero-padded, so the tile is always computed whole and only the write-back looks at m and n.
+// top-left m x n corner, mr = GemmConfig::mr or mr_tall (or a tail tile's 3-5 rows, driver.hpp).
+// Panels are 64-byte aligned and zero-padded, so the tile is always computed whole and only the
+// write-back looks at m and n.
 template <int mr>
 void micro_kernel(i64 kc, const float* __restrict a, const float* __restrict b, float* c, i64 c_rs, i64 m, i64 n,
                   bool accumulate) {
