@@ -269,7 +269,8 @@ double ulps(float got, long double exact) {
 
 }  // namespace
 
-TEST_CASE("cuda: the activations and softmax within 4 ulps of the exact function, far tails included", "[cuda][sweep]") {
+TEST_CASE("cuda: the activations and softmax within 4 ulps of the exact function, far tails included",
+          "[cuda][sweep]") {
   // IEEE operations only (kernels/activation.cpp, math.cpp): the emulator computes the GPU's bits,
   // so these are the hardware's errors. Every 509th f32 in [-100, 100], and the points issue 31
   // named: normal results (sigmoid(-72.8) = 2.4e-32, silu(-91.2) = -2.3e-38) must not flush.

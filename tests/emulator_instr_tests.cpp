@@ -245,7 +245,8 @@ TEST_CASE("f64 arithmetic and conversions, min/max beside NaN, i32 and 64-bit bi
   CHECK(v[32] == 0);
 }
 
-TEST_CASE("f64 round-to-nearest arithmetic and f32/f64 conversions at their edges: subnormals, ties, ftz, saturation", "[emulator][instr]") {
+TEST_CASE("f64 round-to-nearest arithmetic and f32/f64 conversions at their edges: subnormals, ties, ftz, saturation",
+          "[emulator][instr]") {
   // These run on the host's double arithmetic (exec_float.cpp, exec_cvt.cpp); the directed
   // roundings beside them stay on the exact path. Expected bits from IEEE 754 and the PTX ISA.
   const auto v = run1(R"(
@@ -279,13 +280,13 @@ TEST_CASE("f64 round-to-nearest arithmetic and f32/f64 conversions at their edge
 )",
                       36);
   auto u64_at = [&](std::size_t i) { return v[i] | std::uint64_t{v[i + 1]} << 32; };
-  CHECK(u64_at(0) == 1u);                       // normal minus subnormal: the least subnormal, exact
-  CHECK(u64_at(2) == 0x0008000000000000ull);    // a tie below the normals: to the even significand
-  CHECK(u64_at(4) == 0x0008000000000002ull);    // the other tie: up, to even
-  CHECK(u64_at(6) == 0x3ff6a09e667f3bcdull);    // sqrt(2), correctly rounded
+  CHECK(u64_at(0) == 1u);                     // normal minus subnormal: the least subnormal, exact
+  CHECK(u64_at(2) == 0x0008000000000000ull);  // a tie below the normals: to the even significand
+  CHECK(u64_at(4) == 0x0008000000000002ull);  // the other tie: up, to even
+  CHECK(u64_at(6) == 0x3ff6a09e667f3bcdull);  // sqrt(2), correctly rounded
   CHECK(u64_at(8) == 0x3fd5555555555555ull);
-  CHECK(u64_at(10) == 0x7ff0000000000000ull);   // max + half an ulp: a tie, rounds to even: inf
-  CHECK(u64_at(12) == 0x7fefffffffffffffull);   // toward zero stays finite (the exact path)
+  CHECK(u64_at(10) == 0x7ff0000000000000ull);     // max + half an ulp: a tie, rounds to even: inf
+  CHECK(u64_at(12) == 0x7fefffffffffffffull);     // toward zero stays finite (the exact path)
   CHECK(static_cast<std::int32_t>(v[14]) == -1);  // floor of a negative subnormal
   CHECK(v[15] == 0);                              // .ftz flushes it first
   CHECK(static_cast<std::int32_t>(v[16]) == -2);  // ties to even
@@ -302,7 +303,7 @@ TEST_CASE("f64 round-to-nearest arithmetic and f32/f64 conversions at their edge
   CHECK(v[27] == 0x3eaaaaaau);  // 1/3 toward zero
   CHECK(v[28] == 0x3eaaaaabu);  // 1/3 up
   CHECK(v[29] == fb(-1.0f));
-  CHECK(u64_at(30) == 0);                     // .ftz flushes the f32 source
+  CHECK(u64_at(30) == 0);                      // .ftz flushes the f32 source
   CHECK(u64_at(32) == 0x36a0000000000000ull);  // 2^-149, exact in f64
   CHECK(v[34] == 0x7fffffffu);                 // NaN: the canonical f32 NaN
   CHECK(v[35] == 0x80000000u);                 // rint(-0.5) = -0

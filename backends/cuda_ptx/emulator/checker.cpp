@@ -189,10 +189,10 @@ namespace {
 [[gnu::noinline, gnu::cold]] void report_race(Cta& cta, const Instr& in, std::int32_t me, std::uint64_t byte,
                                               const char* first, std::int32_t other, std::int32_t other_line,
                                               const char* second, const char* kind) {
-  std::string text = "Error: Race reported between " + std::string(first) + " access at line " + std::to_string(other_line) +
-                     " in " + cta.kernel->name + " by thread " + cta.thread_text(other) + "\n    and " + second +
-                     " access at line " + std::to_string(in.line) + " in " + cta.kernel->name + " by thread " +
-                     cta.thread_text(me) + " in block " + cta.block_text() + "\n    (" + kind +
+  std::string text = "Error: Race reported between " + std::string(first) + " access at line " +
+                     std::to_string(other_line) + " in " + cta.kernel->name + " by thread " + cta.thread_text(other) +
+                     "\n    and " + second + " access at line " + std::to_string(in.line) + " in " + cta.kernel->name +
+                     " by thread " + cta.thread_text(me) + " in block " + cta.block_text() + "\n    (" + kind +
                      " hazard on __shared__ byte " + hex(byte) + ", no barrier between them)";
   cta.reporter->report(CUDA_ERROR_LAUNCH_FAILED, text);
   cta.stop = true;
@@ -200,16 +200,17 @@ namespace {
 
 [[gnu::noinline, gnu::cold]] void report_async_pending(Cta& cta, const Instr& in, std::int32_t me, std::uint64_t byte,
                                                        std::int32_t issuer) {
-  std::string text = "Error: cp.async target read or written before its wait: __shared__ byte " + hex(byte) + " at line " +
-                     std::to_string(in.line) + " in " + cta.kernel->name + " by thread " + cta.thread_text(me) +
-                     " in block " + cta.block_text() + "\n    (the copy was issued by thread " + cta.thread_text(issuer) +
-                     "; cp.async.wait_group/wait_all must come first)";
+  std::string text = "Error: cp.async target read or written before its wait: __shared__ byte " + hex(byte) +
+                     " at line " + std::to_string(in.line) + " in " + cta.kernel->name + " by thread " +
+                     cta.thread_text(me) + " in block " + cta.block_text() + "\n    (the copy was issued by thread " +
+                     cta.thread_text(issuer) + "; cp.async.wait_group/wait_all must come first)";
   cta.reporter->report(CUDA_ERROR_LAUNCH_FAILED, text);
   cta.stop = true;
 }
 
 // Held back until the block ends: a race that explains the read is the better report.
-[[gnu::noinline, gnu::cold]] void note_uninitialized(Cta& cta, const Instr& in, std::int32_t me, std::uint64_t off, int size) {
+[[gnu::noinline, gnu::cold]] void note_uninitialized(Cta& cta, const Instr& in, std::int32_t me, std::uint64_t off,
+                                                     int size) {
   cta.pending_init = "Uninitialized __shared__ memory read of size " + std::to_string(size) + " bytes\n" +
                      where(cta, in, me) + "    Address " + hex(off) + " was never written in this launch";
 }
@@ -243,8 +244,10 @@ void shadow_shared(Cta& cta, Warp& w, int lane, std::uint64_t off, int size, boo
       if (racecheck && s.write_epoch == e && other_warp(s.writer))
         return report_race(cta, in, me, at, "Write", s.writer, s.write_line, "Read", "RAW"), false;
       // keep one reader from another warp too: warp 0 reads, warp 1 reads and then writes is a race
-      if (s.read_epoch != e) s.reader2 = -1;
-      else if (other_warp(s.reader)) s.reader2 = s.reader, s.read2_line = s.read_line;
+      if (s.read_epoch != e)
+        s.reader2 = -1;
+      else if (other_warp(s.reader))
+        s.reader2 = s.reader, s.read2_line = s.read_line;
       s.read_epoch = e, s.reader = me, s.read_line = in.line;
     }
     return true;

@@ -148,14 +148,20 @@ void exec_cvt(Cta&, Warp& w, const Instr& in, std::uint32_t m) {
     for_lanes(m, [&](int l) {
       double x = read_native(a[l]);
       switch (in.rnd) {
-        case Rnd::rni: case Rnd::rn: x = std::rint(x); break;
-        case Rnd::rmi: case Rnd::rm: x = std::floor(x); break;
-        case Rnd::rpi: case Rnd::rp: x = std::ceil(x); break;
+        case Rnd::rni:
+        case Rnd::rn: x = std::rint(x); break;
+        case Rnd::rmi:
+        case Rnd::rm: x = std::floor(x); break;
+        case Rnd::rpi:
+        case Rnd::rp: x = std::ceil(x); break;
         default: x = std::trunc(x); break;
       }
-      if (std::isnan(x)) d[l] = 0;
-      else if (s32) d[l] = static_cast<std::uint32_t>(static_cast<std::int32_t>(std::clamp(x, -2147483648.0, 2147483647.0)));
-      else d[l] = static_cast<std::uint32_t>(std::clamp(x, 0.0, 4294967295.0));
+      if (std::isnan(x))
+        d[l] = 0;
+      else if (s32)
+        d[l] = static_cast<std::uint32_t>(static_cast<std::int32_t>(std::clamp(x, -2147483648.0, 2147483647.0)));
+      else
+        d[l] = static_cast<std::uint32_t>(std::clamp(x, 0.0, 4294967295.0));
     });
     return;
   }

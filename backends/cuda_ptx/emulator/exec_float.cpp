@@ -172,16 +172,22 @@ bool fast_native(Warp& w, const Instr& in, std::uint32_t m) {
   const std::uint64_t* b = in.n_ops > 2 ? R + in.ops[2].reg[0] * 32 : a;
   const std::uint64_t* c = in.n_ops > 3 ? R + in.ops[3].reg[0] * 32 : a;
   auto x = [](std::uint64_t v) -> T {
-    if constexpr (f32) return Ftz ? ftz32(as_f32(v)) : as_f32(v);
-    else return as_f64(v);
+    if constexpr (f32)
+      return Ftz ? ftz32(as_f32(v)) : as_f32(v);
+    else
+      return as_f64(v);
   };
   auto bits = [](T f) -> std::uint64_t {
-    if constexpr (f32) return bits_f32(f);
-    else return bits_f64(f);
+    if constexpr (f32)
+      return bits_f32(f);
+    else
+      return bits_f64(f);
   };
   auto out = [&](T f) {
-    if constexpr (f32) return bits(Ftz ? ftz32(f) : f);
-    else return bits(f);
+    if constexpr (f32)
+      return bits(Ftz ? ftz32(f) : f);
+    else
+      return bits(f);
   };
   // the approximate functions (f32 only here): evaluated in double and rounded once, inside the
   // ISA's bounds
@@ -194,7 +200,9 @@ bool fast_native(Warp& w, const Instr& in, std::uint32_t m) {
     case Op::sub: for_lanes(m, [&](int l) { d[l] = out(x(a[l]) - x(b[l])); }); return true;
     case Op::mul: for_lanes(m, [&](int l) { d[l] = out(x(a[l]) * x(b[l])); }); return true;
     case Op::fma: case Op::mad: for_lanes(m, [&](int l) { d[l] = out(std::fma(x(a[l]), x(b[l]), x(c[l]))); }); return true;
-    case Op::div: for_lanes(m, [&](int l) { d[l] = out(x(a[l]) / x(b[l])); }); return true;  // f32 approx: exact is within 2 ulp
+    case Op::div:
+      for_lanes(m, [&](int l) { d[l] = out(x(a[l]) / x(b[l])); });
+      return true;  // f32 approx: exact is within 2 ulp
     case Op::neg: for_lanes(m, [&](int l) { d[l] = bits(-x(a[l])); }); return true;
     case Op::abs: for_lanes(m, [&](int l) { d[l] = bits(std::fabs(x(a[l]))); }); return true;
     case Op::min: case Op::max: {
@@ -202,10 +210,14 @@ bool fast_native(Warp& w, const Instr& in, std::uint32_t m) {
       for_lanes(m, [&](int l) {
         const T p = x(a[l]), q = x(b[l]);
         T r;
-        if (std::isnan(p)) r = q;
-        else if (std::isnan(q)) r = p;
-        else if (p == q) r = (std::signbit(p) == is_min) ? p : q;  // min(-0, +0) = -0, max(-0, +0) = +0
-        else r = (p < q) == is_min ? p : q;
+        if (std::isnan(p))
+          r = q;
+        else if (std::isnan(q))
+          r = p;
+        else if (p == q)
+          r = (std::signbit(p) == is_min) ? p : q;  // min(-0, +0) = -0, max(-0, +0) = +0
+        else
+          r = (p < q) == is_min ? p : q;
         d[l] = out(r);
       });
       return true;
@@ -225,10 +237,14 @@ bool fast_native(Warp& w, const Instr& in, std::uint32_t m) {
       switch (in.cmp) {
         case Cmp::eq: cmp([](T p, T q) { return p == q; }); return true;
         case Cmp::ne: cmp([](T p, T q) { return p < q || p > q; }); return true;
-        case Cmp::lt: case Cmp::lo: cmp([](T p, T q) { return p < q; }); return true;
-        case Cmp::le: case Cmp::ls: cmp([](T p, T q) { return p <= q; }); return true;
-        case Cmp::gt: case Cmp::hi: cmp([](T p, T q) { return p > q; }); return true;
-        case Cmp::ge: case Cmp::hs: cmp([](T p, T q) { return p >= q; }); return true;
+        case Cmp::lt:
+        case Cmp::lo: cmp([](T p, T q) { return p < q; }); return true;
+        case Cmp::le:
+        case Cmp::ls: cmp([](T p, T q) { return p <= q; }); return true;
+        case Cmp::gt:
+        case Cmp::hi: cmp([](T p, T q) { return p > q; }); return true;
+        case Cmp::ge:
+        case Cmp::hs: cmp([](T p, T q) { return p >= q; }); return true;
         case Cmp::equ: cmp([](T p, T q) { return !(p < q || p > q); }); return true;
         case Cmp::neu: cmp([](T p, T q) { return p != q; }); return true;
         case Cmp::ltu: cmp([](T p, T q) { return !(p >= q); }); return true;
@@ -248,7 +264,9 @@ bool fast_native(Warp& w, const Instr& in, std::uint32_t m) {
 
 void exec_float(Cta&, Warp& w, const Instr& in, std::uint32_t m) {
   const bool fast = (in.rnd == Rnd::none || in.rnd == Rnd::rn) && !(in.flags & (kSat | kRelu));
-  if (fast && in.type == Type::f32 && ((in.flags & kFtz) ? fast_native<float, true>(w, in, m) : fast_native<float, false>(w, in, m))) return;
+  if (fast && in.type == Type::f32 &&
+      ((in.flags & kFtz) ? fast_native<float, true>(w, in, m) : fast_native<float, false>(w, in, m)))
+    return;
   if (fast && in.type == Type::f64 && !(in.flags & kFtz) && fast_native<double, false>(w, in, m)) return;
   generic(w, in, m);
 }
