@@ -226,23 +226,22 @@ void shadow_shared(Cta& cta, Warp& w, int lane, std::uint64_t off, int size, boo
   // Hazards are reported between threads of different warps: a warp runs in lockstep here.
   auto other_warp = [warp](std::int32_t t) { return t >= 0 && t / 32 != warp; };
   ShadowByte* const bytes = cta.shadow.data() + off;
-  // One byte: false when it made a report (the launch stops).
-  auto step = [&](int i) {
+  for (int i = 0; i < size; ++i) {
     ShadowByte& s = bytes[i];
     const std::uint64_t at = off + static_cast<std::uint64_t>(i);
-    if (racecheck && s.async_lane_thread >= 0) return report_async_pending(cta, in, me, at, s.async_lane_thread), false;
+    if (racecheck && s.async_lane_thread >= 0) return report_async_pending(cta, in, me, at, s.async_lane_thread);
     if (write) {
       if (racecheck && s.write_epoch == e && other_warp(s.writer))
-        return report_race(cta, in, me, at, "Write", s.writer, s.write_line, "Write", "WAW"), false;
+        return report_race(cta, in, me, at, "Write", s.writer, s.write_line, "Write", "WAW");
       if (racecheck && s.read_epoch == e && other_warp(s.reader))
-        return report_race(cta, in, me, at, "Read", s.reader, s.read_line, "Write", "WAR"), false;
+        return report_race(cta, in, me, at, "Read", s.reader, s.read_line, "Write", "WAR");
       if (racecheck && s.read_epoch == e && other_warp(s.reader2))
-        return report_race(cta, in, me, at, "Read", s.reader2, s.read2_line, "Write", "WAR"), false;
+        return report_race(cta, in, me, at, "Read", s.reader2, s.read2_line, "Write", "WAR");
       s.write_epoch = e, s.writer = me, s.write_line = in.line;
     } else {
       if (initcheck && s.write_epoch == 0 && cta.pending_init.empty()) note_uninitialized(cta, in, me, off, size);
       if (racecheck && s.write_epoch == e && other_warp(s.writer))
-        return report_race(cta, in, me, at, "Write", s.writer, s.write_line, "Read", "RAW"), false;
+        return report_race(cta, in, me, at, "Write", s.writer, s.write_line, "Read", "RAW");
       // keep one reader from another warp too: warp 0 reads, warp 1 reads and then writes is a race
       if (s.read_epoch != e)
         s.reader2 = -1;
@@ -250,10 +249,7 @@ void shadow_shared(Cta& cta, Warp& w, int lane, std::uint64_t off, int size, boo
         s.reader2 = s.reader, s.read2_line = s.read_line;
       s.read_epoch = e, s.reader = me, s.read_line = in.line;
     }
-    return true;
-  };
-  for (int i = 0; i < size; ++i)
-    if (!step(i)) return;
+  }
 }
 
 }  // namespace trine::cuda::emu
