@@ -9,16 +9,17 @@
 #include "dispatch/batch_record.hpp"
 #include "dispatch/dispatcher.hpp"
 #include "ops/rules.hpp"
+#include "tensor/make.hpp"
 #include "tensor/memory_cache.hpp"
 #include "tensor/submit.hpp"
-#include "tensor/make.hpp"
 #include "trine/error.hpp"
+#include "trine/quant.hpp"
 
 namespace trine {
 namespace detail {
 namespace {
 
-std::size_t bytes_of(const Shape& s, DType t) { return static_cast<std::size_t>(s.numel()) * dtype_size(t); }
+std::size_t bytes_of(const Shape& s, DType t) { return dtype_bytes(t, s.numel()); }
 
 // A storage with no memory yet, recorded in `batch`; the first run places it.
 std::shared_ptr<Storage> recorded_storage(const std::shared_ptr<BatchRecord>& batch, std::size_t bytes) {
@@ -297,11 +298,8 @@ BatchRead Batch::read(const Tensor& t) {
   r->shape = t.shape();
   r->dtype = t.dtype();
   r->host.resize(detail::bytes_of(t.shape(), t.dtype()));
-  b.entries.emplace_back(detail::Readback{src.storage(),
-                                          static_cast<std::size_t>(src.offset()) * dtype_size(src.dtype()),
-                                          r->host.data(),
-                                          r->host.size(),
-                                          {}});
+  b.entries.emplace_back(
+      detail::Readback{src.storage(), dtype_bytes(src.dtype(), src.offset()), r->host.data(), r->host.size(), {}});
   b.reads.push_back(r);
   return BatchRead(r);
 }
@@ -325,6 +323,10 @@ std::vector<float> BatchRead::get() const {
   r.done->wait();
   const std::size_t n = static_cast<std::size_t>(r.shape.numel());
   std::vector<float> out(n);
+  if (dtype_is_quantized(r.dtype)) {  // quantized weights read back dequantized, as to_vector() does
+    quant::dequantize(r.host, quant::format_of(r.dtype), out);
+    return out;
+  }
   detail::decode_host(r.host.data(), r.dtype, n, out.data());
   return out;
 }

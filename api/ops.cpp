@@ -50,7 +50,7 @@ Tensor run_on(const detail::Placement& at, OpKind op, std::span<const Tensor> in
   return out;
 }
 
-std::size_t byte_size(const Tensor& t) { return static_cast<std::size_t>(t.numel()) * dtype_size(t.dtype()); }
+std::size_t byte_size(const Tensor& t) { return dtype_bytes(t.dtype(), t.numel()); }
 
 unsigned char* host_memory(const Tensor& t) {
   auto& s = *t.storage();
@@ -75,7 +75,7 @@ Tensor move_tensor(const Tensor& t, Device device, bool pinned, const char* op) 
   Tensor dst = empty_tensor(src.shape(), src.dtype(), device, pinned);
   const std::size_t bytes = byte_size(src);
   if (bytes == 0) return dst;
-  const std::size_t at = static_cast<std::size_t>(src.offset()) * dtype_size(src.dtype());
+  const std::size_t at = dtype_bytes(src.dtype(), src.offset());
   std::vector<Entry> entries;
   if (src.device().kind == DeviceKind::cpu) {
     entries.emplace_back(Upload{dst.storage(), 0, host_memory(src) + at, bytes, src.storage()});

@@ -169,6 +169,13 @@ inline bool has_16bit(const OpCall& call) {
   return false;
 }
 
+// The quantized weight among the call's inputs (matmul's b, gemv's a), or nullptr.
+inline const Tensor* quantized_input(const OpCall& call) {
+  for (const Tensor& t : call.inputs)
+    if (t.defined() && dtype_is_quantized(t.dtype())) return &t;
+  return nullptr;
+}
+
 // Host memory -> [offset, offset + bytes) of `dst`. `src` stays valid until the submission completes.
 struct Upload {
   std::shared_ptr<Storage> dst;

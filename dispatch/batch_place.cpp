@@ -48,7 +48,7 @@ struct Node {
   std::vector<In> inputs;  // ops: what they read; reads: their source (one)
 };
 
-double bytes_of(const Tensor& t) { return static_cast<double>(t.numel()) * dtype_size(t.dtype()); }
+double bytes_of(const Tensor& t) { return static_cast<double>(dtype_bytes(t.dtype(), t.numel())); }
 
 class Planner {
  public:

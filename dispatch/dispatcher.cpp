@@ -107,7 +107,7 @@ std::string format_seconds(double s) {
 
 namespace {
 
-double bytes_of(const Tensor& t) { return static_cast<double>(t.numel()) * static_cast<double>(dtype_size(t.dtype())); }
+double bytes_of(const Tensor& t) { return static_cast<double>(dtype_bytes(t.dtype(), t.numel())); }
 
 // A tensor on `device` with no memory, for asking a backend whether it would run a call: `like` as
 // it would arrive there. An eager tensor is moved as a contiguous copy; one recorded in a batch (no

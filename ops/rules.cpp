@@ -117,9 +117,13 @@ DType out_dtype_or(const Check& c, const std::optional<DType>& out, DType promot
 }
 
 // matmul, gemv, conv2d: f32, f16 or bf16 inputs in any mix; the result out_dtype, or their promoted
-// dtype.
+// dtype. matmul's b and gemv's a may be quantized weights: the result is then out_dtype or the other
+// input's dtype.
 template <class P>
 DType dtype_out(const Check& c, const P& p) {
+  const std::size_t weight = c.op == OpKind::matmul ? 1 : c.op == OpKind::gemv ? 0 : SIZE_MAX;
+  if (weight != SIZE_MAX && c.has(weight) && dtype_is_quantized(c.at(weight).dtype()))
+    return out_dtype_or(c, p.out_dtype, promoted_inputs(c, 1 - weight, 2 - weight));
   return out_dtype_or(c, p.out_dtype, promoted_inputs(c, 0));
 }
 
@@ -136,15 +140,28 @@ DType dtype_attention(const Check& c, const AttentionParams& p) {
   return out_dtype_or(c, p.out_dtype, promoted_inputs(c, 0, 3));
 }
 
-// Any dtype; the result keeps input 0's.
+// Quantized weights are matmul's and gemv's alone: the data-movement ops refuse them.
+void no_quantized(const Check& c) {
+  for (std::size_t i = 0; i < c.in.size(); ++i) {
+    if (c.has(i) && dtype_is_quantized(c.at(i).dtype())) {
+      c.dtype_error("input " + std::to_string(i) + " is " + dtype_name(c.at(i).dtype()) +
+                    ": quantized weights go to matmul and gemv only (dequantize them for anything else: "
+                    "to_vector(), or trine::quant::dequantize)");
+    }
+  }
+}
+
+// Any dtype but the quantized ones; the result keeps input 0's.
 template <class P>
 DType dtype_any(const Check& c, const P&) {
+  no_quantized(c);
   return c.at(0).dtype();
 }
 
-// Any dtype, the same for every input; the result keeps it.
+// Any dtype but the quantized ones, the same for every input; the result keeps it.
 template <class P>
 DType dtype_same(const Check& c, const P&) {
+  no_quantized(c);
   for (std::size_t i = 1; i < c.in.size(); ++i) {
     if (c.at(i).dtype() != c.at(0).dtype()) {
       c.dtype_error("every input must have input 0's dtype " + std::string(dtype_name(c.at(0).dtype())) + ", input " +
@@ -156,7 +173,10 @@ DType dtype_same(const Check& c, const P&) {
 
 // where(cond, a, b): cond of any dtype (true where nonzero), a and b f32, f16 or bf16; the result
 // their promoted dtype.
-DType dtype_where(const Check& c, const NoParams&) { return promoted_inputs(c, 1); }
+DType dtype_where(const Check& c, const NoParams&) {
+  no_quantized(c);
+  return promoted_inputs(c, 1);
+}
 
 // f32, f16 or bf16 values; the result is their indices, i32.
 DType dtype_argmax(const Check& c, const ReduceParams& p) {
@@ -166,6 +186,7 @@ DType dtype_argmax(const Check& c, const ReduceParams& p) {
 
 // gather(table, indices): a table of any dtype, i32 indices; the result keeps the table's dtype.
 DType dtype_gather(const Check& c, const NoParams&) {
+  no_quantized(c);
   if (c.at(1).dtype() != DType::i32)
     c.dtype_error(std::string("indices must be i32, got ") + dtype_name(c.at(1).dtype()) +
                   " (make them with Tensor::from of int32 data, or cast)");
@@ -186,7 +207,14 @@ DType dtype_rope(const Check& c, const RopeParams&) {
   return d;
 }
 
-DType dtype_cast(const Check&, const CastParams& p) { return p.dtype; }
+DType dtype_cast(const Check& c, const CastParams& p) {
+  no_quantized(c);
+  if (dtype_is_quantized(p.dtype)) {
+    c.dtype_error(std::string("cannot cast to ") + dtype_name(p.dtype) +
+                  ": quantize with trine::quant::quantize and wrap the blocks with Tensor::from_blocks");
+  }
+  return p.dtype;
+}
 
 // ---- shape rules ----
 
@@ -212,10 +240,20 @@ Shape shape_matmul(const Check& c, const MatmulParams& p) {
   c.rank_ge(1, "b", 2);
   const Tensor& a = c.at(0);
   const Tensor& b = c.at(1);
+  // Quantized weights [N, K] in GGUF's orientation (a row per output feature): a @ b^T.
+  const bool quantized = dtype_is_quantized(b.dtype());
+  if (quantized) {
+    c.rank_eq(1, "b (quantized weights [N, K])", 2);
+    if (p.trans_b) {
+      c.arg_error(
+          "trans_b with quantized weights: b is already read as [N, K], a row per output feature "
+          "(a @ b^T), as GGUF stores it");
+    }
+  }
   int64_t m = p.trans_a ? a.dim(-1) : a.dim(-2);
   int64_t ka = p.trans_a ? a.dim(-2) : a.dim(-1);
-  int64_t kb = p.trans_b ? b.dim(-1) : b.dim(-2);
-  int64_t n = p.trans_b ? b.dim(-2) : b.dim(-1);
+  int64_t kb = quantized || p.trans_b ? b.dim(-1) : b.dim(-2);
+  int64_t n = quantized || p.trans_b ? b.dim(-2) : b.dim(-1);
   if (ka != kb) {
     c.shape_error("inner dimensions differ: " + std::to_string(ka) + " vs " + std::to_string(kb) +
                   (p.trans_a || p.trans_b ? " (after trans flags)" : ""));
@@ -232,6 +270,8 @@ Shape shape_matmul(const Check& c, const MatmulParams& p) {
 Shape shape_gemv(const Check& c, const GemvParams& p) {
   c.rank_eq(0, "a", 2);
   c.rank_eq(1, "x", 1);
+  if (p.trans && dtype_is_quantized(c.at(0).dtype()))
+    c.arg_error("trans with quantized weights: their rows are the outputs (GGUF's [N, K]), so A x only");
   int64_t m = p.trans ? c.at(0).dim(1) : c.at(0).dim(0);
   int64_t k = p.trans ? c.at(0).dim(0) : c.at(0).dim(1);
   if (k != c.at(1).dim(0)) {
@@ -527,9 +567,9 @@ InferredOutput infer_op(OpKind op, std::span<const Tensor> inputs, const OpParam
 OpCost op_cost(OpKind op, std::span<const Tensor> inputs, const OpParams& params, const InferredOutput& result) {
   OpCost cost;
   for (const auto& t : inputs) {
-    if (t.defined()) cost.bytes += static_cast<double>(t.numel()) * static_cast<double>(dtype_size(t.dtype()));
+    if (t.defined()) cost.bytes += static_cast<double>(dtype_bytes(t.dtype(), t.numel()));
   }
-  cost.bytes += static_cast<double>(result.shape.numel()) * static_cast<double>(dtype_size(result.dtype));
+  cost.bytes += static_cast<double>(dtype_bytes(result.dtype, result.shape.numel()));
   const Check c{op, inputs};
   switch (op) {
 #define TRINE_OP(name, family, min_in, max_in, Params, shape_rule, dtype_rule, flops_rule, bound) \

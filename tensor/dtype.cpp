@@ -12,6 +12,11 @@ const char* dtype_name(DType t) noexcept {
     case DType::f16: return "f16";
     case DType::bf16: return "bf16";
     case DType::i32: return "i32";
+    case DType::q8_0: return "q8_0";
+    case DType::q4_0: return "q4_0";
+    case DType::q4_k: return "q4_k";
+    case DType::q5_k: return "q5_k";
+    case DType::q6_k: return "q6_k";
   }
   return "?";
 }

@@ -189,7 +189,7 @@ ParsedFile parse_gguf(const std::string& path, const unsigned char* data, std::s
     if (!type->dtype && !type->format) {
       throw Error(ErrorCode::unsupported, std::string("[") + kLoad + "] " + path + ": " + named + " is " + type->name +
                                               ", which trine cannot hold: f32, f16, bf16 and i32 tensors load, and "
-                                              "q8_0, q4_0, q4_k, q5_k and q6_k ones dequantized");
+                                              "q8_0, q4_0, q4_k, q5_k and q6_k ones as their blocks");
     }
     t.offset = c.read<std::uint64_t>((named + "'s offset").c_str());
     if (type->dtype) {
@@ -231,7 +231,7 @@ ParsedFile parse_gguf(const std::string& path, const unsigned char* data, std::s
 
 std::uint32_t ggml_type_id(DType d) {
   for (const GgmlType& t : kGgmlTypes)
-    if (t.dtype == d) return t.id;
+    if (t.dtype == d || (t.format && dtype_is_quantized(d) && *t.format == quant::format_of(d))) return t.id;
   throw Error(ErrorCode::internal, "[save_gguf] no ggml type for a trine dtype");
 }
 

@@ -30,15 +30,13 @@ ModelFile load(const char* op, const char* format, const std::string& path, std:
                                                dtype_name(*quantized_as));
   }
   for (const detail::TensorEntry& t : parsed.tensors) {
-    if (t.format && !quantized_as) {
-      throw Error(ErrorCode::unsupported, std::string("[") + op + "] " + path + ": tensor '" + t.name + "' is " +
-                                              quant::info(*t.format).name +
-                                              ", which ops do not take yet (issue 29): pass quantized_as (f16, say) "
-                                              "to load it dequantized");
-    }
-  }
-  for (const detail::TensorEntry& t : parsed.tensors) {
     const Shape shape(std::span<const std::int64_t>(t.dims));
+    if (t.format && !quantized_as) {  // the blocks as they are: matmul and gemv take them
+      out.tensors.emplace_back(
+          t.name, trine::detail::tensor_from_bytes(file.data() + t.offset, static_cast<std::size_t>(t.bytes), shape,
+                                                   quant::dtype_of(*t.format), device, op));
+      continue;
+    }
     if (t.format) {
       out.tensors.emplace_back(t.name, quant::dequantize(std::span(file.data() + t.offset, static_cast<std::size_t>(t.bytes)),
                                                          *t.format, shape, *quantized_as, device));
@@ -146,7 +144,7 @@ void save_gguf(const std::string& path, const std::vector<std::pair<std::string,
       if (tensors[j].first == name) throw Error(ErrorCode::invalid_argument, named + " given twice");
     if (!t.defined()) throw Error(ErrorCode::invalid_argument, named + " is undefined");
     offsets.push_back(end);
-    end += (static_cast<std::uint64_t>(t.numel()) * dtype_size(t.dtype()) + alignment - 1) / alignment * alignment;
+    end += (static_cast<std::uint64_t>(dtype_bytes(t.dtype(), t.numel())) + alignment - 1) / alignment * alignment;
   }
 
   detail::FileWriter file(kSave, path);
@@ -228,6 +226,10 @@ void save_safetensors(const std::string& path, const std::vector<std::pair<std::
     for (std::size_t j = 0; j < i; ++j)
       if (tensors[j].first == name) throw Error(ErrorCode::invalid_argument, named + " given twice");
     if (!t.defined()) throw Error(ErrorCode::invalid_argument, named + " is undefined");
+    if (dtype_is_quantized(t.dtype())) {
+      throw Error(ErrorCode::dtype_mismatch,
+                  named + " is " + t.str() + ": safetensors has no block-quantized types (save it with save_gguf)");
+    }
     const std::uint64_t bytes = static_cast<std::uint64_t>(t.numel()) * dtype_size(t.dtype());
     header += std::string(header.size() > 1 ? "," : "") + json_string(name) + ":{\"dtype\":\"" + detail::safetensors_dtype(t.dtype()) +
               "\",\"shape\":[";

@@ -347,6 +347,7 @@ const char* safetensors_dtype(DType d) {
     case DType::f16: return "F16";
     case DType::bf16: return "BF16";
     case DType::i32: return "I32";
+    default: break;  // safetensors has no block-quantized types: save_safetensors refuses them
   }
   return "?";
 }

@@ -15,6 +15,7 @@
 #include "tensor/memory_cache.hpp"
 #include "tensor/submit.hpp"
 #include "trine/error.hpp"
+#include "trine/quant.hpp"
 
 namespace trine {
 namespace {
@@ -40,7 +41,41 @@ std::size_t checked_bytes(const char* op, const Shape& shape, DType dtype, Devic
     }
     n *= ud;
   }
+  if (dtype_is_quantized(dtype)) {  // whole blocks along the last dim
+    const std::int64_t block = dtype_block_elems(dtype);
+    if (shape.dims().empty() || shape.dims().back() % block != 0) {
+      throw Error(ErrorCode::invalid_shape, std::string("[") + op + "] " + describe(shape, dtype, device) + ": a " +
+                                                dtype_name(dtype) + " tensor holds whole blocks of " +
+                                                std::to_string(block) + " weights along its last dim");
+    }
+    return dtype_bytes(dtype, static_cast<std::int64_t>(n));
+  }
   return n * dtype_size(dtype);
+}
+
+// Ops that make values (from floats, full, arange, random) have none of a quantized dtype to give.
+void refuse_quantized(const char* op, const Shape& shape, DType dtype, Device device) {
+  if (!dtype_is_quantized(dtype)) return;
+  throw Error(ErrorCode::dtype_mismatch, std::string("[") + op + "] cannot make " + describe(shape, dtype, device) +
+                                             " from values: quantize them (trine::quant::quantize) and wrap the "
+                                             "blocks with Tensor::from_blocks");
+}
+
+// A view of a quantized tensor must keep each row's blocks whole and in order: the last dim
+// contiguous and a multiple of the block, every other stride and the offset on block boundaries.
+Tensor checked_view(Tensor v, const char* op, const Tensor& of) {
+  if (!dtype_is_quantized(v.dtype())) return v;
+  const std::int64_t block = dtype_block_elems(v.dtype());
+  bool whole = v.rank() >= 1 && v.dim(-1) % block == 0 && v.offset() % block == 0 &&
+               (v.strides()[static_cast<std::size_t>(v.rank() - 1)] == 1 || v.dim(-1) == 0);
+  for (int i = 0; whole && i + 1 < v.rank(); ++i) whole = v.strides()[static_cast<std::size_t>(i)] % block == 0;
+  if (!whole) {
+    throw Error(ErrorCode::invalid_shape, std::string("[") + op + "] the view " + v.shape().str() + " of " + of.str() +
+                                              " would split its blocks of " + std::to_string(block) +
+                                              " weights: a quantized tensor's views keep its last dim whole and "
+                                              "contiguous");
+  }
+  return v;
 }
 
 // Runs `entries` on `storage`'s backend and waits: the synchronous transfers of this file.
@@ -103,6 +138,7 @@ float ref_round(float v, DType dtype) {
     case DType::f16: return f16_to_f32(f32_to_f16(v));
     case DType::bf16: return bf16_to_f32(f32_to_bf16(v));
     case DType::i32: return std::floor(v);  // random's integers: [low, high) rounded down
+    default: break;                         // quantized: random refuses them
   }
   return v;
 }
@@ -162,7 +198,10 @@ void encode_host(const float* src, std::size_t count, DType dtype, unsigned char
         std::memcpy(dst + 4 * i, &v, 4);
       }
       return;
+    default: break;  // quantized: made from blocks (Tensor::from_blocks), never from floats
   }
+  throw Error(ErrorCode::invalid_argument, std::string("[from] cannot encode floats as ") + dtype_name(dtype) +
+                                               ": quantize them (trine::quant::quantize) and use Tensor::from_blocks");
 }
 
 
@@ -200,6 +239,7 @@ void decode_host(const unsigned char* src, DType dtype, std::size_t n, T* out) {
         }
         break;
       }
+      default: return;  // quantized: to_vector dequantizes whole blocks instead
     }
   }
 }
@@ -231,10 +271,10 @@ Tensor tensor_generated(const Shape& shape, DType dtype, std::optional<Device> d
 std::vector<unsigned char> tensor_bytes(const Tensor& t, const char* op) {
   if (!t.defined()) throw Error(ErrorCode::invalid_argument, std::string("[") + op + "] undefined tensor");
   const Tensor src = t.contiguous();
-  const std::size_t esz = dtype_size(src.dtype()), n = static_cast<std::size_t>(src.numel()) * esz;
+  const std::size_t n = dtype_bytes(src.dtype(), src.numel());
   std::vector<unsigned char> out(n);
   if (n != 0) {
-    std::vector<Entry> e{Readback{src.storage(), static_cast<std::size_t>(src.offset()) * esz, out.data(), n, {}}};
+    std::vector<Entry> e{Readback{src.storage(), dtype_bytes(src.dtype(), src.offset()), out.data(), n, {}}};
     transfer(*src.storage(), e, op);
   }
   return out;
@@ -251,6 +291,7 @@ Tensor Tensor::empty(const Shape& shape, DType dtype, std::optional<Device> devi
 
 Tensor Tensor::from(std::span<const float> data, const Shape& shape, DType dtype, std::optional<Device> device) {
   const Device dev = device.value_or(Device::cpu());
+  refuse_quantized("from", shape, dtype, dev);
   checked_bytes("from", shape, dtype, dev);
   if (static_cast<std::int64_t>(data.size()) != shape.numel()) {
     throw Error(ErrorCode::invalid_shape, "[from] " + std::to_string(data.size()) + " values for shape " + shape.str() +
@@ -312,11 +353,23 @@ Tensor Tensor::from_bits(std::span<const std::uint16_t> bits, const Shape& shape
   return t;
 }
 
+Tensor Tensor::from_blocks(std::span<const std::uint8_t> blocks, const Shape& shape, DType dtype,
+                           std::optional<Device> device) {
+  const Device dev = device.value_or(Device::cpu());
+  if (!dtype_is_quantized(dtype)) {
+    throw Error(ErrorCode::dtype_mismatch, std::string("[from_blocks] takes the blocks of q8_0, q4_0, q4_k, q5_k or "
+                                                       "q6_k weights, not ") +
+                                               dtype_name(dtype) + " (for " + describe(shape, dtype, dev) + ")");
+  }
+  return detail::tensor_from_bytes(blocks.data(), blocks.size(), shape, dtype, device, "from_blocks");
+}
+
 Tensor Tensor::zeros(const Shape& shape, DType dtype, std::optional<Device> device) {
   return full(shape, 0.0f, dtype, device);
 }
 
 Tensor Tensor::full(const Shape& shape, float value, DType dtype, std::optional<Device> device) {
+  refuse_quantized("full", shape, dtype, device.value_or(Device::cpu()));
   checked_bytes("full", shape, dtype, device.value_or(Device::cpu()));
   Tensor t = empty(shape, dtype, device);
   fill_generated(t, "full", [&](std::size_t, std::size_t count, float* out) { std::fill_n(out, count, value); });
@@ -326,6 +379,7 @@ Tensor Tensor::full(const Shape& shape, float value, DType dtype, std::optional<
 Tensor Tensor::arange(float start, float stop, float step, DType dtype, std::optional<Device> device) {
   const Device dev = device.value_or(Device::cpu());
   detail::backend_for(dev, "arange");
+  refuse_quantized("arange", Shape{}, dtype, dev);
   if (!(step != 0.0f) || !std::isfinite(start) || !std::isfinite(stop) || !std::isfinite(step)) {
     throw Error(ErrorCode::invalid_argument, "[arange] start, stop and step must be finite and step non-zero (got " +
                                                  std::to_string(start) + ", " + std::to_string(stop) + ", " +
@@ -348,6 +402,7 @@ Tensor Tensor::arange(float start, float stop, float step, DType dtype, std::opt
 
 Tensor Tensor::random(const Shape& shape, std::uint64_t seed, float low, float high, DType dtype, std::optional<Device> device) {
   const Device dev = device.value_or(Device::cpu());
+  refuse_quantized("random", shape, dtype, dev);
   checked_bytes("random", shape, dtype, dev);
   if (!(low < high) || !std::isfinite(low) || !std::isfinite(high)) {
     throw Error(ErrorCode::invalid_argument, "[random] needs finite low < high, got [" + std::to_string(low) + ", " +
@@ -405,6 +460,18 @@ std::vector<T> Tensor::to_vector() const {
   const std::size_t n = static_cast<std::size_t>(numel());
   std::vector<T> out(n);
   if (n == 0) return out;
+  if (dtype_is_quantized(dtype_)) {  // the blocks, dequantized on the host
+    if constexpr (std::is_same_v<T, std::int32_t>) {
+      throw Error(ErrorCode::dtype_mismatch, "[to_vector] " + str() + " holds quantized weights: read them as floats");
+    } else {
+      std::vector<std::uint8_t> bytes(dtype_bytes(dtype_, numel()));
+      std::vector<detail::Entry> e{
+          detail::Readback{src.storage_, dtype_bytes(dtype_, src.offset_), bytes.data(), bytes.size(), {}}};
+      transfer(*src.storage_, e, "to_vector");
+      quant::dequantize(bytes, quant::format_of(dtype_), out);
+      return out;
+    }
+  }
   const std::size_t esz = dtype_size(dtype_);
   const std::size_t at = static_cast<std::size_t>(src.offset_) * esz;
   const bool same = (dtype_ == DType::f32 && std::is_same_v<T, float>) ||
@@ -458,7 +525,8 @@ Tensor Tensor::reshape(const Shape& shape) const {
                                               " elements)");
   }
   Tensor src = contiguous();
-  return Tensor(src.storage_, target, contiguous_strides(target), src.offset_, dtype_, pinned_);
+  return checked_view(Tensor(src.storage_, target, contiguous_strides(target), src.offset_, dtype_, pinned_), "reshape",
+                      *this);
 }
 
 Tensor Tensor::slice(int axis, std::int64_t start, std::int64_t stop, std::int64_t step) const {
@@ -477,7 +545,8 @@ Tensor Tensor::slice(int axis, std::int64_t start, std::int64_t stop, std::int64
   Strides st = strides_;
   s[a] = len;
   st[a] = strides_[a] * step;
-  return Tensor(storage_, s, st, offset_ + (len > 0 ? start * strides_[a] : 0), dtype_, pinned_);
+  return checked_view(Tensor(storage_, s, st, offset_ + (len > 0 ? start * strides_[a] : 0), dtype_, pinned_), "slice",
+                      *this);
 }
 
 Tensor Tensor::transpose(int axis0, int axis1) const {
@@ -488,7 +557,7 @@ Tensor Tensor::transpose(int axis0, int axis1) const {
   Strides st = strides_;
   std::swap(s[a], s[b]);
   std::swap(st[a], st[b]);
-  return Tensor(storage_, s, st, offset_, dtype_, pinned_);
+  return checked_view(Tensor(storage_, s, st, offset_, dtype_, pinned_), "transpose", *this);
 }
 
 Tensor Tensor::permute(std::span<const int> order) const {
@@ -508,7 +577,7 @@ Tensor Tensor::permute(std::span<const int> order) const {
     s[i] = shape_[a];
     st[i] = strides_[a];
   }
-  return Tensor(storage_, s, st, offset_, dtype_, pinned_);
+  return checked_view(Tensor(storage_, s, st, offset_, dtype_, pinned_), "permute", *this);
 }
 
 Tensor Tensor::broadcast_to(const Shape& target) const {
@@ -533,7 +602,7 @@ Tensor Tensor::broadcast_to(const Shape& target) const {
       throw Error(ErrorCode::invalid_shape, "[broadcast_to] cannot broadcast " + str() + " to " + target.str());
     }
   }
-  return Tensor(storage_, s, st, offset_, dtype_, pinned_);
+  return checked_view(Tensor(storage_, s, st, offset_, dtype_, pinned_), "broadcast_to", *this);
 }
 
 }  // namespace trine

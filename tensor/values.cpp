@@ -49,11 +49,11 @@ std::string index_text(std::span<const std::int64_t> index) {
 
 // One element as printed: f32 the shortest decimal that reads back as the same float; f16 and
 // bf16 their exact value (every one has a finite decimal expansion; 120 significant digits hold
-// the longest, bf16's smallest subnormals); i32 the integer.
+// the longest, bf16's smallest subnormals); i32 the integer; quantized weights as f32.
 std::string element_text(float v, DType dtype) {
   char buf[160];
   std::to_chars_result r{};
-  if (dtype == DType::f32) {
+  if (dtype == DType::f32 || dtype_is_quantized(dtype)) {  // dequantized weights are f32 values
     r = std::to_chars(buf, buf + sizeof buf, v);
   } else if (dtype == DType::i32) {
     r = std::to_chars(buf, buf + sizeof buf, static_cast<std::int64_t>(v));
@@ -170,6 +170,11 @@ float Tensor::at(std::span<const std::int64_t> index) const {
                                                    std::to_string(shape_[d]) + ")");
     }
     offset += i * strides_[d];
+  }
+  if (dtype_is_quantized(dtype_)) {  // the block that holds it, dequantized
+    const std::int64_t block = dtype_block_elems(dtype_);
+    const Tensor whole(storage_, Shape{block}, Strides{1}, offset - offset % block, dtype_, pinned_);
+    return whole.to_vector()[static_cast<std::size_t>(offset % block)];
   }
   const Tensor one(storage_, Shape{}, Strides{}, offset, dtype_, pinned_);
   if (dtype_ == DType::i32) return static_cast<float>(one.to_vector<std::int32_t>()[0]);

@@ -209,17 +209,42 @@ TEST_CASE("GGUF's block formats dequantize to the gguf package's values, and q8_
   // beside its dequantization by gguf.quants, and x's q8_0 and q4_0 blocks also as metadata bytes.
   const Device dev = test::test_device();
   const std::string path = std::string(TRINE_SOURCE_DIR) + "/tests/io/quants.gguf";
-  const auto [code, message] = [&] {
-    try {
-      io::load_gguf(path, dev);
-    } catch (const Error& e) {
-      return std::pair<ErrorCode, std::string>{e.code(), e.what()};
-    }
-    return std::pair<ErrorCode, std::string>{ErrorCode::internal, "no error"};
-  }();
-  CHECK(code == ErrorCode::unsupported);
-  CHECK_THAT(message, Catch::Contains("x.q8_0") && Catch::Contains("quantized_as"));
   CHECK(code_of([&] { io::load_gguf(path, dev, DType::i32); }) == ErrorCode::dtype_mismatch);
+  CHECK(code_of([&] { io::load_gguf(path, dev, DType::q4_k); }) == ErrorCode::dtype_mismatch);
+
+  // Without quantized_as each quantized tensor keeps its blocks: a tensor of that dtype, whose
+  // values read back (dequantized on the host) are the package's, and which save_gguf writes back
+  // byte for byte.
+  const io::ModelFile blocks = io::load_gguf(path, dev);
+  const std::string again = temp_path("quants_again.gguf");
+  std::vector<std::pair<std::string, Tensor>> kept;
+  for (const auto& [name, dtype] :
+       {std::pair{"x.q8_0", DType::q8_0}, std::pair{"x.q4_0", DType::q4_0}, std::pair{"r.q4_k", DType::q4_k},
+        std::pair{"r.q5_k", DType::q5_k}, std::pair{"r.q6_k", DType::q6_k}}) {
+    INFO(name);
+    const Tensor& q = blocks.tensor(name);
+    CHECK(q.dtype() == dtype);
+    CHECK(q.device() == dev);
+    const std::vector<float> want = blocks.tensor(std::string(name) + ".expected").to_vector();
+    const std::vector<float> got = q.to_vector();
+    REQUIRE(got.size() == want.size());
+    CHECK(std::memcmp(got.data(), want.data(), 4 * got.size()) == 0);
+    CHECK(q.at({1, 5}) == want[static_cast<std::size_t>(q.dim(1) + 5)]);
+    kept.emplace_back(name, q);
+  }
+  io::save_gguf(again, kept);
+  const io::ModelFile reread = io::load_gguf(again, dev);
+  for (const auto& [name, q] : kept) {
+    INFO(name);
+    auto blocks_of = [](const Tensor& t) {
+      std::vector<std::uint8_t> b = debug::storage_bytes(t);
+      b.resize(dtype_bytes(t.dtype(), t.numel()));
+      return b;
+    };
+    CHECK(reread.tensor(name).dtype() == q.dtype());
+    CHECK(blocks_of(reread.tensor(name)) == blocks_of(q));
+  }
+  std::remove(again.c_str());
 
   const io::ModelFile f32 = io::load_gguf(path, dev, DType::f32);
   const io::ModelFile f16 = io::load_gguf(path, dev, DType::f16);

@@ -24,7 +24,7 @@ namespace trine::cpu {
 
 std::uint8_t* base_ptr(const Tensor& t) {
   return static_cast<std::uint8_t*>(t.storage()->backend().host_pointer(t.storage()->handle())) +
-         t.offset() * static_cast<i64>(dtype_size(t.dtype()));
+         static_cast<i64>(dtype_bytes(t.dtype(), t.offset()));
 }
 
 // Work is split over flat element ranges, so a single long row uses every thread too. A plain

@@ -51,6 +51,11 @@ void widen_to_f32(DType from, const std::uint16_t* src, float* dst, i64 n);
 void gemv_impl(i64 M, i64 K, const void* a, DType a_dtype, i64 a_rs, i64 a_cs, const float* x, float* y,
                bool threaded);
 
+// kernels/matmul_quant.cpp: matmul (its b) and gemv (its a) with quantized weights [N, K], read as
+// a row per output (GGUF's orientation), dequantized in the kernel.
+void matmul_quantized(const KernelTable& k, const trine::detail::OpCall& call, bool trans_a);
+void gemv_quantized(const KernelTable& k, const trine::detail::OpCall& call);
+
 // kernels/matmul_bf16.cpp, called by matmul.cpp: bf16 x bf16 products on the CPU's bf16 dot products.
 // gemm_bf16_native() is true only in the avx512 build on a CPU with avx512_bf16.
 bool gemm_bf16_native();

@@ -87,6 +87,7 @@ std::uint32_t dtype_code(DType t) {
     case DType::f16: return 1;
     case DType::bf16: return 2;
     case DType::i32: return 3;
+    default: break;  // quantized weights: supports() refuses them before a shader is chosen
   }
   return 0;
 }

@@ -6,8 +6,9 @@
 //   std::int64_t layers = g.value("llama.block_count").as_int();
 //
 // The file is memory-mapped and each tensor is copied once, from the mapping into its device's
-// memory. f32, f16, bf16 and i32 tensors load, and GGUF's q8_0, q4_0, q4_k, q5_k and q6_k ones
-// dequantized when asked (load_gguf's quantized_as); other element types (q4_1, iq*, i8, f64, ...)
+// memory. f32, f16, bf16 and i32 tensors load, and GGUF's q8_0, q4_0, q4_k, q5_k and q6_k ones as
+// their blocks (a tensor of that dtype, which matmul and gemv take), or dequantized when asked
+// (load_gguf's quantized_as); other element types (q4_1, iq*, i8, f64, ...)
 // raise Error(unsupported) naming the tensor and its type. A malformed file (truncated,
 // an offset or size outside the data, overlapping tensors, a bad count, length, alignment or
 // dimension) raises Error(invalid_argument) naming the file and what is wrong; nothing is ever
@@ -73,16 +74,17 @@ struct ModelFile {
 
 // device: where the tensors are placed (default: the cpu, unpinned, as Tensor::from makes them).
 ModelFile load_safetensors(const std::string& path, std::optional<Device> device = std::nullopt);
-// quantized_as: GGUF's q8_0, q4_0, q4_k, q5_k and q6_k tensors load dequantized into this dtype (f32,
-// f16 or bf16; see trine/quant.hpp). Without it they are Error(unsupported), since ops do not take
-// the blocks themselves yet (issue 29); other quantized types are unsupported either way.
+// GGUF's q8_0, q4_0, q4_k, q5_k and q6_k tensors load as tensors of that dtype (their blocks,
+// unchanged), or with quantized_as dequantized into it (f32, f16 or bf16; see trine/quant.hpp);
+// other quantized types are unsupported either way.
 ModelFile load_gguf(const std::string& path, std::optional<Device> device = std::nullopt,
                     std::optional<DType> quantized_as = std::nullopt);
 
 // Writes the tensors (any device, any view: each is read back contiguous) with their names, unique
 // and non-empty. safetensors' metadata is strings; GGUF's is typed, and its tensor data is aligned
 // to 32 bytes (general.alignment, when given, must be a u32 power of two). f32, f16, bf16 and i32
-// tensors; a rank-0 tensor is saved as [1] in GGUF, which has no rank 0.
+// tensors, and in GGUF the quantized ones as their blocks; a rank-0 tensor is saved as [1] in GGUF,
+// which has no rank 0.
 void save_safetensors(const std::string& path, const std::vector<std::pair<std::string, Tensor>>& tensors,
                       const std::vector<std::pair<std::string, std::string>>& metadata = {});
 void save_gguf(const std::string& path, const std::vector<std::pair<std::string, Tensor>>& tensors,

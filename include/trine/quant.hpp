@@ -49,6 +49,25 @@ constexpr FormatInfo info(Format f) noexcept {
   return {"?", 1, 1};
 }
 
+// The DType of a format's tensors (Tensor::from_blocks), and back (a quantized DType only).
+constexpr DType dtype_of(Format f) noexcept {
+  switch (f) {
+    case Format::q8_0: return DType::q8_0;
+    case Format::q4_0: return DType::q4_0;
+    case Format::q4_k: return DType::q4_k;
+    case Format::q5_k: return DType::q5_k;
+    case Format::q6_k: return DType::q6_k;
+  }
+  return DType::q8_0;
+}
+constexpr Format format_of(DType t) noexcept {
+  return t == DType::q4_0   ? Format::q4_0
+         : t == DType::q4_k ? Format::q4_k
+         : t == DType::q5_k ? Format::q5_k
+         : t == DType::q6_k ? Format::q6_k
+                            : Format::q8_0;
+}
+
 // The bytes of `elements` weights (a multiple of the block; otherwise Error(invalid_shape)).
 std::size_t bytes_for(Format f, std::int64_t elements);
 

@@ -63,6 +63,12 @@ class Tensor {
   // f16 or bf16 elements given as their bit patterns (what a model file stores), copied unchanged.
   static Tensor from_bits(std::span<const std::uint16_t> bits, const Shape& shape, DType dtype,
                           std::optional<Device> device = std::nullopt);
+  // Quantized weights (dtype q8_0, q4_0, q4_k, q5_k or q6_k) as GGUF stores them: `blocks` holds
+  // the rows of `shape` one after another, each row's last-dim weights as whole blocks
+  // (trine/quant.hpp has the layouts), copied unchanged. A [rows, k] weight is what matmul and gemv
+  // take; to_vector() dequantizes, and views keep each row's blocks whole.
+  static Tensor from_blocks(std::span<const std::uint8_t> blocks, const Shape& shape, DType dtype,
+                            std::optional<Device> device = std::nullopt);
   static Tensor empty(const Shape& shape, DType dtype = DType::f32, std::optional<Device> device = std::nullopt);
   static Tensor zeros(const Shape& shape, DType dtype = DType::f32, std::optional<Device> device = std::nullopt);
   static Tensor full(const Shape& shape, float value, DType dtype = DType::f32, std::optional<Device> device = std::nullopt);

@@ -61,6 +61,7 @@ inline double decode_element(const std::vector<std::uint8_t>& bytes, std::int64_
     case DType::f16: return decode_binary(bits, 5, 10);
     case DType::bf16: return decode_binary(bits, 8, 7);
     case DType::i32: return static_cast<double>(static_cast<std::int32_t>(bits));
+    default: break;  // quantized: from_tensor dequantizes whole rows
   }
   throw std::invalid_argument("[ref decode] unknown dtype");
 }

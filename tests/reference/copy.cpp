@@ -28,7 +28,7 @@ FloatFormat format_of(DType t) {
     case DType::f32: return {23, -126, 127};
     case DType::f16: return {10, -14, 15};
     case DType::bf16: return {7, -126, 127};
-    case DType::i32: break;  // not a floating format: round_to_dtype handles it
+    default: break;  // i32 is not a floating format: round_to_dtype handles it
   }
   throw std::invalid_argument("[ref cast] unknown dtype");
 }

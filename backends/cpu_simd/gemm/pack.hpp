@@ -250,9 +250,9 @@ void pack_a_strided(const StridedMatrix& a, i64 i0, i64 m, i64 k0, i64 kc, float
     case DType::f32: pack_a_typed<DType::f32, mr>(a, i0, m, k0, kc, dst); return;
     case DType::f16: pack_a_typed<DType::f16, mr>(a, i0, m, k0, kc, dst); return;
     case DType::bf16: pack_a_typed<DType::bf16, mr>(a, i0, m, k0, kc, dst); return;
-    case DType::i32: break;  // the op table refuses i32 operands
+    default: break;  // the op table refuses i32 operands; quantized weights pack in matmul_quant.cpp
   }
-  TRINE_ASSERT(!"an i32 operand", "[matmul] the packing was handed an i32 operand");
+  TRINE_ASSERT(!"an i32 or quantized operand", "[matmul] the packing was handed an i32 or quantized operand");
 }
 
 inline void pack_b_strided(const StridedMatrix& b, i64 k0, i64 kc, i64 j0, i64 n, float* dst) {
@@ -260,9 +260,9 @@ inline void pack_b_strided(const StridedMatrix& b, i64 k0, i64 kc, i64 j0, i64 n
     case DType::f32: pack_b_typed<DType::f32>(b, k0, kc, j0, n, dst); return;
     case DType::f16: pack_b_typed<DType::f16>(b, k0, kc, j0, n, dst); return;
     case DType::bf16: pack_b_typed<DType::bf16>(b, k0, kc, j0, n, dst); return;
-    case DType::i32: break;  // the op table refuses i32 operands
+    default: break;  // the op table refuses i32 operands; quantized weights pack in matmul_quant.cpp
   }
-  TRINE_ASSERT(!"an i32 operand", "[matmul] the packing was handed an i32 operand");
+  TRINE_ASSERT(!"an i32 or quantized operand", "[matmul] the packing was handed an i32 or quantized operand");
 }
 
 }  // namespace trine::cpu::TRINE_ISA_NS

@@ -230,7 +230,9 @@ void with_to(DType to, const F& f) {
     case DType::f16: return f(std::integral_constant<DType, From>{}, std::integral_constant<DType, DType::f16>{});
     case DType::bf16: return f(std::integral_constant<DType, From>{}, std::integral_constant<DType, DType::bf16>{});
     case DType::i32: return f(std::integral_constant<DType, From>{}, std::integral_constant<DType, DType::i32>{});
+    default: break;  // the op table refuses quantized tensors in copies and casts
   }
+  TRINE_ASSERT(!"a quantized dtype", "[copy] the kernel was handed a quantized tensor");
 }
 
 // Calls f(integral_constant<DType, from>, integral_constant<DType, to>). An i32 copy moves its
@@ -243,7 +245,9 @@ void with_dtypes(DType from, DType to, const F& f) {
     case DType::f16: return with_to<DType::f16>(to, f);
     case DType::bf16: return with_to<DType::bf16>(to, f);
     case DType::i32: return with_to<DType::i32>(to, f);
+    default: break;  // the op table refuses quantized tensors in copies and casts
   }
+  TRINE_ASSERT(!"a quantized dtype", "[copy] the kernel was handed a quantized tensor");
 }
 
 void convert_kernel(DType from, DType to, const void* src, i64 stride, void* dst, i64 n) {

@@ -245,6 +245,10 @@ namespace {
 void run_gemv(const KernelTable& k, const trine::detail::OpCall& call) {
   const auto& p = std::get<GemvParams>(call.params);
   const Tensor& a = call.inputs[0];
+  if (dtype_is_quantized(a.dtype())) {
+    gemv_quantized(k, call);
+    return;
+  }
   const i64 M = call.output.numel(), K = call.inputs[1].numel();
   if (M == 0) return;
   // A of any float dtype read in place (16-bit weights widened as loaded); a 16-bit x is widened

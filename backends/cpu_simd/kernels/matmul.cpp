@@ -28,9 +28,9 @@ void gather_f32(const void* base, DType dtype, i64 offset, i64 stride, i64 n, fl
     case DType::bf16:
       for (i64 i = 0; i < n; ++i) dst[i] = load_as_f32<DType::bf16>(base, offset + i * stride);
       return;
-    case DType::i32: break;  // the op table refuses i32 operands
+    default: break;  // the op table refuses i32 operands; quantized weights go to matmul_quant.cpp
   }
-  TRINE_ASSERT(!"an i32 operand", "[matmul] the kernel was handed an i32 operand");
+  TRINE_ASSERT(!"an i32 or quantized operand", "[matmul] the kernel was handed an i32 or quantized operand");
 }
 
 i64 a_offset(const GemmArgs& g, i64 b) { return g.a_batch_offsets ? g.a_batch_offsets[b] : 0; }
@@ -120,6 +120,10 @@ void run_matmul(const KernelTable& k, const trine::detail::OpCall& call) {
   const auto& p = std::get<MatmulParams>(call.params);
   const Tensor& a = call.inputs[0];
   const Tensor& b = call.inputs[1];
+  if (dtype_is_quantized(b.dtype())) {
+    matmul_quantized(k, call, p.trans_a);
+    return;
+  }
   const Shape& os = call.output.shape();
   const int orank = os.rank();
   GemmArgs g;

@@ -90,6 +90,7 @@ kernels::Elem elem_of(DType t) noexcept {
     case DType::f16: return kernels::Elem::f16;
     case DType::bf16: return kernels::Elem::bf16;
     case DType::i32: return kernels::Elem::i32;
+    default: break;  // quantized weights: supports() refuses them before a plan is made
   }
   return kernels::Elem::f32;
 }
