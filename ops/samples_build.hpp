@@ -16,6 +16,8 @@ inline Input in(Shape shape, float low = -1.0f, float high = 1.0f, Layout layout
                 DType dtype = DType::f32) {
   return Input{std::move(shape), dtype, low, high, layout, false, 0.0f};
 }
+// Quantized weights [rows, k] of dtype q (random blocks with small scales: samples_sized.cpp).
+inline Input qin(Shape shape, DType q) { return Input{std::move(shape), q, -1.0f, 1.0f, L::contiguous, false, 0.0f}; }
 // Integers in [low, high) (i32 indices, conditions).
 inline Input ints(Shape shape, float low, float high, Layout layout = L::contiguous) {
   return in(std::move(shape), low, high, layout, DType::i32);

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <cstring>
 #include <string>
 
 #include "ops/samples.hpp"
@@ -175,11 +176,23 @@ std::vector<BenchRow> bench_f32(OpKind op, bool quick) {
         push("11008x4096 (decode, up)", {in({11008, 4096}), in({4096})}, GemvParams{});
         push("4096x11008 (decode, down)", {in({4096, 11008}), in({11008})}, GemvParams{});
       }
+      // Quantized weights (GGUF's [out, in]), dequantized in the kernel: GB/s counts their bytes.
+      for (DType q : {DType::q8_0, DType::q4_0, DType::q4_k, DType::q5_k, DType::q6_k}) {
+        const std::string name = dtype_name(q);
+        push("4096x4096 " + name + " (decode)", {qin({4096, 4096}, q), in({4096})}, GemvParams{});
+        if (!quick) push("11008x4096 " + name + " (decode, up)", {qin({11008, 4096}, q), in({4096})}, GemvParams{});
+      }
       return out;
     case OpKind::matmul:
       for (i64 n : pick({32, 256}, {32, 128, 256, 512, 1024}))
         push(std::to_string(n) + "^3", {in({n, n}), in({n, n})}, MatmulParams{});
       if (!quick) push("128x4096x4096 (prefill)", {in({128, 4096}), in({4096, 4096})}, MatmulParams{});
+      // x [128, 4096] against quantized weights [4096 out, 4096 in] (a @ w^T, GGUF's orientation).
+      if (!quick) {
+        for (DType q : {DType::q8_0, DType::q4_0, DType::q4_k, DType::q5_k, DType::q6_k})
+          push(std::string("128x4096x4096 ") + dtype_name(q) + " (prefill)", {in({128, 4096}), qin({4096, 4096}, q)},
+               MatmulParams{});
+      }
       return out;
     case OpKind::conv2d: {
       const Conv2dParams same{1, 1, 1, 1};
@@ -245,6 +258,35 @@ std::vector<BenchRow> bench(OpKind op, bool quick) {
 
 Tensor make_input(const Input& input, std::uint64_t seed, std::optional<Device> device) {
   if (input.absent) return {};
+  if (dtype_is_quantized(input.dtype)) {
+    // Quantized weights: blocks of seeded random bytes (every bit pattern of the weights, scales and
+    // mins), each block's f16 scale(s) then set to a seeded value whose products with values in
+    // [low, high) stay small; made on the host, contiguous.
+    if (input.layout != Layout::contiguous)
+      throw Error(ErrorCode::invalid_argument, "[samples] quantized weights are made contiguous only");
+    const DType q = input.dtype;
+    const std::size_t bb = dtype_block_bytes(q);
+    std::vector<std::uint8_t> bytes(dtype_bytes(q, input.shape.numel()));
+    std::uint64_t s = seed * 0x9e3779b97f4a7c15ull + 1;
+    auto next = [&] {
+      s ^= s << 13;
+      s ^= s >> 7;
+      s ^= s << 17;
+      return s;
+    };
+    for (std::size_t i = 0; i + 8 <= bytes.size(); i += 8) {
+      const std::uint64_t v = next();
+      std::memcpy(bytes.data() + i, &v, 8);
+    }
+    const float unit = 1.0f / (64.0f * std::max(1.0f, std::max(std::fabs(input.low), std::fabs(input.high))));
+    for (std::size_t b = 0; b < bytes.size(); b += bb) {
+      const std::uint16_t d = f32_to_f16(unit * static_cast<float>(next() % 1000) / 1000.0f);
+      const std::uint16_t dmin = f32_to_f16(unit * static_cast<float>(next() % 1000) / 1000.0f);
+      std::memcpy(bytes.data() + b + (q == DType::q6_k ? 208 : 0), &d, 2);
+      if (q == DType::q4_k || q == DType::q5_k) std::memcpy(bytes.data() + b + 2, &dmin, 2);
+    }
+    return Tensor::from_blocks(bytes, input.shape, q, device);
+  }
   if (input.step > 0) {  // integers made on the host, scaled by step (contiguous only)
     if (input.layout != Layout::contiguous)
       throw Error(ErrorCode::invalid_argument, "[samples] values in steps are made contiguous only");
