@@ -164,6 +164,9 @@ TEST_CASE("quantized weight tensors: from_blocks, values, views and refusals", "
         CHECK_THAT(e.what(), Catch::Contains("q"));
       }
     }
+    CHECK(code_of([&] { w.slice(0, 0, 1).copy_(w.slice(0, 1, 2)); }) == ErrorCode::dtype_mismatch);
+    CHECK(code_of([&] { w.copy_(x); }) == ErrorCode::dtype_mismatch);
+    CHECK(code_of([&] { x.copy_(w); }) == ErrorCode::dtype_mismatch);
     CHECK(code_of([&] { trine::matmul(x, w, {.trans_b = true}); }) == ErrorCode::invalid_argument);
     CHECK(code_of([&] { trine::gemv(w, x.slice(0, 0, 1).reshape({k}), true); }) == ErrorCode::invalid_argument);
     CHECK(code_of([&] { trine::matmul(x.slice(1, 0, k / 2), w); }) == ErrorCode::invalid_shape);
