@@ -147,8 +147,10 @@ Written check_write(const Tensor& dst, const Tensor& src, const WriteAt& at) {
   }
   const std::string both = " (destination " + dst.str() + ", source " + src.str() + ")";
   if (dtype_is_quantized(dst.dtype()) || dtype_is_quantized(src.dtype())) {
-    throw Error(ErrorCode::dtype_mismatch, "[copy_into] quantized weights are not written element by element: make "
-                                           "new blocks (trine::quant::quantize, Tensor::from_blocks)" + both);
+    throw Error(ErrorCode::dtype_mismatch,
+                "[copy_into] quantized weights are not written element by element: make "
+                "new blocks (trine::quant::quantize, Tensor::from_blocks)" +
+                    both);
   }
   for (int d = 0; d < dst.rank(); ++d) {
     if (dst.strides()[static_cast<std::size_t>(d)] == 0 && dst.dim(d) > 1) {
