@@ -24,11 +24,17 @@ void matmul_cases(std::vector<Sample>& out) {
   run({1000, 3}, {3, 5}, {});
   run({129, 257}, {257, 65}, {});
   run({384, 512}, {512, 320}, {});  // large: several cache blocks in every dimension
+  // The large cases marked cpu_blocks() below are there for the cpu's cache blocks and register tiles,
+  // which the GPUs' kernels do not have (their grids of several tiles are reached by the two
+  // cases above): cpu_only keeps their 900M multiply-adds off the software devices (lavapipe
+  // under GPU-assisted validation, the emulator under ASan), where they were most of matmul's time.
+  auto cpu_blocks = [&] { out.back().cpu_only = true; };
   // More rows than any ISA's packed A block (mc <= 1536, mc_l3 about 1020 at kc 512): B packed a
   // whole block at a time, over several A blocks; more columns than any B block (nc_l2 <= 1024,
   // nc <= 1365): several, the last one partial. Fewer rows than one A block: B packed one
   // micro-panel at a time.
   run({1543, 24}, {24, 1500}, {});
+  cpu_blocks();
   run({7, 19}, {19, 2900}, {});
   // Few rows whose last 6-row tile would hold 1-3: with 6-row tiles (AVX2, SSE4.2) the last 7-9
   // rows run as two tiles of 3-5 (4 + 3, 4 + 4, 5 + 4), here over two kc passes
@@ -40,13 +46,21 @@ void matmul_cases(std::vector<Sample>& out) {
   // block streams past, over two B blocks) and narrow (each B panel serves an A block's panels,
   // over two or more A blocks, one B block packed once a pass)
   run({530, 700}, {700, 600}, {});
+  cpu_blocks();
   run({1100, 530}, {530, 200}, {});
+  cpu_blocks();
   // At least 512^3 multiply-adds with AVX-512: 12-row tiles (gemm_tall_rows), with a partial last
   // tile, several A blocks, row-major f32 A through the 8x8 transposes (and their scalar k tail),
   // column-major f16 A and row-major bf16 A widened while packing
   run({1031, 131}, {131, 1000}, {});
+  cpu_blocks();
   run({700, 203}, {700, 997}, {true, false}, L::contiguous, L::strided, DType::f16, DType::f32);
+  cpu_blocks();
   run({203, 700}, {700, 997}, {}, L::contiguous, L::contiguous, DType::bf16, DType::f32);
+  cpu_blocks();
+  // the same two dtype pairs at a size every device runs
+  run({23, 70}, {70, 37}, {}, L::contiguous, L::contiguous, DType::bf16, DType::f32);
+  run({70, 23}, {70, 37}, {true, false}, L::contiguous, L::strided, DType::f16, DType::f32);
   // Vulkan's matmul_rows.comp (row-contiguous f32, N a multiple of 4): each row count it picks (1,
   // 2, 4, 8, 16 rows per workgroup) with M past it, one and two vec4 columns per invocation with N
   // past a workgroup's columns, and broadcast batches
@@ -116,6 +130,7 @@ void matmul_cases(std::vector<Sample>& out) {
   run({40, 1101}, {70, 1101}, {false, true}, L::contiguous, L::contiguous, DType::bf16, DType::bf16);
   // AMX (32 x 32 blocks, k in steps of 32): two threads, three KC passes, partial blocks both ways
   run({129, 1500}, {1500, 97}, {}, L::contiguous, L::contiguous, DType::bf16, DType::bf16);
+  cpu_blocks();
   // More than two batch dims (ranks 5 to 8, the most a Shape holds), broadcast both ways: rank 5
   // with rank 4 (matmul_rows.comp on Vulkan), rank 6 with N = 3 (matmul.comp), rank 7 with a
   // transposed f16 A, rank 8 with six batch dims, and rank 8 with a plain matrix.
