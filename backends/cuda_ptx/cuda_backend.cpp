@@ -312,7 +312,7 @@ class CudaBackend final : public detail::Backend {
   std::string unsupported_reason(const detail::OpCall& call) const override {
     if (const Tensor* q = detail::quantized_input(call))
       return std::string("quantized weights (") + dtype_name(q->dtype()) +
-             ") run on the cpu only so far: the PTX kernels that read the blocks are not written yet (issue 29)";
+             ") run on the cpu and vulkan so far: the PTX kernels that read the blocks are not written yet (issue 29)";
     for (const auto& t : call.inputs)
       if (t.defined() && t.device().kind != DeviceKind::cuda) return "an input is on " + t.device().str();
     if (!detail::output_writable(call)) return "the output is not contiguous";

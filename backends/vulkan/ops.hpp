@@ -100,6 +100,16 @@ inline const char* act_shader(OpKind act, const char* plain, const char* f64) {
 void record_strided(Recorder& rec, const Tensor& a, const Tensor& b, const TensorRef& y, const Shape& out, OpKind op,
                     OpKind act, float alpha, float beta, DType storage = DType::f32);
 
+// ---- quantized weights (matmul and gemv; kernels/matmul_quant.cpp, shaders/matmul_quant.comp) ----
+
+// The call's quantized weight (matmul's input 1, gemv's input 0), or nullptr.
+const Tensor* quantized_weights(const detail::OpCall& call);
+// Whether matmul_quant.comp runs the call: an f32 x (any strides: made contiguous first) and an f32
+// contiguous result; a 16-bit x or result runs between casts (backends/widen.hpp).
+bool supports_quantized(const detail::OpCall& call);
+void limits_quantized(Limits& l, const detail::OpCall& call);
+void record_quantized(Recorder& rec, const detail::OpCall& call);
+
 // ---- the row reductions (reduce, gemv, softmax, norm) ----
 
 // The workgroup of reduce.comp, softmax.comp and norm.comp.

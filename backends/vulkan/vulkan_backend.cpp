@@ -140,7 +140,6 @@ class VulkanBackend final : public detail::Backend {
   }
 
   bool supports(const detail::OpCall& call) const override {
-    if (detail::quantized_input(call)) return false;  // no shader reads the blocks yet (issue 29)
     for (const auto& t : call.inputs)
       if (t.defined() && t.device().kind != DeviceKind::vulkan) return false;
     const Device d = call.output.defined() ? call.output.device() : Device::cpu();
@@ -165,9 +164,6 @@ class VulkanBackend final : public detail::Backend {
 
   std::string unsupported_reason(const detail::OpCall& call) const override {
     if (const char* why = vulkan_ops().refusal(call.op)) return why;  // an op this backend refuses
-    if (const Tensor* q = detail::quantized_input(call))
-      return std::string("quantized weights (") + dtype_name(q->dtype()) +
-             ") run on the cpu only so far: the vulkan shaders that read the blocks are not written yet (issue 29)";
     const Device d = call.output.defined() ? call.output.device() : Device::cpu();
     if (d.kind != DeviceKind::vulkan || d.index < 0 || static_cast<std::size_t>(d.index) >= instance_->count())
       return {};

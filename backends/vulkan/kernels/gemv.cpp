@@ -1,6 +1,7 @@
 // gemv and dot on Vulkan: reductions (reduce.comp, ops.cpp's record_reduction) with a vector along
 // the reduced axis, on inputs made contiguous on the device first; gemv with 16-bit weights and an
-// f32 vector reads the weights in place (gemv_b16.comp).
+// f32 vector reads the weights in place (gemv_b16.comp), quantized weights likewise
+// (matmul_quant.comp).
 #include "backends/vulkan/ops.hpp"
 
 namespace trine::vulkan {
@@ -20,7 +21,11 @@ bool b16_weights(const detail::OpCall& call) {
 
 std::uint32_t type_code(DType d) { return d == DType::f16 ? 1 : d == DType::bf16 ? 2 : 0; }
 
-bool inputs_gemv(const detail::OpCall& call) { return inputs_f32(call) || b16_weights(call); }
+// Quantized weights: matmul_quant.comp (kernels/matmul_quant.cpp).
+bool inputs_gemv(const detail::OpCall& call) {
+  if (quantized_weights(call)) return supports_quantized(call);
+  return inputs_f32(call) || b16_weights(call);
+}
 
 constexpr std::uint32_t k_gemv_group = 128;
 
@@ -33,6 +38,7 @@ struct GemvPush {
 std::uint64_t gemv_b16_loop(std::uint64_t k) { return (k / 2 + 2 + k_gemv_group - 1) / k_gemv_group; }
 
 void limits_gemv(Limits& l, const detail::OpCall& call) {
+  if (quantized_weights(call)) return limits_quantized(l, call);
   if (call.output.numel() == 0) return;
   const Tensor& a = call.inputs[0];
   if (b16_weights(call)) {
@@ -53,6 +59,7 @@ void limits_gemv(Limits& l, const detail::OpCall& call) {
 }
 
 void record_gemv(Recorder& rec, const detail::OpCall& call) {
+  if (quantized_weights(call)) return record_quantized(rec, call);
   const TensorRef y = ref_of(call.output);
   const Tensor& a = call.inputs[0];
   const bool trans = std::get<GemvParams>(call.params).trans;
