@@ -286,7 +286,6 @@ class CudaBackend final : public detail::Backend {
   void* host_pointer(void*) const noexcept override { return nullptr; }
 
   bool supports(const detail::OpCall& call) const override {
-    if (detail::quantized_input(call)) return false;  // no kernel reads the blocks yet (issue 29)
     for (const auto& t : call.inputs)
       if (t.defined() && t.device().kind != DeviceKind::cuda) return false;
     if (!detail::output_writable(call)) return false;
@@ -310,9 +309,6 @@ class CudaBackend final : public detail::Backend {
   // A call whose kernel needs contiguous inputs gets each strided one copied (the gather kernel,
   // a `copy` entry) into a contiguous temporary first; the submission owns the temporaries.
   std::string unsupported_reason(const detail::OpCall& call) const override {
-    if (const Tensor* q = detail::quantized_input(call))
-      return std::string("quantized weights (") + dtype_name(q->dtype()) +
-             ") run on the cpu and vulkan so far: the PTX kernels that read the blocks are not written yet (issue 29)";
     for (const auto& t : call.inputs)
       if (t.defined() && t.device().kind != DeviceKind::cuda) return "an input is on " + t.device().str();
     if (!detail::output_writable(call)) return "the output is not contiguous";

@@ -176,6 +176,7 @@ const Generator& gemv_generator() {
 }
 
 std::optional<Steps> plan_gemv(const OpCall& c, int, const Resources&, bool gathered) {
+  if (dtype_is_quantized(c.inputs[0].dtype())) return plan_quantized(c, gathered);
   const auto& p = std::get<GemvParams>(c.params);
   const Tensor& a = c.inputs[0];
   const i64 m = c.output.numel(), k = c.inputs[1].numel();

@@ -216,7 +216,8 @@ BatchDims batch_dims(const Tensor& a, const Tensor& b, const Shape& os, int nb) 
 // each launch's a, b and c moved to its first element.
 constexpr i64 rows_per_launch = max_grid_yz * 16;
 
-std::optional<Steps> plan(const OpCall& c, int sm, const Resources&, bool) {
+std::optional<Steps> plan(const OpCall& c, int sm, const Resources&, bool gathered) {
+  if (dtype_is_quantized(c.inputs[1].dtype())) return plan_quantized(c, gathered);
   const auto& p = std::get<MatmulParams>(c.params);
   const Tensor& a = c.inputs[0];
   const Tensor& b = c.inputs[1];
@@ -299,6 +300,7 @@ void register_matmul(CudaOps& r) {
   r.generators.push_back(&simple_generator());
   r.generators.push_back(&tiled_generator());
   r.generators.push_back(&matmul_mma_generator());
+  r.generators.push_back(&matmul_quant_generator());
   r.ops.add(OpKind::matmul, OpKernel{plan, nullptr, false, true});  // f16 / bf16 inputs, an f32 or 16-bit result
 }
 

@@ -41,7 +41,7 @@ class Args {
   }
   static CUdeviceptr device_ptr(const Tensor& t) {
     return static_cast<CUdeviceptr>(reinterpret_cast<std::uintptr_t>(t.storage()->handle())) +
-           static_cast<CUdeviceptr>(t.offset()) * dtype_size(t.dtype());
+           static_cast<CUdeviceptr>(dtype_bytes(t.dtype(), t.offset()));  // whole blocks of a quantized t
   }
 
  private:
@@ -118,6 +118,11 @@ const CudaOps& table();
 // inner == 1) or columns of x stored as `e`, arguments still to add; dot sums its partial sums
 // with it.
 Plan reduce_plan(OpKind op, bool row, std::vector<i64> sizes, Elem e = Elem::f32);
+
+// kernels/matmul_quant.cpp: matmul and gemv with a quantized weight (matmul's input 1, gemv's input
+// 0), whose plans hand such calls to it; matmul registers the generator.
+const Generator& matmul_quant_generator();
+std::optional<Steps> plan_quantized(const OpCall& c, bool gathered);
 
 }  // namespace kernels
 
