@@ -102,10 +102,10 @@ void record_strided(Recorder& rec, const Tensor& a, const Tensor& b, const Tenso
 
 // ---- quantized weights (matmul and gemv; kernels/matmul_quant.cpp, shaders/matmul_quant.comp) ----
 
-// The call's quantized weight (matmul's input 1, gemv's input 0), or nullptr.
-const Tensor* quantized_weights(const detail::OpCall& call);
-// Whether matmul_quant.comp runs the call: an f32 x (any strides: made contiguous first) and an f32
-// contiguous result; a 16-bit x or result runs between casts (backends/widen.hpp).
+// matmul and gemv with a quantized weight (detail::quantized_input: the op table lets only matmul's
+// input 1 and gemv's input 0 be one). Whether matmul_quant.comp runs the call: an f32 x (any
+// strides: made contiguous first) and an f32 contiguous result; a 16-bit x or result runs between
+// casts (backends/widen.hpp).
 bool supports_quantized(const detail::OpCall& call);
 void limits_quantized(Limits& l, const detail::OpCall& call);
 void record_quantized(Recorder& rec, const detail::OpCall& call);

@@ -23,7 +23,7 @@ std::uint32_t type_code(DType d) { return d == DType::f16 ? 1 : d == DType::bf16
 
 // Quantized weights: matmul_quant.comp (kernels/matmul_quant.cpp).
 bool inputs_gemv(const detail::OpCall& call) {
-  if (quantized_weights(call)) return supports_quantized(call);
+  if (detail::quantized_input(call)) return supports_quantized(call);
   return inputs_f32(call) || b16_weights(call);
 }
 
@@ -38,7 +38,7 @@ struct GemvPush {
 std::uint64_t gemv_b16_loop(std::uint64_t k) { return (k / 2 + 2 + k_gemv_group - 1) / k_gemv_group; }
 
 void limits_gemv(Limits& l, const detail::OpCall& call) {
-  if (quantized_weights(call)) return limits_quantized(l, call);
+  if (detail::quantized_input(call)) return limits_quantized(l, call);
   if (call.output.numel() == 0) return;
   const Tensor& a = call.inputs[0];
   if (b16_weights(call)) {
@@ -59,7 +59,7 @@ void limits_gemv(Limits& l, const detail::OpCall& call) {
 }
 
 void record_gemv(Recorder& rec, const detail::OpCall& call) {
-  if (quantized_weights(call)) return record_quantized(rec, call);
+  if (detail::quantized_input(call)) return record_quantized(rec, call);
   const TensorRef y = ref_of(call.output);
   const Tensor& a = call.inputs[0];
   const bool trans = std::get<GemvParams>(call.params).trans;

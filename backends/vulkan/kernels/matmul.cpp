@@ -32,12 +32,12 @@ std::uint32_t batch_stride(const Tensor& t, int i, int rank) {
 // cast: backends/widen.hpp).
 // Quantized weights: matmul_quant.comp (kernels/matmul_quant.cpp).
 bool supports_matmul(const detail::OpCall& call) {
-  if (quantized_weights(call)) return supports_quantized(call);
+  if (detail::quantized_input(call)) return supports_quantized(call);
   return call.output.dtype() == DType::f32;
 }
 
 void limits_matmul(Limits& l, const detail::OpCall& call) {
-  if (quantized_weights(call)) return limits_quantized(l, call);
+  if (detail::quantized_input(call)) return limits_quantized(l, call);
   const Tensor& y = call.output;
   if (y.numel() == 0) return;  // M, N or a batch dim is 0
   const Tensor& a = call.inputs[0];
@@ -51,7 +51,7 @@ void limits_matmul(Limits& l, const detail::OpCall& call) {
 }
 
 void record_matmul(Recorder& rec, const detail::OpCall& call) {
-  if (quantized_weights(call)) return record_quantized(rec, call);
+  if (detail::quantized_input(call)) return record_quantized(rec, call);
   const Tensor &a = call.inputs[0], &b = call.inputs[1], &y = call.output;
   const auto& mp = std::get<MatmulParams>(call.params);
   const int ar = a.rank(), br = b.rank();

@@ -66,15 +66,8 @@ struct QuantPush {
 
 }  // namespace
 
-const Tensor* quantized_weights(const detail::OpCall& call) {
-  const std::size_t i = call.op == OpKind::gemv ? 0 : call.op == OpKind::matmul ? 1 : call.inputs.size();
-  if (i >= call.inputs.size() || !call.inputs[i].defined() || !dtype_is_quantized(call.inputs[i].dtype()))
-    return nullptr;
-  return &call.inputs[i];
-}
-
 bool supports_quantized(const detail::OpCall& call) {
-  if (!quantized_weights(call)) return false;
+  if (!detail::quantized_input(call)) return false;
   const QuantCall q = pieces(call);
   const Tensor& y = call.output;
   if (q.x->dtype() != DType::f32 || y.dtype() != DType::f32 || !y.is_contiguous() || !q.w->is_contiguous())
