@@ -224,6 +224,16 @@ TEST_CASE("matmul and gemv with quantized weights match the dequantized product,
     reference(xtt.to_vector(), wf, 8, n, k, want, bound);
     check_close(trine::matmul(xt, w, {.trans_a = true}).to_vector(), want, bound, k, DType::f32,
                 std::string(dtype_name(q)) + " trans_a");
+    // Strided activations, views the caller did not make contiguous: xt's transposed view, and one
+    // row read with a stride of 3 (M = 1: the gemv kernels).
+    check_close(trine::matmul(xt.transpose(), w).to_vector(), want, bound, k, DType::f32,
+                std::string(dtype_name(q)) + " transposed view of x");
+    const Tensor x3 = Tensor::random({k, 3}, 8, {.device = dev}).transpose().slice(0, 1, 2);
+    CHECK(!x3.is_contiguous());
+    reference(x3.contiguous().to_vector(), wf, 1, n, k, want, bound, on_cpu && x_in_8_bits());
+    check_close(trine::matmul(x3, w).to_vector(), want, bound, k, DType::f32, std::string(dtype_name(q)) + " x strided by 3");
+    check_close(trine::gemv(w, x3.reshape({k})).to_vector(), want, bound, k, DType::f32,
+                std::string(dtype_name(q)) + " gemv, x strided by 3");
     const Tensor x1 = Tensor::random({k}, 7, {.dtype = DType::f16, .device = dev});
     reference(x1.to_vector(), std::vector<float>(wf.begin() + 5 * k, wf.begin() + 9 * k), 1, 4, k, want, bound,
               on_cpu && x_in_8_bits());
