@@ -143,6 +143,7 @@ void gemv_rows(i64 r0, i64 r1, i64 K, const std::uint8_t* wq, i64 row_bytes, con
 // x quantized per block of 32: q = round(x / d), d = max|x| / 127, and the sum of the q.
 struct XBlocks {
   std::vector<float> d;
+  std::vector<float> dsum;  // d times the sum of the block's q: the k-quants' min terms take it
   std::vector<std::int32_t> sum;
   std::vector<std::int8_t> q;
 };
@@ -151,6 +152,7 @@ struct XBlocks {
 bool quantize_x(const float* x, i64 K, XBlocks& out) {
   const i64 nb = K / 32;
   out.d.resize(static_cast<std::size_t>(nb));
+  out.dsum.resize(static_cast<std::size_t>(nb));
   out.sum.resize(static_cast<std::size_t>(nb));
   out.q.resize(static_cast<std::size_t>(K));
   for (i64 b = 0; b < nb; ++b) {
@@ -168,6 +170,7 @@ bool quantize_x(const float* x, i64 K, XBlocks& out) {
       s += q;
     }
     out.d[static_cast<std::size_t>(b)] = d;
+    out.dsum[static_cast<std::size_t>(b)] = d * static_cast<float>(s);
     out.sum[static_cast<std::size_t>(b)] = s;
   }
   return true;
@@ -193,8 +196,8 @@ float dot_row_int(const std::uint8_t* row, i64 K, const XBlocks& x) {
   constexpr i64 be = dtype_block_elems(Q);
   constexpr i64 bb = static_cast<i64>(dtype_block_bytes(Q));
   const __m256i low4 = _mm256_set1_epi8(0x0F);
-  __m256 acc = _mm256_setzero_ps();
-  float corr = 0.0f;  // the k-quants' min terms
+  __m256 acc = _mm256_setzero_ps(), acc2 = _mm256_setzero_ps();
+  __m256 corr_v = _mm256_setzero_ps();  // the k-quants' min terms
   for (i64 kb = 0; kb < K / be; ++kb) {
     const std::uint8_t* b = row + kb * bb;
     const std::int8_t* xq = x.q.data() + kb * be;
@@ -209,35 +212,39 @@ float dot_row_int(const std::uint8_t* row, i64 K, const XBlocks& x) {
       acc = _mm256_fmadd_ps(_mm256_set1_ps(f16_at(b) * xd[0]), _mm256_cvtepi32_ps(p), acc);
     } else if constexpr (Q == DType::q4_k || Q == DType::q5_k) {
       constexpr bool five = Q == DType::q5_k;
-      const float d = f16_at(b), dmin = f16_at(b + 2);
-      const std::uint8_t* s = b + 4;
       const std::uint8_t* qs = b + (five ? 48 : 16);
-      const std::int32_t* xs = x.sum.data() + kb * 8;
-      // The eight 6-bit scales and mins, unpacked once, times the block's d and dmin and x's scales.
-      alignas(32) float fs[8], fm[8];
-      for (int jj = 0; jj < 8; ++jj) {
-        const int sc = jj < 4 ? s[jj] & 63 : (s[jj + 4] & 0x0F) | ((s[jj - 4] >> 6) << 4);
-        const int m = jj < 4 ? s[jj + 4] & 63 : (s[jj + 4] >> 4) | ((s[jj] >> 6) << 4);
-        fs[jj] = static_cast<float>(sc) * xd[jj];
-        fm[jj] = static_cast<float>(m) * xd[jj] * static_cast<float>(xs[jj]);
-      }
-      {
-        const __m256 mins = _mm256_mul_ps(_mm256_set1_ps(dmin), _mm256_load_ps(fm));
-        corr += hsum(mins);
-      }
+      // The eight 6-bit scales and mins in vectors: three 32-bit words of 12 bytes unpacked with masks
+      // into the eight scale bytes and the eight min bytes (see dequant_block for the layout).
+      std::uint32_t u[3];
+      std::memcpy(u, b + 4, 12);
+      const std::uint64_t sc =
+          (u[0] & 0x3f3f3f3fu) | static_cast<std::uint64_t>((u[2] & 0x0f0f0f0fu) | ((u[0] >> 2) & 0x30303030u)) << 32;
+      const std::uint64_t mn =
+          (u[1] & 0x3f3f3f3fu) | static_cast<std::uint64_t>(((u[2] >> 4) & 0x0f0f0f0fu) | ((u[1] >> 2) & 0x30303030u))
+                                     << 32;
+      const __m256 scales = _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(_mm_cvtsi64_si128(static_cast<long long>(sc))));
+      const __m256 mins = _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(_mm_cvtsi64_si128(static_cast<long long>(mn))));
+      // Sub-block j's weights times x's: d sc_j xd_j (q . xq) - dmin m_j xd_j sum(xq).
+      alignas(32) float f[8];
+      _mm256_store_ps(f, _mm256_mul_ps(_mm256_mul_ps(scales, _mm256_loadu_ps(xd)), _mm256_set1_ps(f16_at(b))));
+      corr_v = _mm256_fmadd_ps(_mm256_set1_ps(f16_at(b + 2)),
+                               _mm256_mul_ps(mins, _mm256_loadu_ps(x.dsum.data() + kb * 8)), corr_v);
       __m256i qh;
       if constexpr (five) qh = load32(b + 16);
       for (int j = 0; j < 8; j += 2) {
         const __m256i bytes = load32(qs + 16 * j);
         __m256i q0 = _mm256_and_si256(bytes, low4), q1 = _mm256_and_si256(_mm256_srli_epi16(bytes, 4), low4);
-        if constexpr (five) {
-          const __m256i one = _mm256_set1_epi8(1);
-          q0 = _mm256_or_si256(q0, _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(qh, j), one), 4));
-          q1 = _mm256_or_si256(q1, _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(qh, j + 1), one), 4));
+        if constexpr (five) {  // bit j of each qh byte to bit 4 (16-bit shifts by at most 4 stay in their byte there)
+          const __m256i bit4 = _mm256_set1_epi8(0x10);
+          const __m256i h0 = j <= 4 ? _mm256_slli_epi16(qh, 4 - j) : _mm256_srli_epi16(qh, j - 4);
+          const __m256i h1 = j + 1 <= 4 ? _mm256_slli_epi16(qh, 3 - j) : _mm256_srli_epi16(qh, j - 3);
+          q0 = _mm256_or_si256(q0, _mm256_and_si256(h0, bit4));
+          q1 = _mm256_or_si256(q1, _mm256_and_si256(h1, bit4));
         }
         const __m256i p0 = dot_us(q0, load32(xq + 32 * j)), p1 = dot_us(q1, load32(xq + 32 * j + 32));
-        acc = _mm256_fmadd_ps(_mm256_set1_ps(d * fs[j]), _mm256_cvtepi32_ps(p0), acc);
-        acc = _mm256_fmadd_ps(_mm256_set1_ps(d * fs[j + 1]), _mm256_cvtepi32_ps(p1), acc);
+        // two chains: eight dependent FMAs a super-block would wait on each other's latency
+        acc = _mm256_fmadd_ps(_mm256_set1_ps(f[j]), _mm256_cvtepi32_ps(p0), acc);
+        acc2 = _mm256_fmadd_ps(_mm256_set1_ps(f[j + 1]), _mm256_cvtepi32_ps(p1), acc2);
       }
     } else {
       static_assert(Q == DType::q6_k);
@@ -260,12 +267,13 @@ float dot_row_int(const std::uint8_t* row, i64 K, const XBlocks& x) {
           const __m256i scales =
               _mm256_set_m128i(_mm_set1_epi16(static_cast<short>(s1)), _mm_set1_epi16(static_cast<short>(s0)));
           const __m256i p = _mm256_madd_epi16(pairs, scales);
-          acc = _mm256_fmadd_ps(_mm256_set1_ps(d * xd[4 * half + part]), _mm256_cvtepi32_ps(p), acc);
+          __m256& a = part % 2 ? acc2 : acc;  // two chains, as the k-quants above
+          a = _mm256_fmadd_ps(_mm256_set1_ps(d * xd[4 * half + part]), _mm256_cvtepi32_ps(p), a);
         }
       }
     }
   }
-  return hsum(acc) - corr;
+  return hsum(_mm256_add_ps(acc, acc2)) - hsum(corr_v);
 }
 
 // The integer path's switch: on unless TRINE_CPU_QUANT_DOT=f32 (read once).
