@@ -12,6 +12,8 @@ PACKAGES=(
   catch2 libbenchmark-dev
   # the GPU comparison's driver (benches/gpu_compare/gpu_compare.py; its ctest runs it without PyTorch)
   python3
+  # examples/make_decode_gguf.py: the decode_gguf tests' model and numpy reference (no gguf package)
+  python3-numpy
   # the PTX parser fuzzer (scripts/fuzz.sh): libFuzzer comes with clang
   clang
   # Vulkan backend (lavapipe is the CPU driver CI runs it on)

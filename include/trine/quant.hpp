@@ -15,8 +15,8 @@
 //   q6_k: 256 weights, 210 bytes: 128 bytes of low nibbles, 64 of high 2-bit pairs, 16 int8 scales,
 //         d (f16); sub-block s of 16: w = d scale_s (q - 32).
 // Dequantization computes in f32 in the order the formats define (docs/model-files.md), so its
-// values equal the gguf package's (tests/io). Quantized weights in ops (matmul and gemv reading the
-// blocks in their kernels) are not implemented yet: issue 29.
+// values equal the gguf package's (tests/io). matmul and gemv take a tensor of these blocks as their
+// weights and dequantize it in their kernels (docs/ops.md, "Quantized weights").
 #pragma once
 
 #include <cstdint>
