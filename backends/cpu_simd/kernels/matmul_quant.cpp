@@ -250,25 +250,34 @@ float dot_row_int(const std::uint8_t* row, i64 K, const XBlocks& x) {
       static_assert(Q == DType::q6_k);
       const std::uint8_t* ql = b;
       const std::uint8_t* qh = b + 128;
-      const auto* sc = reinterpret_cast<const std::int8_t*>(b + 192);
-      const float d = f16_at(b + 208);
+      const std::uint8_t* sc = b + 192;  // 16 int8 scales, one per 16 weights
+      // d times x's eight block scales, broadcast from memory per 32 weights.
+      alignas(32) float f[8];
+      _mm256_store_ps(f, _mm256_mul_ps(_mm256_loadu_ps(xd), _mm256_set1_ps(f16_at(b + 208))));
       for (int half = 0; half < 2; ++half) {
         const __m256i hb = load32(qh + 32 * half);
         const __m256i l0 = load32(ql + 64 * half), l1 = load32(ql + 64 * half + 32);
+        // This half's eight int8 scales as int16 in both 128-bit lanes: part p's pair (2p, 2p + 1)
+        // is one pshufb away (the low lane's eight int16 take scale 2p, the high lane's 2p + 1).
+        const __m256i sc16 = _mm256_broadcastsi128_si256(
+            _mm_cvtepi8_epi16(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(sc + 8 * half))));
         for (int part = 0; part < 4; ++part) {
           const __m256i lo = part < 2 ? (part ? l1 : l0) : (part == 3 ? l1 : l0);
           const __m256i lon = _mm256_and_si256(part < 2 ? lo : _mm256_srli_epi16(lo, 4), low4);
-          const __m256i hi = _mm256_and_si256(_mm256_srli_epi16(hb, 2 * part), _mm256_set1_epi8(3));
-          const __m256i q = _mm256_sub_epi8(_mm256_or_si256(lon, _mm256_slli_epi16(hi, 4)), _mm256_set1_epi8(32));
-          const int s0 = sc[8 * half + 2 * part], s1 = sc[8 * half + 2 * part + 1];
+          // bits 2 part and 2 part + 1 of each qh byte to bits 4 and 5 (16-bit shifts that stay in the byte there)
+          const __m256i hi = _mm256_and_si256(part < 3 ? _mm256_slli_epi16(hb, 4 - 2 * part) : _mm256_srli_epi16(hb, 2),
+                                              _mm256_set1_epi8(0x30));
+          const __m256i q = _mm256_sub_epi8(_mm256_or_si256(lon, hi), _mm256_set1_epi8(32));
           // int16 pair sums, each 16-weight half times its own scale
           const __m256i pairs =
               _mm256_maddubs_epi16(_mm256_sign_epi8(q, q), _mm256_sign_epi8(load32(xq + 128 * half + 32 * part), q));
-          const __m256i scales =
-              _mm256_set_m128i(_mm_set1_epi16(static_cast<short>(s1)), _mm_set1_epi16(static_cast<short>(s0)));
-          const __m256i p = _mm256_madd_epi16(pairs, scales);
+          const char a0 = static_cast<char>(4 * part), a1 = static_cast<char>(4 * part + 1);
+          const char b0 = static_cast<char>(4 * part + 2), b1 = static_cast<char>(4 * part + 3);
+          const __m256i pick = _mm256_setr_epi8(a0, a1, a0, a1, a0, a1, a0, a1, a0, a1, a0, a1, a0, a1, a0, a1, b0, b1,
+                                                b0, b1, b0, b1, b0, b1, b0, b1, b0, b1, b0, b1, b0, b1);
+          const __m256i p = _mm256_madd_epi16(pairs, _mm256_shuffle_epi8(sc16, pick));
           __m256& a = part % 2 ? acc2 : acc;  // two chains, as the k-quants above
-          a = _mm256_fmadd_ps(_mm256_set1_ps(d * xd[4 * half + part]), _mm256_cvtepi32_ps(p), a);
+          a = _mm256_fmadd_ps(_mm256_set1_ps(f[4 * half + part]), _mm256_cvtepi32_ps(p), a);
         }
       }
     }
