@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "backends/vulkan/debug.hpp"
 #include "tests/harness.hpp"
 #include "trine/quant.hpp"
 #include "trine/trine.hpp"
@@ -190,7 +191,11 @@ TEST_CASE("matmul and gemv with quantized weights match the dequantized product,
       const Tensor x = Tensor::random({m, k}, static_cast<std::uint64_t>(m), {.device = dev});
       const std::vector<float> xv = x.to_vector();
       reference(xv, wf, m, n, k, want, bound, on_cpu && m == 1 && x_in_8_bits());
+      const std::uint64_t tiles_before = vulkan::dispatches_of("matmul_quant_tiles");
       const Tensor y = trine::matmul(x, w);
+      // Vulkan: from 8 rows of x, the tiled shader (weights dequantized into shared memory).
+      if (dev.kind == DeviceKind::vulkan)
+        CHECK((vulkan::dispatches_of("matmul_quant_tiles") > tiles_before) == (m >= 8));
       CHECK(y.device() == dev);
       CHECK(y.shape() == Shape{m, n});
       CHECK(y.dtype() == DType::f32);

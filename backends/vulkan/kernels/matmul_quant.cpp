@@ -1,7 +1,8 @@
 // Quantized weights on Vulkan (issue 29): matmul(x, w) with w [N, K] in q8_0, q4_0, q4_k, q5_k or
-// q6_k blocks, and gemv(w, x), through matmul_quant.comp, which reads the blocks in place and
-// dequantizes them in registers. kernels/matmul.cpp and kernels/gemv.cpp route their quantized
-// calls here.
+// q6_k blocks, and gemv(w, x), through matmul_quant.comp (a workgroup per weight row and one or
+// four rows of x: gemv, decode steps), or from 8 rows of x through matmul_quant_tiles.comp (32 x 32
+// tiles of the result, the weights dequantized into shared memory once per 32 rows of x). Both
+// read the blocks in place. kernels/matmul.cpp and kernels/gemv.cpp route their quantized calls here.
 #include <limits>
 #include <string>
 
@@ -13,6 +14,8 @@ namespace {
 
 constexpr std::uint32_t k_quant_group = 64;  // matmul_quant.comp's invocations
 constexpr std::uint32_t k_quant_rows = 4;    // rows of x per workgroup, when there are that many
+constexpr std::uint64_t k_tiles_from = 8;    // rows of x from which matmul_quant_tiles.comp runs the call
+constexpr std::uint64_t k_tile = 32;         // its tile: rows of x, rows of w, weights per step
 
 // The call's pieces: x (its logical [rows, K] through the strides below once contiguous), w, y.
 struct QuantCall {
@@ -47,13 +50,20 @@ std::uint32_t format_code(DType t) { return static_cast<std::uint32_t>(quant::fo
 
 std::uint32_t rows_per_group(std::uint64_t rows) { return rows >= k_quant_rows ? k_quant_rows : 1; }
 
+bool tiled(const QuantCall& q) { return q.rows >= k_tiles_from; }
+
 std::uint64_t groups(const QuantCall& q) {
+  if (tiled(q)) return ((q.n + k_tile - 1) / k_tile) * ((q.rows + k_tile - 1) / k_tile);
   const std::uint32_t r = rows_per_group(q.rows);
   return q.n * ((q.rows + r - 1) / r);
 }
 
-// Each invocation's units of 32 weights along a row.
-std::uint64_t unit_loop(std::uint64_t k) { return (k / 32 + k_quant_group - 1) / k_quant_group; }
+// Each invocation's loop along K: units of 32 weights a workgroup's width apart, or (tiles) every
+// unit, each with its 32 steps of the tile's products.
+std::uint64_t unit_loop(const QuantCall& q) {
+  if (tiled(q)) return q.k / k_tile * (k_tile + 1);
+  return (q.k / 32 + k_quant_group - 1) / k_quant_group;
+}
 
 std::uint64_t weight_bytes_before(const Tensor& w) {
   const quant::FormatInfo fi = quant::info(quant::format_of(w.dtype()));
@@ -85,7 +95,7 @@ void limits_quantized(Limits& l, const detail::OpCall& call) {
   l.bind(*q.w, "the quantized weights");
   l.bind(rx, "the activations");
   l.bind(call.output, "the output");
-  l.loop(unit_loop(q.k), [&] { return "a row of " + std::to_string(q.k) + " quantized weights"; });
+  l.loop(unit_loop(q), [&] { return "a row of " + std::to_string(q.k) + " quantized weights"; });
 }
 
 void record_quantized(Recorder& rec, const detail::OpCall& call) {
@@ -105,8 +115,13 @@ void record_quantized(Recorder& rec, const detail::OpCall& call) {
   p.x_row = static_cast<std::uint32_t>(q.trans_a ? 1 : q.k);
   p.x_col = static_cast<std::uint32_t>(q.trans_a ? q.m : 1);
   p.y_off = ry.offset;
-  rec.dispatch("matmul_quant", {bind_in(rw), bind_in(rx), bind_out(ry)}, &p, sizeof(p), groups(q),
-               {k_quant_group, format_code(q.w->dtype()), rows_per_group(q.rows)});
+  if (tiled(q)) {
+    rec.dispatch("matmul_quant_tiles", {bind_in(rw), bind_in(rx), bind_out(ry)}, &p, sizeof(p), groups(q),
+                 {format_code(q.w->dtype())});
+  } else {
+    rec.dispatch("matmul_quant", {bind_in(rw), bind_in(rx), bind_out(ry)}, &p, sizeof(p), groups(q),
+                 {k_quant_group, format_code(q.w->dtype()), rows_per_group(q.rows)});
+  }
 }
 
 }  // namespace trine::vulkan
