@@ -207,6 +207,27 @@ TEST_CASE("cuda: calls past the grid's limits launch in pieces that cover them",
   CHECK(std::int64_t{l.generator->geometry(l.config, l.sizes).grid[0]} * 64 >= 2050 * 2050);
 }
 
+TEST_CASE("cuda: quantized matmul tiles from 8 rows of x, one warp per weight row below and past grid.y", "[cuda]") {
+  // Planned, never launched (x a broadcast view of one row): the kernel each row count takes.
+  const std::vector<std::uint8_t> blocks(dtype_bytes(DType::q4_k, 4 * 256));
+  const Tensor w = Tensor::from_blocks(blocks, {4, 256}, DType::q4_k, Device::cpu());
+  auto kernel_for = [&](std::int64_t rows) {
+    const Tensor x = Tensor::zeros({1}).broadcast_to({rows, 256});
+    const detail::OpCall call{OpKind::matmul, {x, w}, Tensor::zeros({1}).broadcast_to({rows, 4}), MatmulParams{}, {}};
+    auto steps = cuda::kernels::table().ops.find(OpKind::matmul)->plan(call, 80, cuda::Resources{}, true);
+    REQUIRE(steps);
+    REQUIRE(steps->launches.size() == 1);
+    const auto& l = steps->launches.front();
+    CHECK(l.generator->geometry(l.config, l.sizes).grid[1] <= 65535u);
+    return std::string(l.generator->name);
+  };
+  CHECK(kernel_for(1) == "matmul_quant");
+  CHECK(kernel_for(7) == "matmul_quant");
+  CHECK(kernel_for(8) == "matmul_quant_tiles");
+  CHECK(kernel_for(65535 * 64) == "matmul_quant_tiles");
+  CHECK(kernel_for(65535 * 64 + 1) == "matmul_quant");  // more blocks of 64 rows than grid.y holds
+}
+
 TEST_CASE("cuda: a batch is one submission with one upload and one readback; async chains", "[cuda]") {
   require_cuda();
   std::vector<float> host(300);

@@ -301,6 +301,7 @@ void register_matmul(CudaOps& r) {
   r.generators.push_back(&tiled_generator());
   r.generators.push_back(&matmul_mma_generator());
   r.generators.push_back(&matmul_quant_generator());
+  r.generators.push_back(&matmul_quant_tiles_generator());
   r.ops.add(OpKind::matmul, OpKernel{plan, nullptr, false, true});  // f16 / bf16 inputs, an f32 or 16-bit result
 }
 

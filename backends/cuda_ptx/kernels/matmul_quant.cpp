@@ -6,10 +6,14 @@
 // adds at the end. Blocks of 34, 18 and 210 bytes start at any even byte, so the kernel reads the
 // blocks as 16-bit halves (each loaded once per block or sub-block). The f32 weights are never
 // written to memory.
+// From 8 rows of x, matmul_quant_tiles: the shared-memory tiled GEMM (gemm_tile.hpp, 64 x 64 tiles,
+// 4 x 4 per thread) with B = w^T dequantized element by element as it is staged, so a weight is
+// dequantized once per 64 rows of x rather than once per row or four.
 #include <map>
 #include <vector>
 
 #include "backends/cuda_ptx/kernels/common.hpp"
+#include "backends/cuda_ptx/kernels/gemm_tile.hpp"
 #include "backends/cuda_ptx/kernels/plan.hpp"
 #include "trine/quant.hpp"
 
@@ -161,6 +165,111 @@ void dequantize_block(Kernel& k, quant::Format f, Reg<U64> block, Weight&& weigh
   }
 }
 
+// Weight i (run time, below the block's count) of the block at `block`, as dequantize_block gives it.
+Reg<F32> dequantize_element(Kernel& k, quant::Format f, Reg<U64> block, Reg<U32> i) {
+  BlockReader r(k, block);
+  switch (f) {
+    case quant::Format::q8_0:  // f16 d, 32 int8
+      return mul(k, to_f32(k, signed8(k, byte_at(k, block, add(k, i, V<U32>(2u))))), V<F32>(r.f16(0)));
+    case quant::Format::q4_0: {  // f16 d; weight i the low nibble of byte i % 16, from 16 on the high one
+      Reg<U32> b = byte_at(k, block, add(k, and_(k, i, V<U32>(15u)), V<U32>(2u)));
+      Reg<U32> q = and_(k, shr(k, b, V<U32>(shr(k, and_(k, i, V<U32>(16u)), 2u))), V<U32>(15u));
+      return mul(k, r.f16(0), V<F32>(to_f32(k, sub(k, bitcast<S32>(k, q), V<S32>(8)))));
+    }
+    case quant::Format::q4_k:
+    case quant::Format::q5_k: {  // sub-block j = i / 32, weight l = i % 32 of it
+      const bool five = f == quant::Format::q5_k;
+      Reg<U32> j = shr(k, i, 5u), l = and_(k, i, V<U32>(31u));
+      Reg<F32> sc, mn;
+      scale_min(k, block, j, sc, mn);
+      Reg<F32> a = mul(k, r.f16(0), V<F32>(sc)), c = mul(k, r.f16(2), V<F32>(mn));
+      Reg<U32> at = add(k, add(k, shl(k, shr(k, j, 1u), 5u), V<U32>(l)), V<U32>(five ? 48u : 16u));
+      Reg<U32> q = and_(k, shr(k, byte_at(k, block, at), V<U32>(shl(k, and_(k, j, V<U32>(1u)), 2u))), V<U32>(15u));
+      if (five) {
+        Reg<U32> h = byte_at(k, block, add(k, l, V<U32>(16u)));
+        q = or_(k, q, V<U32>(shl(k, and_(k, shr(k, h, V<U32>(j)), V<U32>(1u)), 4u)));
+      }
+      return sub(k, mul(k, a, V<F32>(to_f32(k, q))), V<F32>(c));
+    }
+    case quant::Format::q6_k: {  // as dequantize_block: sub-block j = i / 32, half j / 4, quarter j % 4
+      Reg<U32> j = shr(k, i, 5u), l = and_(k, i, V<U32>(31u));
+      Reg<U32> h = shr(k, j, 2u), q4 = and_(k, j, V<U32>(3u));
+      Reg<U32> lo_at = add(k, add(k, shl(k, h, 6u), V<U32>(shl(k, and_(k, q4, V<U32>(1u)), 5u))), V<U32>(l));
+      Reg<U32> hi_at = add(k, add(k, shl(k, h, 5u), V<U32>(128u)), V<U32>(l));
+      Reg<U32> lo = and_(k, shr(k, byte_at(k, block, lo_at), V<U32>(shl(k, shr(k, q4, 1u), 2u))), V<U32>(15u));
+      Reg<U32> hi = and_(k, shr(k, byte_at(k, block, hi_at), V<U32>(shl(k, q4, 1u))), V<U32>(3u));
+      Reg<S32> q = sub(k, bitcast<S32>(k, or_(k, lo, V<U32>(shl(k, hi, 4u)))), V<S32>(32));
+      Reg<U32> scale = byte_at(k, block, add(k, shr(k, i, 4u), V<U32>(192u)));  // one int8 per 16 weights
+      Reg<F32> ds = mul(k, r.f16(208), V<F32>(to_f32(k, signed8(k, scale))));
+      return mul(k, ds, V<F32>(to_f32(k, q)));
+    }
+  }
+  return mov<F32>(k, 0.0f);
+}
+
+constexpr TileShape tiles_shape{64, 64, 16, 4, 4};
+constexpr std::uint32_t tiles_from = 8;  // rows of x from which matmul_quant_tiles runs the call
+
+struct TilesConfig {
+  std::string_view name;
+  quant::Format format;
+};
+constexpr TilesConfig tiles_configs[] = {{"q8_0", quant::Format::q8_0},
+                                         {"q4_0", quant::Format::q4_0},
+                                         {"q4_k", quant::Format::q4_k},
+                                         {"q5_k", quant::Format::q5_k},
+                                         {"q6_k", quant::Format::q6_k}};
+
+std::string generate_tiles(std::size_t config, Target target) {
+  const TilesConfig& cfg = config_at(tiles_configs, config, "matmul_quant_tiles");
+  const quant::FormatInfo fi = quant::info(cfg.format);
+  Kernel k(kernel_name("matmul_quant_tiles", cfg.name), target);
+  k.set_max_threads(tiles_shape.threads());
+  Reg<U64> w_base = global_ptr<U16>(k, param<U64>(k, "w")).base;
+  Reg<U64> x_base = global_ptr<F32>(k, param<U64>(k, "x")).base;
+  Ptr<Global, F32> y = param_ptr<F32>(k, "y");
+  Reg<U32> n = param<U32>(k, "n");
+  Reg<U32> kdim = param<U32>(k, "k");
+  Reg<U32> rows = param<U32>(k, "rows");
+  Reg<U32> m = param<U32>(k, "m");
+  Reg<U64> row_bytes = param<U64>(k, "row_bytes");
+  Reg<U64> x_batch = param<U64>(k, "x_batch");
+  Reg<U64> x_row = param<U64>(k, "x_row");
+  Reg<U64> x_col = param<U64>(k, "x_col");
+  Reg<U32> m0 = mul(k, special(k, Special::ctaid_y), V<U32>(std::uint32_t(tiles_shape.bm)));
+  Reg<U32> n0 = mul(k, special(k, Special::ctaid_x), V<U32>(std::uint32_t(tiles_shape.bn)));
+  Reg<U32> last_n = sub(k, n, V<U32>(1u)), last_k = sub(k, kdim, V<U32>(1u));
+  const auto be = static_cast<std::uint32_t>(fi.block_elems);
+  gemm_tiled(
+      k, tiles_shape, rows, n, kdim, m0, n0,
+      [&](Reg<U32> row, Reg<U32> col, Reg<Pred> inside) {  // x[row][col]
+        Reg<U64> elem = add(k, mul(k, to_u64(k, div(k, row, V<U32>(m))), V<U64>(x_batch)),
+                            V<U64>(mul(k, to_u64(k, rem(k, row, V<U32>(m))), V<U64>(x_row))));
+        return load_f32_if(k, Elem::f32, x_base, add(k, elem, V<U64>(mul(k, to_u64(k, col), V<U64>(x_col)))), inside);
+      },
+      [&](Reg<U32> kk, Reg<U32> col, Reg<Pred> inside) {  // B[kk][col] = w[col][kk], 0 outside
+        // the indices clamped into w, so every load is inside it whatever `inside` says
+        Reg<U32> wn = min(k, col, V<U32>(last_n)), wk = min(k, kk, V<U32>(last_k));
+        Reg<U64> block =
+            add(k, add(k, w_base, V<U64>(mul(k, to_u64(k, wn), V<U64>(row_bytes)))),
+                V<U64>(mul_wide(k, div(k, wk, V<U32>(be)), V<U32>(static_cast<std::uint32_t>(fi.block_bytes)))));
+        Reg<F32> v = dequantize_element(k, cfg.format, block, and_(k, wk, V<U32>(be - 1)));
+        return selp<F32>(k, v, mov<F32>(k, 0.0f), inside);
+      },
+      [&](Reg<U32> row, Reg<U32> col, Reg<F32> v) {
+        st(k, element(k, y, add(k, mul_wide(k, row, V<U32>(n)), V<U64>(to_u64(k, col)))), V<F32>(v));
+      });
+  return module_text(k);
+}
+
+Launch tiles_geometry(std::size_t, std::span<const std::int64_t> sizes) {  // sizes = {n, rows}
+  Launch l;
+  l.block = {std::uint32_t(tiles_shape.threads()), 1, 1};
+  l.grid = {blocks_for(size_at(sizes, 0), tiles_shape.bn, max_grid_x), blocks_for(size_at(sizes, 1), tiles_shape.bm),
+            1};
+  return l;
+}
+
 std::string generate_quant(std::size_t config, Target target) {
   const QuantConfig& cfg = config_at(quant_configs, config, "matmul_quant");
   const quant::FormatInfo fi = quant::info(cfg.format);
@@ -249,6 +358,21 @@ const Generator& matmul_quant_generator() {
   return g;
 }
 
+const Generator& matmul_quant_tiles_generator() {
+  static const Generator g{
+      "matmul_quant_tiles",
+      {OpKind::matmul},
+      config_names(tiles_configs),
+      generate_tiles,
+      "w: the blocks of row 0 of w (config: the format), x: f32*, y: f32* [rows, n] contiguous, n, k, rows, m: u32 "
+      "(w's rows, its columns, x's rows, rows per batch), row_bytes: u64, x_batch, x_row, x_col: u64 element strides "
+      "(row i of x starts at (i / m) x_batch + (i % m) x_row)",
+      "sizes = {n, rows}; block 256 (64x64x16 tile, 4x4 per thread); grid (ceil(n/64), ceil(rows/64)); rows <= "
+      "65535 * 64",
+      tiles_geometry};
+  return g;
+}
+
 std::optional<Steps> plan_quantized(const OpCall& c, bool gathered) {
   const bool gemv = c.op == OpKind::gemv;
   const Tensor& w = c.inputs[gemv ? 0 : 1];
@@ -268,6 +392,23 @@ std::optional<Steps> plan_quantized(const OpCall& c, bool gathered) {
   }
   if (rows > UINT32_MAX || kk / dtype_block_elems(w.dtype()) > UINT32_MAX) return std::nullopt;
   const quant::Format f = quant::format_of(w.dtype());
+  if (rows >= tiles_from && rows <= i64{max_grid_yz} * tiles_shape.bm && n <= UINT32_MAX && kk <= UINT32_MAX) {
+    const std::size_t config =
+        config_index(tiles_configs, "matmul_quant_tiles", [&](const TilesConfig& t) { return t.format == f; });
+    Plan& pl = steps.add(matmul_quant_tiles_generator(), config, {n, rows});
+    pl.args.add_ptr(w);
+    pl.args.add_ptr(x);
+    pl.args.add_ptr(c.output);
+    pl.args.add(static_cast<std::uint32_t>(n));
+    pl.args.add(static_cast<std::uint32_t>(kk));
+    pl.args.add(static_cast<std::uint32_t>(rows));
+    pl.args.add(static_cast<std::uint32_t>(m));
+    pl.args.add(static_cast<std::uint64_t>(dtype_bytes(w.dtype(), kk)));
+    pl.args.add(static_cast<std::uint64_t>(m * kk));
+    pl.args.add(static_cast<std::uint64_t>(trans_a ? 1 : kk));
+    pl.args.add(static_cast<std::uint64_t>(trans_a ? m : 1));
+    return steps;
+  }
   const std::uint32_t r = rows >= quant_rows ? quant_rows : 1;
   const std::size_t config =
       *find_config(quant_configs, [&](const QuantConfig& q) { return q.format == f && q.rows == r; });

@@ -122,6 +122,7 @@ Plan reduce_plan(OpKind op, bool row, std::vector<i64> sizes, Elem e = Elem::f32
 // kernels/matmul_quant.cpp: matmul and gemv with a quantized weight (matmul's input 1, gemv's input
 // 0), whose plans hand such calls to it; matmul registers the generator.
 const Generator& matmul_quant_generator();
+const Generator& matmul_quant_tiles_generator();
 std::optional<Steps> plan_quantized(const OpCall& c, bool gathered);
 
 }  // namespace kernels
