@@ -140,11 +140,10 @@ void gemv_rows(i64 r0, i64 r1, i64 K, const std::uint8_t* wq, i64 row_bytes, con
 }
 
 #if TRINE_QUANT_INT_DOT
-// x quantized per block of 32: q = round(x / d), d = max|x| / 127, and the sum of the q.
+// x quantized per block of 32: q = round(x / d), d = max|x| / 127, and d times the sum of the q.
 struct XBlocks {
   std::vector<float> d;
-  std::vector<float> dsum;  // d times the sum of the block's q: the k-quants' min terms take it
-  std::vector<std::int32_t> sum;
+  std::vector<float> dsum;  // q4_k's and q5_k's min terms take it
   std::vector<std::int8_t> q;
 };
 
@@ -153,7 +152,6 @@ bool quantize_x(const float* x, i64 K, XBlocks& out) {
   const i64 nb = K / 32;
   out.d.resize(static_cast<std::size_t>(nb));
   out.dsum.resize(static_cast<std::size_t>(nb));
-  out.sum.resize(static_cast<std::size_t>(nb));
   out.q.resize(static_cast<std::size_t>(K));
   for (i64 b = 0; b < nb; ++b) {
     const float* v = x + 32 * b;
@@ -171,7 +169,6 @@ bool quantize_x(const float* x, i64 K, XBlocks& out) {
     }
     out.d[static_cast<std::size_t>(b)] = d;
     out.dsum[static_cast<std::size_t>(b)] = d * static_cast<float>(s);
-    out.sum[static_cast<std::size_t>(b)] = s;
   }
   return true;
 }
