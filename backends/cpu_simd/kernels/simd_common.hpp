@@ -199,9 +199,11 @@ template <int Bias = 0>
 // e^(v - m) for v <= m (softmax's terms), v - m carried exactly as a sum of two floats: its rounding
 // would cost |v - m| u, 44 ulps at e^-87. Terms under 2^-126 (v - m < exp_lo, -inf among them)
 // are 0, as docs/ops.md lets kernels flush them; a NaN v or m, or v = m = +-inf, gives NaN.
-// v_lo: a low part of v (attention's scaled scores are v + v_lo), added to the difference's.
+// v_lo: a low part of v (attention's scaled scores are v + v_lo), added to the difference's. Its
+// default is -0, which GCC drops (x + -0 is x for every x; x + +0 is not, for x = -0): one addition
+// fewer a term for softmax, whose exp pass ran 5-8% faster for it (Zen 3, alternating in one process).
 [[gnu::always_inline]] inline batch_f32 exp_diff(const batch_f32& v, const batch_f32& m,
-                                                 const batch_f32& v_lo = batch_f32(0.0f)) {
+                                                 const batch_f32& v_lo = batch_f32(-0.0f)) {
   batch_f32 d, d_lo, q, pw;
   two_sum(v, -m, d, d_lo);
   d_lo += v_lo;
