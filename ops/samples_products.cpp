@@ -78,6 +78,11 @@ void matmul_cases(std::vector<Sample>& out) {
     }
   }
   run({64, 96}, {96, 80}, {}, L::strided, L::transposed);
+  // a weight stored [N, K] (trans_b) and trans_a with N in whole vec4s: Vulkan runs one row of A as
+  // the gemv over the weight's rows, more rows after copying the transposed operand contiguous
+  run({1, 300}, {64, 300}, {false, true});
+  run({5, 33}, {12, 33}, {false, true});
+  run({33, 5}, {12, 33}, {true, true});
   // batched with broadcast batch dims
   run({2, 3, 17, 9}, {9, 5}, {});
   run({2, 1, 7, 9}, {1, 4, 9, 6}, {});

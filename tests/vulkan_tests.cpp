@@ -354,6 +354,54 @@ TEST_CASE("vulkan: matmul takes every batch rank a Shape holds, broadcast both w
   require_no_validation_messages();
 }
 
+TEST_CASE("vulkan: a transposed operand keeps matmul off the tiled shader", "[vulkan]") {
+  require_vulkan();
+  // A weight stored [N, K] (trans_b) ran through matmul.comp a column at a time, 13-20x slower on
+  // lavapipe than untransposed: one row of x is now a gemv over the weight's rows (reduce.comp),
+  // more rows copy the transposed operand contiguous and run matmul_rows.comp. Each case: the
+  // result against the oracle, and which shaders ran.
+  struct Case {
+    Shape a, b;
+    MatmulParams p;
+    Layout la, lb;
+    bool gemv;  // else matmul_rows
+  };
+  const std::vector<Case> cases{
+      {{1, 300}, {64, 300}, {false, true}, Layout::contiguous, Layout::contiguous, true},
+      {{1, 1, 300}, {1, 64, 300}, {false, true}, Layout::contiguous, Layout::contiguous, true},
+      {{300, 1}, {64, 300}, {true, true}, Layout::contiguous, Layout::contiguous, true},
+      {{1, 33}, {40, 33}, {false, true}, Layout::contiguous, Layout::strided, true},  // W copied first
+      {{1, 300}, {300, 64}, {}, Layout::contiguous, Layout::transposed, true},       // x w^T as a view
+      {{5, 33}, {12, 33}, {false, true}, Layout::contiguous, Layout::contiguous, false},
+      {{2, 3, 5, 9}, {3, 8, 9}, {false, true}, Layout::contiguous, Layout::contiguous, false},
+      {{33, 5}, {33, 12}, {true, false}, Layout::contiguous, Layout::contiguous, false},
+      {{33, 5}, {12, 33}, {true, true}, Layout::contiguous, Layout::contiguous, false},
+      {{2, 7, 9}, {9, 16}, {}, Layout::transposed, Layout::contiguous, false},
+  };
+  for (const Case& c : cases) {
+    std::vector<Tensor> in{input(c.a, -1, 1, c.la), input(c.b, -1, 1, c.lb)};
+    const std::string what = label(in, std::string(c.p.trans_a ? "ta " : "") + (c.p.trans_b ? "tb" : ""));
+    const std::uint64_t tiled = vulkan::dispatches_of("matmul"), rows = vulkan::dispatches_of("matmul_rows");
+    const std::uint64_t reduce = vulkan::dispatches_of("reduce") + vulkan::dispatches_of("reduce_subgroup") +
+                                 vulkan::dispatches_of("reduce_rows");
+    check(OpKind::matmul, in, c.p, what);
+    INFO(what);
+    CHECK(vulkan::dispatches_of("matmul") == tiled);
+    CHECK((vulkan::dispatches_of("matmul_rows") > rows) == !c.gemv);
+    CHECK((vulkan::dispatches_of("reduce") + vulkan::dispatches_of("reduce_subgroup") +
+               vulkan::dispatches_of("reduce_rows") >
+           reduce) == c.gemv);
+  }
+  // 16-bit B (matmul_rows_b16), copied contiguous in its own dtype
+  const Tensor x = Tensor::random({5, 33}, seq(), -1.0f, 1.0f, DType::f16, k_vk);
+  const Tensor w = Tensor::random({12, 33}, seq(), -1.0f, 1.0f, DType::f16, k_vk);
+  const std::uint64_t b16 = vulkan::dispatches_of("matmul_rows_b16"), tiled = vulkan::dispatches_of("matmul");
+  check(OpKind::matmul, {x, w}, MatmulParams{false, true}, "f16 tb");
+  CHECK(vulkan::dispatches_of("matmul_rows_b16") > b16);
+  CHECK(vulkan::dispatches_of("matmul") == tiled);
+  require_no_validation_messages();
+}
+
 namespace {
 
 // The largest error of `got` against the exact `want`, in ulps of the exact value, over the results
