@@ -392,13 +392,19 @@ TEST_CASE("vulkan: a transposed operand keeps matmul off the tiled shader", "[vu
                vulkan::dispatches_of("reduce_rows") >
            reduce) == c.gemv);
   }
-  // 16-bit B (matmul_rows_b16), copied contiguous in its own dtype
-  const Tensor x = Tensor::random({5, 33}, seq(), -1.0f, 1.0f, DType::f16, k_vk);
+  // 16-bit B: one row of x reads the weight in place (gemv_b16.comp), more rows copy it contiguous
+  // in its own dtype (matmul_rows_b16)
   const Tensor w = Tensor::random({12, 33}, seq(), -1.0f, 1.0f, DType::f16, k_vk);
-  const std::uint64_t b16 = vulkan::dispatches_of("matmul_rows_b16"), tiled = vulkan::dispatches_of("matmul");
-  check(OpKind::matmul, {x, w}, MatmulParams{false, true}, "f16 tb");
-  CHECK(vulkan::dispatches_of("matmul_rows_b16") > b16);
-  CHECK(vulkan::dispatches_of("matmul") == tiled);
+  for (const Tensor& x : {Tensor::random({5, 33}, seq(), -1.0f, 1.0f, DType::f16, k_vk), input({1, 33}),
+                          Tensor::random({1, 33}, seq(), -1.0f, 1.0f, DType::bf16, k_vk)}) {
+    const bool one = x.shape()[0] == 1;
+    const std::uint64_t b16 = vulkan::dispatches_of("matmul_rows_b16"), gemv = vulkan::dispatches_of("gemv_b16"),
+                        tiled = vulkan::dispatches_of("matmul");
+    check(OpKind::matmul, {x, w}, MatmulParams{false, true}, label({x, w}, "16-bit w, tb"));
+    CHECK((vulkan::dispatches_of("gemv_b16") > gemv) == (one && x.dtype() != DType::bf16));
+    CHECK((vulkan::dispatches_of("matmul_rows_b16") > b16) == !(one && x.dtype() != DType::bf16));
+    CHECK(vulkan::dispatches_of("matmul") == tiled);
+  }
   require_no_validation_messages();
 }
 

@@ -110,6 +110,16 @@ bool supports_quantized(const detail::OpCall& call);
 void limits_quantized(Limits& l, const detail::OpCall& call);
 void record_quantized(Recorder& rec, const detail::OpCall& call);
 
+// ---- gemv with 16-bit weights (kernels/gemv.cpp, shaders/gemv_b16.comp; matmul's single rows) ----
+
+// y[r] = sum over k of a[r, k] x[k] with a f16 or bf16 and contiguous (its last dim k, every other
+// dim rows), read in place: whether gemv_b16.comp takes these tensors (x f32 with any strides, or
+// contiguous in a's dtype; y f32, or contiguous at an even offset in a's dtype), what it binds and
+// loops, and its recording.
+bool gemv_b16_takes(const Tensor& a, const Tensor& x, const Tensor& y);
+void limits_gemv_b16(Limits& l, const Tensor& a, const Tensor& x, const Tensor& y);
+void record_gemv_b16(Recorder& rec, const Tensor& a, const Tensor& x, const Tensor& y);
+
 // ---- the row reductions (reduce, gemv, softmax, norm) ----
 
 // The workgroup of reduce.comp, softmax.comp and norm.comp.

@@ -12,11 +12,7 @@ namespace {
 // A's dtype (dtype_promoted gives that when x is). The rest of gemv's 16-bit calls run between casts
 // (backends/widen.hpp).
 bool b16_weights(const detail::OpCall& call) {
-  const Tensor &a = call.inputs[0], &x = call.inputs[1], &y = call.output;
-  if (!dtype_is_16bit(a.dtype()) || !a.is_contiguous() || std::get<GemvParams>(call.params).trans) return false;
-  const bool x_ok = x.dtype() == DType::f32 || (x.dtype() == a.dtype() && x.is_contiguous());
-  const bool y_ok = y.dtype() == DType::f32 || (y.dtype() == a.dtype() && y.is_contiguous() && y.offset() % 2 == 0);
-  return x_ok && y_ok;
+  return !std::get<GemvParams>(call.params).trans && gemv_b16_takes(call.inputs[0], call.inputs[1], call.output);
 }
 
 std::uint32_t type_code(DType d) { return d == DType::f16 ? 1 : d == DType::bf16 ? 2 : 0; }
@@ -41,17 +37,7 @@ void limits_gemv(Limits& l, const detail::OpCall& call) {
   if (detail::quantized_input(call)) return limits_quantized(l, call);
   if (call.output.numel() == 0) return;
   const Tensor& a = call.inputs[0];
-  if (b16_weights(call)) {
-    l.bind(a, "input 0");
-    if (call.inputs[1].dtype() == DType::f32)
-      l.bind(l.contiguous_f32(call.inputs[1], "input 1"), "input 1");
-    else
-      l.bind(call.inputs[1], "input 1");
-    l.bind(call.output, "the output");
-    const std::uint64_t k = static_cast<std::uint64_t>(a.shape()[1]);
-    l.loop(gemv_b16_loop(k), [&] { return "a row of " + std::to_string(k) + " 16-bit weights"; });
-    return;
-  }
+  if (b16_weights(call)) return limits_gemv_b16(l, a, call.inputs[1], call.output);
   const std::uint64_t ra = l.contiguous_f32(a, "input 0"), rx = l.contiguous_f32(call.inputs[1], "input 1");
   const auto rows = static_cast<std::uint32_t>(a.shape()[0]), cols = static_cast<std::uint32_t>(a.shape()[1]);
   if (std::get<GemvParams>(call.params).trans) return limits_reduction(l, ra, rx, call.output, 1, rows, cols, 3);
@@ -65,16 +51,7 @@ void record_gemv(Recorder& rec, const detail::OpCall& call) {
   const bool trans = std::get<GemvParams>(call.params).trans;
   const auto rows = static_cast<std::uint32_t>(a.shape()[0]), cols = static_cast<std::uint32_t>(a.shape()[1]);
   if (call.output.numel() == 0) return;
-  if (b16_weights(call)) {
-    const Tensor& x = call.inputs[1];
-    const TensorRef ra = ref_of(a), rx = x.dtype() == DType::f32 ? contiguous_f32(rec, x) : ref_of(x);
-    const GemvPush p{rows, cols, ra.offset, rx.offset, y.offset};
-    const std::uint32_t yt = type_code(call.output.dtype());
-    // a 16-bit y: a workgroup per two rows, the two halves of one word
-    rec.dispatch("gemv_b16", {bind_in(ra), bind_in(rx), bind_out(y)}, &p, sizeof(p), yt ? (rows + 1) / 2 : rows,
-                 {k_gemv_group, type_code(a.dtype()), type_code(x.dtype()), yt});
-    return;
-  }
+  if (b16_weights(call)) return record_gemv_b16(rec, a, call.inputs[1], call.output);
   const TensorRef ra = contiguous_f32(rec, a), rx = contiguous_f32(rec, call.inputs[1]);
   // y[m] = sum_k A[m, k] x[k]: rows of [M, K, 1]; transposed, the columns of [1, K, M].
   if (trans) return record_reduction(rec, ra, &rx, y, 1, rows, cols, 3);
@@ -94,6 +71,36 @@ void record_dot(Recorder& rec, const detail::OpCall& call) {
 }
 
 }  // namespace
+
+bool gemv_b16_takes(const Tensor& a, const Tensor& x, const Tensor& y) {
+  if (!dtype_is_16bit(a.dtype()) || !a.is_contiguous()) return false;
+  const bool x_ok = x.dtype() == DType::f32 || (x.dtype() == a.dtype() && x.is_contiguous());
+  const bool y_ok = y.dtype() == DType::f32 || (y.dtype() == a.dtype() && y.is_contiguous() && y.offset() % 2 == 0);
+  return x_ok && y_ok;
+}
+
+void limits_gemv_b16(Limits& l, const Tensor& a, const Tensor& x, const Tensor& y) {
+  l.bind(a, "input 0");
+  if (x.dtype() == DType::f32)
+    l.bind(l.contiguous_f32(x, "input 1"), "input 1");
+  else
+    l.bind(x, "input 1");
+  l.bind(y, "the output");
+  const std::uint64_t k = static_cast<std::uint64_t>(a.shape()[a.rank() - 1]);
+  l.loop(gemv_b16_loop(k), [&] { return "a row of " + std::to_string(k) + " 16-bit weights"; });
+}
+
+void record_gemv_b16(Recorder& rec, const Tensor& a, const Tensor& x, const Tensor& y) {
+  std::int64_t r = 1;  // every dim but the last (K may be 0)
+  for (int d = 0; d + 1 < a.rank(); ++d) r *= a.shape()[d];
+  const auto rows = static_cast<std::uint32_t>(r), cols = static_cast<std::uint32_t>(a.shape()[a.rank() - 1]);
+  const TensorRef ra = ref_of(a), rx = x.dtype() == DType::f32 ? contiguous_f32(rec, x) : ref_of(x), ry = ref_of(y);
+  const GemvPush p{rows, cols, ra.offset, rx.offset, ry.offset};
+  const std::uint32_t yt = type_code(y.dtype());
+  // a 16-bit y: a workgroup per two rows, the two halves of one word
+  rec.dispatch("gemv_b16", {bind_in(ra), bind_in(rx), bind_out(ry)}, &p, sizeof(p), yt ? (rows + 1) / 2 : rows,
+               {k_gemv_group, type_code(a.dtype()), type_code(x.dtype()), yt});
+}
 
 void register_gemv(VulkanOps& r) {
   r.add(OpKind::gemv, {inputs_gemv, limits_gemv, record_gemv});

@@ -31,13 +31,14 @@ std::uint32_t batch_stride(const Tensor& t, int i, int rank) {
 // A transposed operand (trans_b on a weight stored [N, K], PyTorch's layout, or a transposed view;
 // trans_a) has strided rows, which kept the call off matmul_rows.comp and on the tiled shader: on
 // lavapipe 1x512x512 with trans_b took 28.4 ms against 2.5 untransposed, 1x4096x4096 1.81 s against
-// 95 ms, 64x512x512 59 ms against 13. So one f32 row of A against a B with strided rows (a decode
-// step's projection) runs as the gemv it is, reduce.comp over the weight's rows read once; more
+// 95 ms, 64x512x512 59 ms against 13. So one row of A against a B with strided rows (a decode
+// step's projection) runs as the gemv it is, reduce.comp (f32) or gemv_b16.comp (16-bit weights:
+// 1.79 s -> 0.16 at 1x4096x4096 f16, 0.07 untransposed) over the weight's rows read once; more
 // rows, where the rows shader takes the dtypes and N is whole vec4s, first copy the transposed
 // operand contiguous into a temporary (one pass over it, f32 or 16-bit as stored) and run
 // matmul_rows.
 struct Plan {
-  bool gemv = false;      // y[n] = sum over k of W[n, k] A[k], W = b_view: record_reduction
+  bool gemv = false;      // y[n] = sum over k of W[n, k] A[k], W = b_view: reduce.comp, gemv_b16.comp
   bool copy_a = false;    // A's [.., M, K] view copied contiguous first
   bool copy_b = false;    // B's [.., K, N] view copied contiguous first
   Tensor a_view, b_view;  // the logical [.., M, K] and [.., K, N] views (copy_a, copy_b); gemv's W
@@ -55,10 +56,13 @@ Plan plan_of(const detail::OpCall& call) {
   const bool a_rows = (mp.trans_a ? a.strides()[ar - 2] : a.strides()[ar - 1]) == 1;
   const bool b_rows = (mp.trans_b ? b.strides()[br - 2] : b.strides()[br - 1]) == 1;
   if (a_rows && b_rows) return pl;  // matmul_rows or the tiled shader, as before
-  if (M == 1 && y.numel() == N && f32 && y.is_contiguous()) {
-    pl.gemv = true;
-    pl.b_view = mp.trans_b ? b : b.transpose(-2, -1);  // [.., N, K]: w itself for x w^T as either spelling
-    return pl;
+  if (M == 1 && y.numel() == N && y.is_contiguous()) {
+    const Tensor w = mp.trans_b ? b : b.transpose(-2, -1);  // [.., N, K]: w itself for x w^T as either spelling
+    if (f32 || gemv_b16_takes(w, a, y)) {
+      pl.gemv = true;
+      pl.b_view = w;
+      return pl;
+    }
   }
   const bool b16 = dtype_is_16bit(b.dtype());
   if (!(b16 || f32) || N % 4 != 0 || ref_of(y).offset != 0) return pl;
@@ -96,6 +100,7 @@ void limits_matmul(Limits& l, const detail::OpCall& call) {
   // matmul.comp loops over K once per output element.
   const Plan pl = plan_of(call);
   if (pl.gemv) {
+    if (dtype_is_16bit(pl.b_view.dtype())) return limits_gemv_b16(l, pl.b_view, a, y);
     const std::uint64_t rb = l.contiguous_f32(pl.b_view, "input 1"), ra = l.contiguous_f32(a, "input 0");
     const auto n = static_cast<std::uint32_t>(y.shape()[y.rank() - 1]);
     return limits_reduction(l, rb, ra, y, n, static_cast<std::uint32_t>(k), 1, 3);
@@ -131,6 +136,7 @@ void record_matmul(Recorder& rec, const detail::OpCall& call) {
   p.a_off = ra.offset, p.b_off = rb.offset;
   const Plan pl = plan_of(call);
   if (pl.gemv) {
+    if (dtype_is_16bit(pl.b_view.dtype())) return record_gemv_b16(rec, pl.b_view, a, y);
     const TensorRef w = contiguous_f32(rec, pl.b_view), x = contiguous_f32(rec, a);
     return record_reduction(rec, w, &x, ry, p.N, p.K, 1, 3);
   }
