@@ -65,7 +65,7 @@ Plan plan_of(const detail::OpCall& call) {
     }
   }
   const bool b16 = dtype_is_16bit(b.dtype());
-  if (!(b16 || f32) || N % 4 != 0 || ref_of(y).offset != 0) return pl;
+  if (!(b16 || f32) || N % 4 != 0 || y.offset() != 0) return pl;
   pl.copy_a = !a_rows;
   pl.copy_b = !b_rows;
   pl.a_view = mp.trans_a ? a.transpose(-2, -1) : a;
