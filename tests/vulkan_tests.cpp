@@ -103,6 +103,8 @@ TEST_CASE("vulkan device 0 is present and describes itself", "[vulkan]") {
     INFO(d.name << ": " << d.capabilities);
     CHECK(d.capabilities.find("maxStorageBufferRange") != std::string::npos);
     CHECK(d.capabilities.find("subgroup") != std::string::npos);
+    // whether the device offers cooperative matrices, and that no kernel uses them yet (issue 33)
+    CHECK(d.capabilities.find("cooperative matrices") != std::string::npos);
   }
   REQUIRE(found);
   require_no_validation_messages();

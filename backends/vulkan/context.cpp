@@ -5,6 +5,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <string_view>
 
 #include "backends/vulkan/debug.hpp"
 #include "backends/vulkan/vk_check.hpp"
@@ -189,6 +190,9 @@ DeviceCaps read_caps(const vk::raii::PhysicalDevice& pd) {
   c.storage16 = f11.storageBuffer16BitAccess;
   c.storage8 = f12.storageBuffer8BitAccess;
 
+  for (const auto& e : pd.enumerateDeviceExtensionProperties())
+    if (std::string_view(e.extensionName.data()) == "VK_KHR_cooperative_matrix") c.coop_matrix = true;
+
   const auto mem = pd.getMemoryProperties();
   const MemoryChoice m = choose_memory(mem);
   c.memory_type = m.memory_type;
@@ -238,6 +242,8 @@ std::string capability_line(const DeviceCaps& c) {
          (!c.robust_access   ? "absent"
           : c.gpu_validation ? "off (GPU-assisted validation checks every access)"
                              : "on") +
+         (c.coop_matrix ? "; cooperative matrices offered (VK_KHR_cooperative_matrix), no kernel uses them yet"
+                        : "; no cooperative matrices (VK_KHR_cooperative_matrix absent)") +
          (c.loop_budget ? "; shader loops cut at ~65535 iterations (ops split or refuse past " +
                               std::to_string(c.loop_budget) + ")"
                         : "");

@@ -73,6 +73,9 @@ struct DeviceCaps {
   // VkPhysicalDeviceFloatControlsProperties: the shaders' float-controls form (common.glsl) the
   // pipelines take: "_ieee_denorm" where both are supported, "_ieee" where only NaN/inf are, else "".
   bool preserve_nan32 = false, preserve_denorm32 = false;
+  // The device offers VK_KHR_cooperative_matrix (tensor-core tiles from shaders). No kernel uses it
+  // yet (16-bit matmul runs the plain rows and tiled shaders); trine-info says which (issue 33).
+  bool coop_matrix = false;
   const char* shader_form() const noexcept {
     return preserve_nan32 && preserve_denorm32 ? "_ieee_denorm" : preserve_nan32 ? "_ieee" : "";
   }
