@@ -379,6 +379,7 @@ TEST_CASE("vulkan: a transposed operand keeps matmul off the tiled shader", "[vu
       {{33, 5}, {33, 12}, {true, false}, Layout::contiguous, Layout::contiguous, false},
       {{33, 5}, {12, 33}, {true, true}, Layout::contiguous, Layout::contiguous, false},
       {{2, 7, 9}, {9, 16}, {}, Layout::transposed, Layout::contiguous, false},
+      {{1, 9}, {9, 16}, {}, Layout::strided, Layout::contiguous, false},  // only the row of A copied
   };
   for (const Case& c : cases) {
     std::vector<Tensor> in{input(c.a, -1, 1, c.la), input(c.b, -1, 1, c.lb)};

@@ -56,7 +56,7 @@ Plan plan_of(const detail::OpCall& call) {
   const bool a_rows = (mp.trans_a ? a.strides()[ar - 2] : a.strides()[ar - 1]) == 1;
   const bool b_rows = (mp.trans_b ? b.strides()[br - 2] : b.strides()[br - 1]) == 1;
   if (a_rows && b_rows) return pl;  // matmul_rows or the tiled shader, as before
-  if (M == 1 && y.numel() == N && y.is_contiguous()) {
+  if (M == 1 && !b_rows && y.numel() == N && y.is_contiguous()) {  // (a strided row of A alone: copy_a)
     const Tensor w = mp.trans_b ? b : b.transpose(-2, -1);  // [.., N, K]: w itself for x w^T as either spelling
     if (f32 || gemv_b16_takes(w, a, y)) {
       pl.gemv = true;
@@ -73,7 +73,8 @@ Plan plan_of(const detail::OpCall& call) {
   return pl;
 }
 
-// Strides of a contiguous tensor of `shape`, and its batch stride for output batch dim i of `rank`.
+// The batch stride, for output batch dim i of `rank`, of a contiguous tensor of `shape` (0 where it
+// broadcasts).
 std::uint32_t contiguous_batch_stride(const Shape& shape, int i, int rank) {
   const int tb = shape.rank() - 2, j = i - (rank - tb);
   if (j < 0 || shape[j] == 1) return 0;
@@ -97,7 +98,6 @@ void limits_matmul(Limits& l, const detail::OpCall& call) {
   const Tensor& a = call.inputs[0];
   const std::int64_t k =
       std::get<MatmulParams>(call.params).trans_a ? a.shape()[a.rank() - 2] : a.shape()[a.rank() - 1];
-  // matmul.comp loops over K once per output element.
   const Plan pl = plan_of(call);
   if (pl.gemv) {
     if (dtype_is_16bit(pl.b_view.dtype())) return limits_gemv_b16(l, pl.b_view, a, y);
@@ -105,6 +105,7 @@ void limits_matmul(Limits& l, const detail::OpCall& call) {
     const auto n = static_cast<std::uint32_t>(y.shape()[y.rank() - 1]);
     return limits_reduction(l, rb, ra, y, n, static_cast<std::uint32_t>(k), 1, 3);
   }
+  // matmul.comp loops over K once per output element.
   l.loop(static_cast<std::uint64_t>(k), [&] { return "an inner dimension K of " + std::to_string(k); });
   if (pl.copy_a)
     l.bind(l.contiguous(pl.a_view, "input 0"), "input 0");
